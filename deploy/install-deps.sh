@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages Petrel needs to build and test. Idempotent:
+# when everything is installed already it returns at once without apt-get.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  libzmq3-dev libprotobuf-dev protobuf-compiler libabsl-dev
+  libgoogle-glog-dev libgflags-dev libgtest-dev libgmock-dev libbenchmark-dev
+)
+# clang builds the libFuzzer target; optional for users, used by CI.
+if [[ "${PETREL_WITH_CLANG:-1}" == 1 ]]; then
+  packages+=(clang)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

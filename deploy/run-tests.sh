@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds Petrel and runs the whole test suite:
+#   1. a normal build and every test (unit, integration, fault);
+#   2. the unit tests again under ASan+UBSan;
+#   3. the wire decoder's libFuzzer target for a bounded time (clang).
+# Build trees: build/ (normal), build-asan/, build-fuzz/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs="${PETREL_JOBS:-2}"
+
+deploy/install-deps.sh
+
+echo "== build (RelWithDebInfo)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+cmake --build build -j"$jobs"
+echo "== tests"
+ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
+
+echo "== unit tests under ASan+UBSan"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPETREL_SANITIZE=ON > /dev/null
+cmake --build build-asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" -L unit --timeout 300
+
+if [[ -x build-fuzz/bin/wire_codec_fuzzer || "${PETREL_FUZZ:-1}" == 1 ]] && command -v clang++ > /dev/null; then
+  echo "== fuzz the wire decoder (bounded)"
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DPETREL_BUILD_FUZZERS=ON -DPETREL_BUILD_TESTS=OFF > /dev/null
+  cmake --build build-fuzz -j"$jobs" --target wire_codec_fuzzer
+  build-fuzz/bin/wire_codec_fuzzer -max_total_time="${PETREL_FUZZ_SECONDS:-60}" \
+    -rss_limit_mb=2048 tests/fuzz/corpus/wire_codec
+fi
+echo "run-tests: all passed"

@@ -1,0 +1,326 @@
+#include "scheduler/scheduler.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "glog/logging.h"
+
+namespace petrel {
+namespace {
+
+// Pending nodes have no id yet; replies to them travel on temporary routes.
+int PendingRoute(size_t index) { return -static_cast<int>(index) - 1; }
+
+std::string RoleName(pb::Role role) {
+  return role == pb::ROLE_SERVER ? "server" : "worker";
+}
+
+std::string Where(const pb::Node& node) {
+  return absl::StrCat(node.host(), ":", node.port());
+}
+
+}  // namespace
+
+Scheduler::Scheduler(Postoffice* postoffice, SchedulerOptions options)
+    : postoffice_(postoffice), options_(std::move(options)) {
+  postoffice_->set_control_handler(
+      [this](Message&& msg) { HandleControl(std::move(msg)); });
+  postoffice_->set_tick_hook([this](absl::Time now) { OnTick(now); });
+}
+
+absl::Status Scheduler::Run() {
+  absl::MutexLock lock(&mu_);
+  auto formed = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) -> bool {
+    return formed_ || result_.has_value();
+  };
+  if (!mu_.AwaitWithTimeout(absl::Condition(&formed), options_.join_timeout)) {
+    std::string missing = DescribeMissing();
+    TerminateAll(true, "the cluster did not form in time");
+    result_ = absl::DeadlineExceededError(absl::StrCat(
+        "the cluster did not form within ",
+        absl::FormatDuration(options_.join_timeout), ": ", missing));
+    return *result_;
+  }
+  auto ended = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) -> bool {
+    return result_.has_value();
+  };
+  mu_.Await(absl::Condition(&ended));
+  return *result_;
+}
+
+void Scheduler::Interrupt(const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  if (result_.has_value()) return;
+  TerminateAll(true, reason);
+  result_ = absl::AbortedError(reason);
+}
+
+std::vector<DeadNode> Scheduler::dead_nodes() const {
+  absl::MutexLock lock(&mu_);
+  return dead_;
+}
+
+std::vector<pb::Node> Scheduler::nodes() const {
+  absl::MutexLock lock(&mu_);
+  return table_;
+}
+
+std::string Scheduler::DescribeMissing() const {
+  int servers = 0, workers = 0;
+  std::vector<std::string> joined;
+  for (const pb::Node& n : pending_) {
+    (n.role() == pb::ROLE_SERVER ? servers : workers)++;
+    joined.push_back(absl::StrCat(RoleName(n.role()), " from ", Where(n)));
+  }
+  return absl::StrCat(
+      "missing ", postoffice_->num_servers() - servers, " of ",
+      postoffice_->num_servers(), " servers and ",
+      postoffice_->num_workers() - workers, " of ", postoffice_->num_workers(),
+      " workers; joined: ",
+      joined.empty() ? "nobody" : absl::StrJoin(joined, ", "));
+}
+
+std::string Scheduler::Describe(int id) const {
+  for (const pb::Node& n : table_) {
+    if (n.id() == id) {
+      return absl::StrCat("node ", id, " (", RoleName(n.role()), " ",
+                          n.rank(), " at ", Where(n), ")");
+    }
+  }
+  return absl::StrCat("node ", id);
+}
+
+void Scheduler::SendControl(int recipient, pb::Control control) {
+  Message msg;
+  msg.meta.set_recipient(recipient);
+  msg.meta.set_request(false);
+  *msg.meta.mutable_control() = std::move(control);
+  absl::Status s = postoffice_->Send(std::move(msg));
+  if (!s.ok()) LOG(WARNING) << "control to node " << recipient << ": " << s;
+}
+
+void Scheduler::HandleControl(Message&& msg) {
+  absl::MutexLock lock(&mu_);
+  int sender = msg.meta.sender();
+  if (sender != kEmptyNodeId) last_seen_[sender] = absl::Now();
+  switch (msg.meta.control().cmd()) {
+    case pb::COMMAND_ADD_NODE:
+      HandleJoin(msg);
+      break;
+    case pb::COMMAND_BARRIER:
+      HandleBarrier(msg);
+      break;
+    case pb::COMMAND_WORKER_DONE:
+      HandleWorkerDone(sender);
+      break;
+    case pb::COMMAND_HEARTBEAT:
+      break;
+    default:
+      LOG_EVERY_T(WARNING, 1.0)
+          << "scheduler ignores control "
+          << pb::Command_Name(msg.meta.control().cmd()) << " from node "
+          << sender;
+  }
+}
+
+absl::Status Scheduler::CheckJoin(const pb::Node& node,
+                                  const std::string& token) {
+  if (token != options_.auth_token) {
+    return absl::UnauthenticatedError("wrong auth token");
+  }
+  if (node.role() != pb::ROLE_SERVER && node.role() != pb::ROLE_WORKER) {
+    return absl::InvalidArgumentError("only servers and workers may join");
+  }
+  if (formed_) {
+    return absl::FailedPreconditionError("the cluster is already complete");
+  }
+  int expected = node.role() == pb::ROLE_SERVER ? postoffice_->num_servers()
+                                                : postoffice_->num_workers();
+  int count = 0;
+  for (const pb::Node& n : pending_) {
+    if (n.role() != node.role()) continue;
+    ++count;
+    if (node.requested_rank() >= 0 && n.requested_rank() == node.requested_rank()) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          RoleName(node.role()), " rank ", node.requested_rank(),
+          " is already taken by the node at ", Where(n)));
+    }
+  }
+  if (count >= expected) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the job expects ", expected, " ", RoleName(node.role()),
+        "s and all have joined"));
+  }
+  if (node.requested_rank() >= expected) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", node.requested_rank(), " requested but the job has ",
+                     expected, " ", RoleName(node.role()), "s"));
+  }
+  return absl::OkStatus();
+}
+
+void Scheduler::HandleJoin(const Message& msg) {
+  const pb::Control& control = msg.meta.control();
+  if (control.nodes_size() != 1) return;
+  pb::Node node = control.nodes(0);
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (pending_[i].transport_id() == node.transport_id()) return;  // resent
+  }
+  // A route to the joining node for the reply (no identity bound yet).
+  pb::Node route = node;
+  route.set_id(PendingRoute(pending_.size()));
+  route.clear_transport_id();
+  postoffice_->van()->Connect(route);
+  pb::Control reply;
+  absl::Status s = CheckJoin(node, control.auth_token());
+  if (!s.ok()) {
+    LOG(WARNING) << "refused " << RoleName(node.role()) << " from "
+                 << Where(node) << ": " << s.message();
+    reply.set_cmd(pb::COMMAND_REJECT);
+    reply.set_reason(std::string(s.message()));
+    SendControl(route.id(), std::move(reply));
+    return;
+  }
+  LOG(INFO) << RoleName(node.role()) << " from " << Where(node) << " joined";
+  pending_.push_back(node);
+  reply.set_cmd(pb::COMMAND_ADD_NODE);  // ack: waiting for the others
+  SendControl(route.id(), std::move(reply));
+  if (static_cast<int>(pending_.size()) ==
+      postoffice_->num_servers() + postoffice_->num_workers()) {
+    FormCluster();
+  }
+}
+
+void Scheduler::FormCluster() {
+  table_.clear();
+  pb::Node self = postoffice_->SelfNode();
+  self.set_id(kSchedulerId);
+  table_.push_back(self);
+  for (pb::Role role : {pb::ROLE_SERVER, pb::ROLE_WORKER}) {
+    int n = role == pb::ROLE_SERVER ? postoffice_->num_servers()
+                                    : postoffice_->num_workers();
+    std::vector<bool> taken(n, false);
+    for (const pb::Node& p : pending_) {
+      if (p.role() == role && p.requested_rank() >= 0) taken[p.requested_rank()] = true;
+    }
+    int next = 0;
+    for (const pb::Node& p : pending_) {  // join order
+      if (p.role() != role) continue;
+      pb::Node node = p;
+      if (p.requested_rank() < 0) {
+        while (taken[next]) ++next;
+        taken[next] = true;
+        node.set_rank(next);
+      } else {
+        node.set_rank(p.requested_rank());
+      }
+      node.set_id(role == pb::ROLE_SERVER ? ServerRankToId(node.rank())
+                                          : WorkerRankToId(node.rank()));
+      table_.push_back(node);
+    }
+  }
+  // Validated at startup: num_servers >= 1, virtual_nodes >= 1.
+  KeyRangeMap ranges =
+      KeyRangeMap::Uniform(postoffice_->num_servers(), options_.virtual_nodes)
+          .value();
+  postoffice_->SetCluster(table_, ranges);
+  pb::Control reply;
+  reply.set_cmd(pb::COMMAND_ADD_NODE);
+  for (const pb::Node& n : table_) *reply.add_nodes() = n;
+  for (uint64_t b : ranges.begins()) reply.add_ranges(b);
+  for (int32_t o : ranges.owners()) reply.add_range_owners(o);
+  absl::Time now = absl::Now();
+  for (const pb::Node& n : table_) {
+    if (n.id() == kSchedulerId) continue;
+    last_seen_[n.id()] = now;
+    SendControl(n.id(), reply);
+    LOG(INFO) << RoleName(n.role()) << " " << n.rank() << " at " << Where(n)
+              << " is node " << n.id();
+  }
+  formed_ = true;
+  LOG(INFO) << "cluster formed: " << postoffice_->num_servers()
+            << " servers, " << postoffice_->num_workers() << " workers";
+}
+
+void Scheduler::HandleBarrier(const Message& msg) {
+  int group = msg.meta.control().barrier_group();
+  uint64_t epoch = msg.meta.control().barrier_epoch();
+  std::vector<int> members = postoffice_->GetNodeIds(group);
+  int sender = msg.meta.sender();
+  if (!formed_ || !IsGroupId(group) ||
+      std::find(members.begin(), members.end(), sender) == members.end()) {
+    LOG_EVERY_T(WARNING, 1.0) << "ignoring barrier of group " << group
+                              << " from node " << sender;
+    return;
+  }
+  auto& arrived = barriers_[{group, epoch}];
+  arrived.insert(sender);
+  if (arrived.size() < members.size()) return;
+  barriers_.erase({group, epoch});
+  VLOG(1) << "barrier of group " << group << " epoch " << epoch << " passed";
+  pb::Control reply;
+  reply.set_cmd(pb::COMMAND_BARRIER);
+  reply.set_barrier_group(group);
+  reply.set_barrier_epoch(epoch);
+  for (int id : members) SendControl(id, reply);
+}
+
+void Scheduler::HandleWorkerDone(int sender) {
+  if (!formed_ || !IsWorkerId(sender)) return;
+  done_workers_.insert(sender);
+  LOG(INFO) << Describe(sender) << " finished (" << done_workers_.size()
+            << " of " << postoffice_->num_workers() << ")";
+  if (static_cast<int>(done_workers_.size()) == postoffice_->num_workers() &&
+      !result_.has_value()) {
+    TerminateAll(false, "");
+    result_ = absl::OkStatus();
+  }
+}
+
+void Scheduler::TerminateAll(bool failed, const std::string& reason) {
+  pb::Control control;
+  control.set_cmd(pb::COMMAND_TERMINATE);
+  control.set_failed(failed);
+  control.set_reason(reason);
+  if (formed_) {
+    for (const pb::Node& n : table_) {
+      if (n.id() != kSchedulerId) SendControl(n.id(), control);
+    }
+  } else {
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      SendControl(PendingRoute(i), control);
+    }
+  }
+  LOG(INFO) << "terminating the job" << (failed ? ": " + reason : "");
+}
+
+void Scheduler::OnTick(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  if (!formed_ || result_.has_value() ||
+      options_.heartbeat_timeout <= absl::ZeroDuration()) {
+    return;
+  }
+  for (const pb::Node& n : table_) {
+    if (n.id() == kSchedulerId || done_workers_.contains(n.id())) continue;
+    absl::Duration silent = now - last_seen_[n.id()];
+    if (silent < options_.heartbeat_timeout) continue;
+    bool known = std::any_of(dead_.begin(), dead_.end(), [&](const DeadNode& d) {
+      return d.node.id() == n.id();
+    });
+    if (known) continue;
+    dead_.push_back(DeadNode{n, silent});
+    postoffice_->metrics()
+        ->GetCounter("petrel_scheduler_dead_nodes_total",
+                     "Nodes declared dead after missing heartbeats.")
+        ->Increment();
+    std::string what = absl::StrCat(Describe(n.id()), " sent no heartbeat for ",
+                                    absl::FormatDuration(silent));
+    LOG(ERROR) << what << "; declared dead";
+    if (options_.fail_on_dead_node) {
+      TerminateAll(true, what);
+      result_ = absl::AbortedError(what);
+      return;
+    }
+  }
+}
+
+}  // namespace petrel

@@ -1,0 +1,96 @@
+// Scheduler: the control plane of a Petrel job. It admits nodes (checking
+// the auth token, role counts and requested ranks), assigns ids and ranks in
+// a deterministic order (requested rank, else join order), broadcasts the
+// node table and key-range map, counts barriers, watches heartbeats, and
+// terminates the job when every worker has finished.
+//
+// Thread safety: Run, Interrupt and the accessors are thread-safe; the
+// message handlers run on the Postoffice's van thread.
+#ifndef PETREL_SCHEDULER_SCHEDULER_H_
+#define PETREL_SCHEDULER_SCHEDULER_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "van/postoffice.h"
+
+namespace petrel {
+
+struct SchedulerOptions {
+  // Shared secret joining nodes must present. Default empty.
+  std::string auth_token;
+  // How long to wait for every expected node. Default 60 s.
+  absl::Duration join_timeout = absl::Seconds(60);
+  // A node silent this long is declared dead; zero disables. Default 30 s.
+  absl::Duration heartbeat_timeout = absl::Seconds(30);
+  // Key ranges per server. Default 32; range 1 .. 4096.
+  int virtual_nodes = 32;
+  // Terminate the job (failed) when a node is declared dead. Default true.
+  bool fail_on_dead_node = true;
+};
+
+struct DeadNode {
+  pb::Node node;
+  absl::Duration silent_for;
+};
+
+class Scheduler {
+ public:
+  // Installs its handlers in `postoffice`, which must be a scheduler's,
+  // not yet started, and outlive this object.
+  Scheduler(Postoffice* postoffice, SchedulerOptions options);
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Waits for the cluster to form, then for the job to end. Returns OK when
+  // every worker finished; DeadlineExceeded naming the missing roles and
+  // counts (and who joined from where) when the cluster did not form in
+  // time; Aborted when a node died or Interrupt was called.
+  absl::Status Run();
+  // Terminates the job as failed with `reason` (e.g. on SIGTERM).
+  void Interrupt(const std::string& reason);
+
+  // Nodes declared dead so far.
+  std::vector<DeadNode> dead_nodes() const;
+  // The node table, once the cluster formed (empty before).
+  std::vector<pb::Node> nodes() const;
+
+ private:
+  void HandleControl(Message&& msg);
+  void HandleJoin(const Message& msg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HandleBarrier(const Message& msg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HandleWorkerDone(int sender) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnTick(absl::Time now);
+  absl::Status CheckJoin(const pb::Node& node, const std::string& token)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FormCluster() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SendControl(int recipient, pb::Control control);
+  void TerminateAll(bool failed, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string DescribeMissing() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string Describe(int id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  Postoffice* const postoffice_;
+  const SchedulerOptions options_;
+
+  mutable absl::Mutex mu_;
+  std::vector<pb::Node> pending_ ABSL_GUARDED_BY(mu_);  // join order
+  bool formed_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<pb::Node> table_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int, absl::Time> last_seen_ ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<int, uint64_t>, absl::flat_hash_set<int>> barriers_
+      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<int> done_workers_ ABSL_GUARDED_BY(mu_);
+  std::vector<DeadNode> dead_ ABSL_GUARDED_BY(mu_);
+  std::optional<absl::Status> result_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace petrel
+
+#endif  // PETREL_SCHEDULER_SCHEDULER_H_

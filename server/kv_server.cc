@@ -1,0 +1,162 @@
+#include "server/kv_server.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "van/postoffice.h"
+
+namespace petrel {
+
+template <typename Val>
+KVServer<Val>::KVServer(int app_id, Postoffice* postoffice,
+                        CustomerOptions options)
+    : customer_(app_id, /*customer_id=*/0, postoffice, options) {}
+
+template <typename Val>
+KVServer<Val>::~KVServer() {
+  customer_.Stop();
+}
+
+template <typename Val>
+absl::Status KVServer<Val>::Start() {
+  customer_.set_request_handler([this](Message&& msg, bool duplicate) {
+    Process(std::move(msg), duplicate);
+  });
+  return customer_.Start();
+}
+
+template <typename Val>
+void KVServer<Val>::Process(Message&& msg, bool duplicate) {
+  KVMeta meta;
+  meta.cmd = msg.meta.head();
+  meta.push = msg.meta.push();
+  meta.pull = msg.meta.pull();
+  meta.sender = msg.meta.sender();
+  meta.timestamp = msg.meta.timestamp();
+  meta.customer_id = msg.meta.customer_id();
+  meta.table_id = msg.meta.table_id();
+  if (!msg.meta.kv() ||
+      (msg.data.size() >= 2 && msg.meta.data_types(1) != DataTypeOf<Val>::kValue)) {
+    LOG_EVERY_T(WARNING, 1.0) << "server dropped a request from node "
+                              << meta.sender
+                              << ": not key-value data of this server's type";
+    return;
+  }
+  KVPairs<Val> data;
+  data.keys = SArray<Key>(msg.data[0]);
+  if (msg.data.size() >= 2) data.vals = SArray<Val>(msg.data[1]);
+  if (msg.data.size() >= 3) data.lens = SArray<int>(msg.data[2]);
+  if (duplicate && meta.push) {
+    // Already applied: acknowledge (or answer the pull) without applying.
+    VLOG(1) << "duplicate push ts=" << meta.timestamp << " from node "
+            << meta.sender;
+    if (!meta.pull) {
+      Response(meta).IgnoreError();
+      return;
+    }
+    meta.push = false;
+    data.vals = SArray<Val>();
+    data.lens = SArray<int>();
+  }
+  handler_(meta, data, this);
+}
+
+template <typename Val>
+absl::Status KVServer<Val>::Response(const KVMeta& meta,
+                                     const KVPairs<Val>& result) {
+  Message request;
+  request.meta.set_sender(meta.sender);
+  request.meta.set_timestamp(meta.timestamp);
+  request.meta.set_customer_id(meta.customer_id);
+  request.meta.set_push(meta.push);
+  request.meta.set_pull(meta.pull);
+  request.meta.set_head(meta.cmd);
+  request.meta.set_table_id(meta.table_id);
+  Message response;
+  if (meta.pull) {
+    response.meta.set_kv(true);
+    response.AddData(result.keys);
+    response.AddData(result.vals);
+    if (!result.lens.empty()) response.AddData(result.lens);
+  }
+  return customer_.SendResponse(request, std::move(response));
+}
+
+template <typename Val>
+absl::Status KVStoreHandler<Val>::Apply(const KVPairs<Val>& data) {
+  size_t n = data.keys.size();
+  size_t width = n == 0 ? 0 : data.vals.size() / n;
+  const Val* src = data.vals.data();
+  for (size_t i = 0; i < n; ++i) {
+    size_t len = data.lens.empty() ? width : static_cast<size_t>(data.lens[i]);
+    std::vector<Val>& row = store_[data.keys[i]];
+    if (mode_ == Mode::kAssign || row.empty()) {
+      row.assign(src, src + len);
+    } else if (row.size() != len) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "key ", data.keys[i], " has ", row.size(), " values, push has ", len));
+    } else {
+      Val* dst = row.data();
+      for (size_t j = 0; j < len; ++j) dst[j] += src[j];
+    }
+    src += len;
+  }
+  return absl::OkStatus();
+}
+
+template <typename Val>
+KVPairs<Val> KVStoreHandler<Val>::Lookup(const SArray<Key>& keys) const {
+  KVPairs<Val> out;
+  out.keys = keys;
+  size_t total = 0;
+  bool uniform = true;
+  size_t first = 0;
+  std::vector<const std::vector<Val>*> rows(keys.size(), nullptr);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto it = store_.find(keys[i]);
+    size_t len = it == store_.end() ? 0 : it->second.size();
+    if (it != store_.end()) rows[i] = &it->second;
+    if (i == 0) first = len;
+    uniform = uniform && len == first;
+    total += len;
+  }
+  out.vals = SArray<Val>(total);
+  if (!uniform) out.lens = SArray<int>(keys.size());
+  Val* dst = out.vals.data();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    size_t len = rows[i] == nullptr ? 0 : rows[i]->size();
+    if (len > 0) std::memcpy(dst, rows[i]->data(), len * sizeof(Val));
+    dst += len;
+    if (!uniform) out.lens[i] = static_cast<int>(len);
+  }
+  return out;
+}
+
+template <typename Val>
+void KVStoreHandler<Val>::operator()(const KVMeta& meta,
+                                     const KVPairs<Val>& data,
+                                     KVServer<Val>* server) {
+  if (meta.push) {
+    absl::Status s = Apply(data);
+    if (!s.ok()) {
+      LOG_EVERY_T(WARNING, 1.0) << "push from node " << meta.sender << ": " << s;
+    }
+  }
+  absl::Status s = meta.pull ? server->Response(meta, Lookup(data.keys))
+                             : server->Response(meta);
+  if (!s.ok()) {
+    LOG_EVERY_T(WARNING, 1.0) << "response: " << s;
+  }
+}
+
+template class KVServer<float>;
+template class KVServer<double>;
+template class KVServer<int32_t>;
+template class KVServer<int64_t>;
+template class KVStoreHandler<float>;
+template class KVStoreHandler<double>;
+template class KVStoreHandler<int32_t>;
+template class KVStoreHandler<int64_t>;
+
+}  // namespace petrel

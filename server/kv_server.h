@@ -1,0 +1,94 @@
+// KVServer<Val>: the server side of push/pull. Each request reaches a
+// handler as a KVMeta and KVPairs; the handler answers with Response. A
+// resent push that was already applied is acknowledged without calling the
+// handler again (exactly once); a resent push-pull is handled as a pull.
+//
+// Supported Val: float, double, int32_t, int64_t.
+//
+// Thread safety: the handler runs on the van's receive thread, one request
+// at a time, in arrival order; Response may be called from any thread.
+#ifndef PETREL_SERVER_KV_SERVER_H_
+#define PETREL_SERVER_KV_SERVER_H_
+
+#include <functional>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "van/buffer.h"
+#include "van/customer.h"
+
+namespace petrel {
+
+using Key = uint64_t;
+
+// What a request is, as a handler sees it.
+struct KVMeta {
+  int cmd = 0;
+  bool push = false;
+  bool pull = false;
+  int sender = 0;
+  int timestamp = 0;
+  int customer_id = 0;
+  int table_id = 0;
+};
+
+template <typename Val>
+struct KVPairs {
+  SArray<Key> keys;
+  SArray<Val> vals;
+  SArray<int> lens;  // empty: every key has vals.size() / keys.size() values
+};
+
+template <typename Val>
+class KVServer {
+ public:
+  using Handler = std::function<void(const KVMeta& meta,
+                                     const KVPairs<Val>& data,
+                                     KVServer* server)>;
+
+  // `postoffice` must outlive the KVServer.
+  KVServer(int app_id, Postoffice* postoffice, CustomerOptions options = {});
+  ~KVServer();
+  KVServer(const KVServer&) = delete;
+  KVServer& operator=(const KVServer&) = delete;
+
+  // Set before Start.
+  void set_request_handler(Handler h) { handler_ = std::move(h); }
+  absl::Status Start();
+
+  // Answers the request `meta`: a push with no data, a pull with the keys
+  // asked (in that order), their values and, for variable lengths, lens.
+  absl::Status Response(const KVMeta& meta, const KVPairs<Val>& result = {});
+
+ private:
+  void Process(Message&& msg, bool duplicate);
+
+  Customer customer_;
+  Handler handler_;
+};
+
+// A default handler: keeps a key -> values store and sums pushed values into
+// it (kSum) or overwrites (kAssign). A pull returns the stored values; a key
+// never pushed has no values (length 0). Not thread-safe: use from the
+// KVServer's handler only.
+template <typename Val>
+class KVStoreHandler {
+ public:
+  enum class Mode { kSum, kAssign };
+  explicit KVStoreHandler(Mode mode = Mode::kSum) : mode_(mode) {}
+
+  void operator()(const KVMeta& meta, const KVPairs<Val>& data,
+                  KVServer<Val>* server);
+  size_t num_keys() const { return store_.size(); }
+
+ private:
+  absl::Status Apply(const KVPairs<Val>& data);
+  KVPairs<Val> Lookup(const SArray<Key>& keys) const;
+
+  Mode mode_;
+  absl::flat_hash_map<Key, std::vector<Val>> store_;
+};
+
+}  // namespace petrel
+
+#endif  // PETREL_SERVER_KV_SERVER_H_

@@ -1,0 +1,23 @@
+// CheckCommandLineFlags finds the command-line mistakes that would make
+// gflags::ParseCommandLineFlags print an error and exit(1) (an unknown flag,
+// a value that does not parse, a missing value), so that a binary can report
+// them as a Status and exit 2, the project's code for bad flags.
+
+#ifndef PETREL_TOOLS_BENCH_FLAG_CHECK_H_
+#define PETREL_TOOLS_BENCH_FLAG_CHECK_H_
+
+#include "absl/status/status.h"
+
+namespace petrel {
+
+// Walks argv the way gflags does ("--name=value", "--name value",
+// "--[no]boolflag", "-name", "--" ends the flags) and returns InvalidArgument
+// for the first bad flag. As a side effect it sets each flag it checks to its
+// command-line value; ParseCommandLineFlags sets the same values again.
+// REQUIRES: called from main before ParseCommandLineFlags, with no other
+// thread reading flags.
+absl::Status CheckCommandLineFlags(int argc, const char* const* argv);
+
+}  // namespace petrel
+
+#endif  // PETREL_TOOLS_BENCH_FLAG_CHECK_H_

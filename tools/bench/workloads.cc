@@ -1,0 +1,110 @@
+#include "tools/bench/workloads.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+#include "tools/bench/raw_zmq.h"
+
+namespace petrel {
+namespace {
+
+constexpr int64_t kMaxValueBytes = int64_t{1} << 30;
+constexpr int kMaxNumKeys = 1 << 20;
+constexpr int kMaxInflight = 65536;
+constexpr double kMaxDurationS = 86400;
+constexpr int64_t kLatencyValueBytes = 4;
+
+absl::StatusOr<BenchResult> RunRawZmqThroughput(const WorkloadConfig& config) {
+  RawZmqOptions options;
+  options.value_bytes = config.value_bytes;
+  options.inflight = config.inflight;
+  options.iterations = config.iterations;
+  options.duration_s = config.duration_s;
+  options.workload_name = "raw_zmq";
+  return RunRawZmq(options);
+}
+
+absl::StatusOr<BenchResult> RunRawZmqLatency(const WorkloadConfig& config) {
+  RawZmqOptions options;
+  options.value_bytes = kLatencyValueBytes;
+  options.inflight = 1;
+  options.iterations = config.iterations;
+  options.duration_s = config.duration_s;
+  options.workload_name = "raw_zmq_latency";
+  return RunRawZmq(options);
+}
+
+}  // namespace
+
+WorkloadTable BuiltinWorkloads() {
+  WorkloadTable table;
+  // Baselines: no Petrel code on the path.
+  table["raw_zmq"] = {
+      "raw ZeroMQ DEALER->ROUTER to a forked acker on TCP loopback; "
+      "--value_bytes per request, --inflight outstanding (throughput baseline)",
+      &RunRawZmqThroughput};
+  table["raw_zmq_latency"] = {
+      "raw_zmq with 4-byte values and 1 in flight (round-trip latency "
+      "baseline; ignores --value_bytes and --inflight)",
+      &RunRawZmqLatency};
+  // Petrel workloads register here: push, pull, pushpull, latency.
+  return table;
+}
+
+absl::Status ValidateWorkloadConfig(const WorkloadConfig& c) {
+  if (c.value_bytes < 1 || c.value_bytes > kMaxValueBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--value_bytes=", c.value_bytes, " is not in [1, ",
+                     kMaxValueBytes, "]"));
+  }
+  if (c.num_keys < 1 || c.num_keys > kMaxNumKeys) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--num_keys=", c.num_keys, " is not in [1, ", kMaxNumKeys, "]"));
+  }
+  if (c.inflight < 1 || c.inflight > kMaxInflight) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--inflight=", c.inflight, " is not in [1, ", kMaxInflight, "]"));
+  }
+  if (c.iterations < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--iterations=", c.iterations, " is negative"));
+  }
+  if (c.iterations == 0 &&
+      !(c.duration_s > 0 && c.duration_s <= kMaxDurationS)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--duration_s=", c.duration_s, " is not in (0, ", kMaxDurationS, "]"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> ParseWorkloadList(
+    absl::string_view list, const WorkloadTable& table) {
+  std::vector<std::string> names = absl::StrSplit(list, ',');
+  for (const std::string& name : names) {
+    if (table.count(name) == 0) {
+      std::vector<std::string> known;
+      for (const auto& entry : table) known.push_back(entry.first);
+      return absl::InvalidArgumentError(
+          absl::StrCat("--workload=", list, ": unknown workload \"", name,
+                       "\"; known: ", absl::StrJoin(known, ", ")));
+    }
+  }
+  return names;
+}
+
+std::string DescribeWorkloads(const WorkloadTable& table) {
+  size_t width = 0;
+  for (const auto& entry : table) width = std::max(width, entry.first.size());
+  std::string out;
+  for (const auto& entry : table) {
+    absl::StrAppendFormat(&out, "  %-*s  %s\n", static_cast<int>(width),
+                          entry.first, entry.second.description);
+  }
+  return out;
+}
+
+}  // namespace petrel

@@ -1,0 +1,71 @@
+// The workload table of petrel-bench: each named workload is a function that
+// runs once with a WorkloadConfig and returns one BenchResult. bench_main.cc
+// looks names up here; add a workload by registering it in
+// BuiltinWorkloads() (workloads.cc).
+
+#ifndef PETREL_TOOLS_BENCH_WORKLOADS_H_
+#define PETREL_TOOLS_BENCH_WORKLOADS_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+#include "tools/bench/bench_result.h"
+
+namespace petrel {
+
+// What the flags ask every workload to do; a workload may pin some fields
+// (raw_zmq_latency always uses 4 bytes and one request in flight).
+struct WorkloadConfig {
+  // Bytes per value (per key). Default 1 MiB; range [1, 1 GiB].
+  int64_t value_bytes = 1 << 20;
+  // Keys per request; unused by the raw_zmq baselines. Default 1; range
+  // [1, 1048576].
+  int num_keys = 1;
+  // Requests kept outstanding. Default 1; range [1, 65536].
+  int inflight = 1;
+  // Seconds to run when iterations == 0. Default 3; range (0, 86400].
+  double duration_s = 3;
+  // Requests to complete; 0 means run for duration_s. Default 0; >= 0.
+  int64_t iterations = 0;
+};
+
+// Runs one workload once. Called on main's thread; may fork or start threads
+// but must reap and join them before it returns.
+using WorkloadFn =
+    std::function<absl::StatusOr<BenchResult>(const WorkloadConfig&)>;
+
+struct Workload {
+  std::string description;  // One line, shown by --help.
+  WorkloadFn run;
+};
+
+// Workload name -> workload, sorted by name.
+using WorkloadTable = std::map<std::string, Workload>;
+
+// Builds the table of every workload petrel-bench knows. A fresh table each
+// call; there is no global registry.
+WorkloadTable BuiltinWorkloads();
+
+// InvalidArgument naming the flag and its value when a field is out of the
+// range documented on WorkloadConfig.
+absl::Status ValidateWorkloadConfig(const WorkloadConfig& config);
+
+// Splits a comma-separated --workload value ("raw_zmq,raw_zmq_latency") into
+// names, in order, duplicates kept. InvalidArgument when the list is empty,
+// has an empty item, or names a workload not in `table`.
+absl::StatusOr<std::vector<std::string>> ParseWorkloadList(
+    absl::string_view list, const WorkloadTable& table);
+
+// "  name  description\n" for every workload, for the usage message.
+std::string DescribeWorkloads(const WorkloadTable& table);
+
+}  // namespace petrel
+
+#endif  // PETREL_TOOLS_BENCH_WORKLOADS_H_

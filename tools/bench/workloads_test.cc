@@ -1,0 +1,73 @@
+#include "tools/bench/workloads.h"
+
+#include "gtest/gtest.h"
+
+namespace petrel {
+namespace {
+
+TEST(WorkloadsTest, BuiltinTableHasRawZmqBaselines) {
+  const WorkloadTable table = BuiltinWorkloads();
+  EXPECT_EQ(table.count("raw_zmq"), 1u);
+  EXPECT_EQ(table.count("raw_zmq_latency"), 1u);
+  const std::string described = DescribeWorkloads(table);
+  EXPECT_NE(described.find("raw_zmq_latency"), std::string::npos);
+}
+
+TEST(WorkloadsTest, ParsesListInOrderWithDuplicates) {
+  const WorkloadTable table = BuiltinWorkloads();
+  absl::StatusOr<std::vector<std::string>> names =
+      ParseWorkloadList("raw_zmq_latency,raw_zmq,raw_zmq_latency", table);
+  ASSERT_TRUE(names.ok()) << names.status();
+  EXPECT_EQ(*names, (std::vector<std::string>{"raw_zmq_latency", "raw_zmq",
+                                              "raw_zmq_latency"}));
+}
+
+TEST(WorkloadsTest, RejectsUnknownOrEmptyNames) {
+  const WorkloadTable table = BuiltinWorkloads();
+  for (const char* list : {"", "raw_zmq,", "nope", "raw_zmq,,raw_zmq"}) {
+    absl::StatusOr<std::vector<std::string>> names =
+        ParseWorkloadList(list, table);
+    EXPECT_EQ(names.status().code(), absl::StatusCode::kInvalidArgument)
+        << list;
+  }
+}
+
+TEST(WorkloadsTest, ValidatesConfigRanges) {
+  EXPECT_TRUE(ValidateWorkloadConfig(WorkloadConfig()).ok());
+  WorkloadConfig c;
+  c.value_bytes = 0;
+  EXPECT_EQ(ValidateWorkloadConfig(c).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(ValidateWorkloadConfig(c).message().find("--value_bytes=0"),
+            std::string::npos);
+  c = WorkloadConfig();
+  c.inflight = 70000;
+  EXPECT_FALSE(ValidateWorkloadConfig(c).ok());
+  c = WorkloadConfig();
+  c.num_keys = 0;
+  EXPECT_FALSE(ValidateWorkloadConfig(c).ok());
+  c = WorkloadConfig();
+  c.duration_s = -1;
+  EXPECT_FALSE(ValidateWorkloadConfig(c).ok());
+  c.iterations = 10;  // A duration is not needed when iterations are given.
+  EXPECT_TRUE(ValidateWorkloadConfig(c).ok());
+  c.iterations = -1;
+  EXPECT_FALSE(ValidateWorkloadConfig(c).ok());
+}
+
+TEST(WorkloadsTest, RawZmqLatencyPinsValueSizeAndInflight) {
+  const WorkloadTable table = BuiltinWorkloads();
+  WorkloadConfig c;
+  c.value_bytes = 1 << 20;
+  c.inflight = 8;
+  c.iterations = 20;
+  absl::StatusOr<BenchResult> result = table.at("raw_zmq_latency").run(c);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->value_bytes, 4);
+  EXPECT_EQ(result->inflight, 1);
+  EXPECT_EQ(result->requests, 20);
+  EXPECT_TRUE(result->verified);
+}
+
+}  // namespace
+}  // namespace petrel

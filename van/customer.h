@@ -1,0 +1,125 @@
+// Customer: request tracking and dispatch for one application object (a
+// KVWorker, KVServer or SimpleApp). It gives each request a timestamp,
+// stamps every message to a recipient with a per-recipient sequence number,
+// resends unanswered requests, recognises duplicate requests and responses,
+// and lets callers wait for completion with a deadline.
+//
+// Thread safety: all methods are thread-safe. Handlers and completion
+// callbacks run on the van's receive thread.
+#ifndef PETREL_VAN_CUSTOMER_H_
+#define PETREL_VAN_CUSTOMER_H_
+
+#include <functional>
+#include <vector>
+
+#include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+#include "van/message.h"
+
+namespace petrel {
+
+class Postoffice;
+
+struct CustomerOptions {
+  // Resend a request not answered within this long; zero disables resends.
+  // Default 0 (TCP delivers; a fault-injecting van in tests needs resends).
+  absl::Duration resend_timeout = absl::ZeroDuration();
+  // Give up resending after this many tries. Default 20.
+  int max_resends = 20;
+};
+
+class Customer {
+ public:
+  // Called with each request; `duplicate` is true when this (sender, seq)
+  // was seen before. Runs on the van thread.
+  using RequestHandler = std::function<void(Message&& request, bool duplicate)>;
+  // Called with the first response of each recipient to a request, before
+  // the request counts as complete. Runs on the van thread.
+  using ResponseHandler = std::function<void(Message&& response)>;
+
+  // `postoffice` must outlive the Customer.
+  Customer(int app_id, int customer_id, Postoffice* postoffice,
+           CustomerOptions options = {});
+  ~Customer();
+  Customer(const Customer&) = delete;
+  Customer& operator=(const Customer&) = delete;
+
+  // Set the handlers before Start(). Start registers with the Postoffice
+  // (AlreadyExists if this app and customer id are taken).
+  void set_request_handler(RequestHandler h) {
+    request_handler_ = std::move(h);
+  }
+  void set_response_handler(ResponseHandler h) {
+    response_handler_ = std::move(h);
+  }
+  absl::Status Start();
+  void Stop();  // idempotent
+
+  // Called with the timestamp once every response arrived, before Wait
+  // returns for it. Runs on the van thread (or in NewRequest when there are
+  // no recipients).
+  using CompletionHandler = std::function<void(int timestamp)>;
+  // Opens a request expecting one response from each of `recipients`.
+  int NewRequest(const std::vector<int>& recipients,
+                 CompletionHandler on_complete = nullptr);
+  // Sends one message of request `msg.meta.timestamp()`; fills in app,
+  // customer, sender and sequence number, and keeps it for resending.
+  absl::Status SendRequest(Message msg);
+  // Sends a response to `request`; fills in the addressing fields.
+  absl::Status SendResponse(const Message& request, Message response);
+  // Waits until request `timestamp` completes. DeadlineExceeded names the
+  // nodes that did not answer within `timeout`.
+  absl::Status Wait(int timestamp,
+                    absl::Duration timeout = absl::InfiniteDuration());
+  bool IsComplete(int timestamp);
+
+  int app_id() const { return app_id_; }
+  int customer_id() const { return customer_id_; }
+  Postoffice* postoffice() const { return postoffice_; }
+
+  // Called by the Postoffice on the van thread.
+  void Accept(Message&& msg);
+  void Tick(absl::Time now);
+
+ private:
+  struct Pending {
+    absl::flat_hash_set<int> waiting;        // recipients yet to answer
+    absl::flat_hash_map<int, Message> sent;  // for resending
+    absl::Time last_sent;
+    int resends = 0;
+    CompletionHandler on_complete;
+  };
+  // Duplicate detection for one sender's sequence numbers.
+  struct SeqWindow {
+    uint64_t next = 1;                    // every seq below is seen
+    absl::flat_hash_set<uint64_t> ahead;  // seen seqs >= next
+    bool Insert(uint64_t seq);            // false if seen before
+  };
+
+  void AcceptResponse(Message&& msg);
+  bool IsDuplicateRequest(const Message& msg);
+
+  const int app_id_;
+  const int customer_id_;
+  Postoffice* const postoffice_;
+  const CustomerOptions options_;
+  RequestHandler request_handler_;
+  ResponseHandler response_handler_;
+  bool started_ = false;
+
+  absl::Mutex mu_;
+  int next_timestamp_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::btree_map<int, Pending> pending_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int, uint64_t> next_seq_ ABSL_GUARDED_BY(mu_);
+  // Keyed by (sender node, sending customer).
+  absl::flat_hash_map<uint64_t, SeqWindow> seen_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace petrel
+
+#endif  // PETREL_VAN_CUSTOMER_H_

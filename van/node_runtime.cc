@@ -1,0 +1,81 @@
+#include "van/node_runtime.h"
+
+#include <malloc.h>
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "van/status_macros.h"
+#include "van/zmq_van.h"
+
+namespace petrel {
+namespace {
+
+const char* RoleName(pb::Role role) {
+  switch (role) {
+    case pb::ROLE_SCHEDULER:
+      return "scheduler";
+    case pb::ROLE_SERVER:
+      return "server";
+    default:
+      return "worker";
+  }
+}
+
+}  // namespace
+
+NodeRuntime::NodeRuntime(const NodeSettings& settings)
+    : settings_(settings), metrics_server_(&metrics_) {
+  postoffice_ = std::make_unique<Postoffice>(
+      settings_.postoffice, std::make_unique<ZmqVan>(settings_.van, &metrics_),
+      &metrics_);
+}
+
+NodeRuntime::~NodeRuntime() { Stop(); }
+
+int NodeRuntime::metrics_port() const {
+  return settings_.metrics_port < 0 ? -1 : metrics_server_.port();
+}
+
+absl::Status NodeRuntime::Start() {
+  if (settings_.metrics_port >= 0) {
+    PETREL_RETURN_IF_ERROR(Annotate(
+        metrics_server_.Start(settings_.van.bind_host, settings_.metrics_port),
+        "metrics endpoint"));
+  }
+  const char* role = RoleName(settings_.postoffice.role);
+  if (postoffice_->is_scheduler()) {
+    PETREL_RETURN_IF_ERROR(postoffice_->Start());
+    std::printf("PETREL_LISTEN role=%s host=%s port=%d metrics_port=%d\n", role,
+                postoffice_->advertise_host().c_str(), postoffice_->port(),
+                metrics_port());
+  } else {
+    PETREL_RETURN_IF_ERROR(postoffice_->Start());
+    std::printf("PETREL_READY role=%s id=%d rank=%d host=%s port=%d "
+                "metrics_port=%d\n",
+                role, postoffice_->my_id(), postoffice_->my_rank(),
+                postoffice_->advertise_host().c_str(), postoffice_->port(),
+                metrics_port());
+  }
+  std::fflush(stdout);
+  return absl::OkStatus();
+}
+
+void NodeRuntime::Stop() {
+  postoffice_->Stop();
+  metrics_server_.Stop();
+}
+
+void TuneAllocatorForLargeMessages() {
+  // 1 GiB: below this, freed blocks go back to the heap and are reused.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
+int ExitCodeFor(const absl::Status& status) {
+  if (status.ok()) return 0;
+  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+}  // namespace petrel

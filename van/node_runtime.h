@@ -1,0 +1,64 @@
+// NodeRuntime: what every Petrel process that is a node of a cluster sets up
+// around its Postoffice: the metrics registry and its HTTP endpoint, the
+// ZeroMQ van, allocator settings for large messages, and the one-line
+// readiness report that launchers and tests read from stdout:
+//   PETREL_LISTEN role=scheduler host=H port=P metrics_port=M   (scheduler)
+//   PETREL_READY role=server id=8 rank=0 host=H port=P metrics_port=M
+//
+// Thread safety: construction and Start on the main thread; accessors are
+// thread-safe.
+#ifndef PETREL_VAN_NODE_RUNTIME_H_
+#define PETREL_VAN_NODE_RUNTIME_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "van/metrics.h"
+#include "van/metrics_http_server.h"
+#include "van/postoffice.h"
+#include "van/van.h"
+
+namespace petrel {
+
+struct NodeSettings {
+  PostofficeOptions postoffice;
+  VanOptions van;
+  // Port of the /metrics endpoint: -1 disables it, 0 picks a free port.
+  int metrics_port = -1;
+};
+
+class NodeRuntime {
+ public:
+  explicit NodeRuntime(const NodeSettings& settings);
+  ~NodeRuntime();
+  NodeRuntime(const NodeRuntime&) = delete;
+  NodeRuntime& operator=(const NodeRuntime&) = delete;
+
+  // Starts the metrics endpoint and the Postoffice (a non-scheduler joins
+  // here), then prints the readiness line. Errors as Postoffice::Start.
+  absl::Status Start();
+  void Stop();
+
+  Postoffice* postoffice() { return postoffice_.get(); }
+  MetricsRegistry* metrics() { return &metrics_; }
+  int metrics_port() const;
+
+ private:
+  const NodeSettings settings_;
+  MetricsRegistry metrics_;
+  MetricsHttpServer metrics_server_;
+  std::unique_ptr<Postoffice> postoffice_;
+};
+
+// Raises glibc's mmap and trim thresholds so that large message buffers are
+// reused from the heap instead of being mapped (and page-faulted) afresh for
+// every message. Process-wide: call once from main.
+void TuneAllocatorForLargeMessages();
+
+// 0 for OK, 2 for InvalidArgument (bad flags or configuration), 1 otherwise.
+int ExitCodeFor(const absl::Status& status);
+
+}  // namespace petrel
+
+#endif  // PETREL_VAN_NODE_RUNTIME_H_

@@ -1,0 +1,382 @@
+#include "van/postoffice.h"
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+
+#include "van/customer.h"
+#include "van/net_util.h"
+#include "van/status_macros.h"
+
+namespace petrel {
+namespace {
+
+uint64_t CustomerKey(int app_id, int customer_id) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(app_id)) << 32) |
+         static_cast<uint32_t>(customer_id);
+}
+
+std::string RoleName(pb::Role role) {
+  switch (role) {
+    case pb::ROLE_SCHEDULER:
+      return "scheduler";
+    case pb::ROLE_SERVER:
+      return "server";
+    case pb::ROLE_WORKER:
+      return "worker";
+    default:
+      return "node";
+  }
+}
+
+}  // namespace
+
+Postoffice::Postoffice(PostofficeOptions options, std::unique_ptr<Van> van,
+                       MetricsRegistry* metrics)
+    : options_(std::move(options)), van_(std::move(van)), metrics_(metrics) {
+  advertise_host_ = options_.advertise_host;
+}
+
+Postoffice::~Postoffice() { Stop(); }
+
+std::string Postoffice::advertise_host() const {
+  absl::MutexLock lock(&mu_);
+  return advertise_host_;
+}
+
+int Postoffice::my_rank() const {
+  absl::MutexLock lock(&mu_);
+  return my_rank_;
+}
+
+absl::Status Postoffice::ResolveAdvertiseHost() {
+  absl::MutexLock lock(&mu_);
+  if (!advertise_host_.empty()) return absl::OkStatus();
+  if (is_scheduler()) {
+    advertise_host_ = van_->options().bind_host == "0.0.0.0"
+                          ? "127.0.0.1"
+                          : van_->options().bind_host;
+    return absl::OkStatus();
+  }
+  PETREL_ASSIGN_OR_RETURN(advertise_host_,
+                          LocalAddressTowards(options_.scheduler_host));
+  return absl::OkStatus();
+}
+
+pb::Node Postoffice::SelfNode() const {
+  pb::Node node;
+  node.set_role(options_.role);
+  node.set_id(my_id());
+  node.set_host(advertise_host());
+  node.set_port(van_->port());
+  node.set_requested_rank(options_.requested_rank);
+  node.set_transport_id(van_->transport_id());
+  return node;
+}
+
+absl::Status Postoffice::Start() {
+  PETREL_RETURN_IF_ERROR(ResolveAdvertiseHost());
+  van_->set_is_scheduler(is_scheduler());
+  if (is_scheduler()) van_->set_my_id(kSchedulerId);
+  PETREL_RETURN_IF_ERROR(
+      van_->Start([this](Message&& msg) { HandleMessage(std::move(msg)); },
+                  [this] { OnTick(); }));
+  started_ = true;
+  LOG(INFO) << RoleName(options_.role) << " bound port " << van_->port()
+            << ", advertised as " << advertise_host();
+  if (is_scheduler()) return absl::OkStatus();
+  return Join();
+}
+
+void Postoffice::Stop() {
+  if (!started_) return;
+  started_ = false;
+  van_->Stop();
+}
+
+absl::Status Postoffice::Join() {
+  pb::Node scheduler;
+  scheduler.set_role(pb::ROLE_SCHEDULER);
+  scheduler.set_id(kSchedulerId);
+  scheduler.set_host(options_.scheduler_host);
+  scheduler.set_port(options_.scheduler_port);
+  van_->Connect(scheduler);
+  Message msg;
+  msg.meta.set_recipient(kSchedulerId);
+  msg.meta.set_request(true);
+  pb::Control* control = msg.meta.mutable_control();
+  control->set_cmd(pb::COMMAND_ADD_NODE);
+  control->set_auth_token(options_.auth_token);
+  *control->add_nodes() = SelfNode();
+  PETREL_RETURN_IF_ERROR(van_->Send(std::move(msg)));
+
+  std::string address =
+      absl::StrCat(options_.scheduler_host, ":", options_.scheduler_port);
+  absl::MutexLock lock(&mu_);
+  auto done = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) -> bool {
+    return joined_ || join_error_.has_value() || terminated_.has_value();
+  };
+  if (!mu_.AwaitWithTimeout(absl::Condition(&done), options_.join_timeout)) {
+    if (join_acked_) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "the scheduler at ", address, " did not complete the cluster within ",
+          absl::FormatDuration(options_.join_timeout),
+          " (other nodes are missing; see the scheduler's log)"));
+    }
+    return absl::DeadlineExceededError(
+        absl::StrCat("no answer from the scheduler at ", address, " within ",
+                     absl::FormatDuration(options_.join_timeout),
+                     "; is it running and reachable from here?"));
+  }
+  if (join_error_.has_value()) return *join_error_;
+  if (terminated_.has_value() && !joined_) return *terminated_;
+  LOG(INFO) << RoleName(options_.role) << " joined as node " << my_id()
+            << " rank " << my_rank_;
+  return absl::OkStatus();
+}
+
+void Postoffice::SetCluster(const std::vector<pb::Node>& nodes,
+                            const KeyRangeMap& ranges) {
+  for (const pb::Node& node : nodes) van_->Connect(node);
+  absl::MutexLock lock(&mu_);
+  nodes_ = nodes;
+  ranges_ = ranges;
+  joined_ = true;
+  if (is_scheduler()) my_rank_ = 0;
+}
+
+std::vector<pb::Node> Postoffice::nodes() const {
+  absl::MutexLock lock(&mu_);
+  return nodes_;
+}
+
+KeyRangeMap Postoffice::key_ranges() const {
+  absl::MutexLock lock(&mu_);
+  CHECK(ranges_.has_value()) << "key_ranges() before the node joined";
+  return *ranges_;
+}
+
+std::vector<int> Postoffice::GetNodeIds(int id) const {
+  if (!IsGroupId(id)) return {id};
+  std::vector<int> ids;
+  if (id & kSchedulerGroup) ids.push_back(kSchedulerId);
+  for (int r = 0; (id & kServerGroup) && r < options_.num_servers; ++r) {
+    ids.push_back(ServerRankToId(r));
+  }
+  for (int r = 0; (id & kWorkerGroup) && r < options_.num_workers; ++r) {
+    ids.push_back(WorkerRankToId(r));
+  }
+  return ids;
+}
+
+absl::Status Postoffice::Send(Message msg) {
+  msg.meta.set_sender(my_id());
+  return van_->Send(std::move(msg));
+}
+
+absl::Status Postoffice::AddCustomer(Customer* customer,
+                                     bool handles_requests) {
+  absl::MutexLock lock(&mu_);
+  uint64_t key = CustomerKey(customer->app_id(), customer->customer_id());
+  if (customers_.contains(key) ||
+      (handles_requests && request_handlers_.contains(customer->app_id()))) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "app ", customer->app_id(), " customer ", customer->customer_id(),
+        handles_requests ? " (or a request handler of the app)" : "",
+        " is already registered"));
+  }
+  customers_[key] = customer;
+  if (handles_requests) request_handlers_[customer->app_id()] = customer;
+  return absl::OkStatus();
+}
+
+void Postoffice::RemoveCustomer(Customer* customer) {
+  absl::MutexLock lock(&mu_);
+  customers_.erase(CustomerKey(customer->app_id(), customer->customer_id()));
+  auto it = request_handlers_.find(customer->app_id());
+  if (it != request_handlers_.end() && it->second == customer) {
+    request_handlers_.erase(it);
+  }
+}
+
+void Postoffice::HandleMessage(Message&& msg) {
+  if (msg.meta.has_control()) {
+    HandleControl(std::move(msg));
+    return;
+  }
+  Customer* customer = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it =
+        customers_.find(CustomerKey(msg.meta.app_id(), msg.meta.customer_id()));
+    if (it != customers_.end()) customer = it->second;
+  }
+  if (customer == nullptr) {
+    metrics_
+        ->GetCounter("petrel_van_messages_rejected_total",
+                     "Messages dropped, by reason.",
+                     {{"reason", "unknown_customer"}})
+        ->Increment();
+    LOG_EVERY_T(WARNING, 1.0)
+        << "node " << my_id() << " dropped a message for unknown app "
+        << msg.meta.app_id() << " customer " << msg.meta.customer_id()
+        << " from node " << msg.meta.sender();
+    return;
+  }
+  customer->Accept(std::move(msg));
+}
+
+void Postoffice::HandleControl(Message&& msg) {
+  const pb::Control& control = msg.meta.control();
+  if (msg.meta.request() && control_handler_) {
+    control_handler_(std::move(msg));
+    return;
+  }
+  if (msg.meta.sender() != kSchedulerId) {
+    LOG_EVERY_T(WARNING, 1.0)
+        << "ignoring control " << pb::Command_Name(control.cmd())
+        << " from node " << msg.meta.sender();
+    return;
+  }
+  switch (control.cmd()) {
+    case pb::COMMAND_ADD_NODE:
+      HandleJoinReply(control);
+      break;
+    case pb::COMMAND_REJECT: {
+      absl::MutexLock lock(&mu_);
+      join_error_ = absl::PermissionDeniedError(
+          absl::StrCat("the scheduler refused this node: ", control.reason()));
+      break;
+    }
+    case pb::COMMAND_BARRIER: {
+      absl::MutexLock lock(&mu_);
+      uint64_t& done = barrier_done_[control.barrier_group()];
+      done = std::max(done, control.barrier_epoch());
+      break;
+    }
+    case pb::COMMAND_TERMINATE: {
+      absl::MutexLock lock(&mu_);
+      if (!terminated_.has_value()) {
+        terminated_ = control.failed()
+                          ? absl::AbortedError(absl::StrCat("the job failed: ",
+                                                            control.reason()))
+                          : absl::OkStatus();
+      }
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+void Postoffice::HandleJoinReply(const pb::Control& control) {
+  if (control.nodes_size() == 0) {  // acknowledged, waiting for the others
+    absl::MutexLock lock(&mu_);
+    join_acked_ = true;
+    return;
+  }
+  const pb::Node* me = nullptr;
+  for (const pb::Node& node : control.nodes()) {
+    if (node.transport_id() == van_->transport_id()) me = &node;
+  }
+  absl::StatusOr<KeyRangeMap> ranges = KeyRangeMap::FromRanges(
+      {control.ranges().begin(), control.ranges().end()},
+      {control.range_owners().begin(), control.range_owners().end()},
+      options_.num_servers);
+  absl::MutexLock lock(&mu_);
+  if (joined_) return;  // a repeated reply
+  if (me == nullptr || !ranges.ok()) {
+    join_error_ = absl::InvalidArgumentError(
+        me == nullptr ? "the node table does not list this node"
+                      : std::string(ranges.status().message()));
+    return;
+  }
+  van_->set_my_id(me->id());
+  my_rank_ = me->rank();
+  nodes_.assign(control.nodes().begin(), control.nodes().end());
+  for (const pb::Node& node : nodes_) van_->Connect(node);
+  ranges_ = *std::move(ranges);
+  joined_ = true;
+}
+
+void Postoffice::OnTick() {
+  absl::Time now = absl::Now();
+  if (tick_hook_) tick_hook_(now);
+  std::vector<Customer*> customers;
+  bool send_heartbeat = false;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [key, c] : customers_) customers.push_back(c);
+    send_heartbeat = joined_ && !is_scheduler() &&
+                     options_.heartbeat_interval > absl::ZeroDuration() &&
+                     now - last_heartbeat_ >= options_.heartbeat_interval;
+  }
+  for (Customer* c : customers) c->Tick(now);
+  if (send_heartbeat) {
+    last_heartbeat_ = now;
+    Message msg;
+    msg.meta.set_recipient(kSchedulerId);
+    msg.meta.set_request(true);
+    msg.meta.mutable_control()->set_cmd(pb::COMMAND_HEARTBEAT);
+    Send(std::move(msg)).IgnoreError();
+  }
+}
+
+absl::Status Postoffice::Barrier(int group, absl::Duration timeout) {
+  uint64_t epoch;
+  {
+    absl::MutexLock lock(&mu_);
+    epoch = ++barrier_sent_[group];
+  }
+  Message msg;
+  msg.meta.set_recipient(kSchedulerId);
+  msg.meta.set_request(true);
+  msg.meta.mutable_control()->set_cmd(pb::COMMAND_BARRIER);
+  msg.meta.mutable_control()->set_barrier_group(group);
+  msg.meta.mutable_control()->set_barrier_epoch(epoch);
+  PETREL_RETURN_IF_ERROR(Send(std::move(msg)));
+  absl::MutexLock lock(&mu_);
+  auto done = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) -> bool {
+    return barrier_done_[group] >= epoch || terminated_.has_value();
+  };
+  if (!mu_.AwaitWithTimeout(absl::Condition(&done), timeout)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("barrier of group ", group, " not reached within ",
+                     absl::FormatDuration(timeout)));
+  }
+  if (barrier_done_[group] < epoch) {
+    return terminated_->ok() ? absl::AbortedError("the job terminated")
+                             : *terminated_;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Postoffice::Finish(absl::Duration timeout) {
+  if (is_worker()) {
+    Message msg;
+    msg.meta.set_recipient(kSchedulerId);
+    msg.meta.set_request(true);
+    msg.meta.mutable_control()->set_cmd(pb::COMMAND_WORKER_DONE);
+    PETREL_RETURN_IF_ERROR(Send(std::move(msg)));
+  }
+  return WaitForTerminate(timeout);
+}
+
+absl::Status Postoffice::WaitForTerminate(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto done = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) -> bool {
+    return terminated_.has_value();
+  };
+  if (!mu_.AwaitWithTimeout(absl::Condition(&done), timeout)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("no TERMINATE from the scheduler within ",
+                     absl::FormatDuration(timeout)));
+  }
+  return *terminated_;
+}
+
+void Postoffice::Interrupt(const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  if (!terminated_.has_value()) terminated_ = absl::AbortedError(reason);
+}
+
+}  // namespace petrel

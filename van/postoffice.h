@@ -1,0 +1,163 @@
+// Postoffice: one node's view of the cluster. It owns the node's Van, joins
+// the cluster through the scheduler, holds the node table, groups and the
+// key-range map, runs barriers and heartbeats, routes data messages to
+// Customers and learns when the job terminates. It is an ordinary object:
+// build it in main and pass it down; several may live in one process.
+//
+// The scheduler's own logic (admitting nodes, counting barriers, watching
+// heartbeats) lives in scheduler/ and plugs in through set_control_handler.
+//
+// Thread safety: all public methods are thread-safe unless noted. Handlers
+// run on the van's receive thread.
+#ifndef PETREL_VAN_POSTOFFICE_H_
+#define PETREL_VAN_POSTOFFICE_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+#include "van/key_range_map.h"
+#include "van/message.h"
+#include "van/metrics.h"
+#include "van/van.h"
+
+namespace petrel {
+
+class Customer;
+
+struct PostofficeOptions {
+  pb::Role role = pb::ROLE_UNSPECIFIED;
+  // Scheduler address. Ignored by the scheduler itself.
+  std::string scheduler_host = "127.0.0.1";
+  int scheduler_port = 0;
+  // Address peers use to reach this node; empty: the address this host uses
+  // to reach the scheduler.
+  std::string advertise_host;
+  int num_servers = 1;
+  int num_workers = 1;
+  // Rank to ask for; -1: any (join order decides).
+  int requested_rank = -1;
+  // Shared secret every join must present. Default empty.
+  std::string auth_token;
+  // How long Start waits for the node table. Default 60 s.
+  absl::Duration join_timeout = absl::Seconds(60);
+  // Heartbeat period to the scheduler. Default 1 s; zero disables.
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+};
+
+class Postoffice {
+ public:
+  // Called with every control message (scheduler only). Van thread.
+  using ControlHandler = std::function<void(Message&&)>;
+  // Called on every van tick (scheduler only). Van thread.
+  using TickHook = std::function<void(absl::Time now)>;
+
+  // `metrics` must outlive the Postoffice.
+  Postoffice(PostofficeOptions options, std::unique_ptr<Van> van,
+             MetricsRegistry* metrics);
+  ~Postoffice();
+  Postoffice(const Postoffice&) = delete;
+  Postoffice& operator=(const Postoffice&) = delete;
+
+  // Scheduler only, before Start.
+  void set_control_handler(ControlHandler h) {
+    control_handler_ = std::move(h);
+  }
+  void set_tick_hook(TickHook h) { tick_hook_ = std::move(h); }
+
+  // Starts the van. A scheduler returns once bound. Any other node then
+  // joins and returns once the node table arrived: DeadlineExceeded naming
+  // the scheduler address when nothing answered within join_timeout,
+  // PermissionDenied/InvalidArgument with the scheduler's reason when it
+  // refused the join, Unavailable when the port is taken.
+  absl::Status Start();
+  // Stops the van; idempotent.
+  void Stop();
+
+  // Sends `msg` with this node as sender.
+  absl::Status Send(Message msg);
+  // Blocks until every node of `group` reached the barrier.
+  absl::Status Barrier(int group, absl::Duration timeout);
+  // Worker: reports that this worker finished and waits for the scheduler's
+  // TERMINATE. Other roles: waits for TERMINATE. Returns OK for a clean end,
+  // Aborted with the reason when the job failed or Interrupt was called.
+  absl::Status Finish(absl::Duration timeout);
+  absl::Status WaitForTerminate(absl::Duration timeout);
+  // Wakes Finish/WaitForTerminate/Barrier with Aborted(reason) (signals).
+  void Interrupt(const std::string& reason);
+
+  // Registers `customer` for responses to its requests and, when
+  // `handles_requests`, as the one that handles requests to its app.
+  // AlreadyExists when either place is taken. REQUIRES for Remove: not
+  // called from a handler.
+  absl::Status AddCustomer(Customer* customer, bool handles_requests);
+  void RemoveCustomer(Customer* customer);
+
+  pb::Role role() const { return options_.role; }
+  bool is_scheduler() const { return options_.role == pb::ROLE_SCHEDULER; }
+  bool is_server() const { return options_.role == pb::ROLE_SERVER; }
+  bool is_worker() const { return options_.role == pb::ROLE_WORKER; }
+  int my_id() const { return van_->my_id(); }
+  int my_rank() const;
+  int num_servers() const { return options_.num_servers; }
+  int num_workers() const { return options_.num_workers; }
+  int port() const { return van_->port(); }
+  // The advertised host (resolved by Start).
+  std::string advertise_host() const;
+  const PostofficeOptions& options() const { return options_; }
+  Van* van() const { return van_.get(); }
+  MetricsRegistry* metrics() const { return metrics_; }
+  // Node ids in `id`: itself for a node id, the members of a group id.
+  std::vector<int> GetNodeIds(int id) const;
+  // The key-range map. REQUIRES: Start() succeeded (not the scheduler's,
+  // which sets it with SetCluster).
+  KeyRangeMap key_ranges() const;
+  std::vector<pb::Node> nodes() const;
+
+  // Scheduler: installs the node table it assigned and connects to every
+  // node (itself included, so it can take part in barriers).
+  void SetCluster(const std::vector<pb::Node>& nodes,
+                  const KeyRangeMap& ranges);
+  // This node as it presents itself when joining.
+  pb::Node SelfNode() const;
+
+ private:
+  void HandleMessage(Message&& msg);
+  void HandleControl(Message&& msg);
+  void HandleJoinReply(const pb::Control& control);
+  void OnTick();
+  absl::Status Join();
+  absl::Status ResolveAdvertiseHost();
+
+  const PostofficeOptions options_;
+  std::unique_ptr<Van> van_;
+  MetricsRegistry* const metrics_;
+  ControlHandler control_handler_;
+  TickHook tick_hook_;
+  absl::Time last_heartbeat_;  // van thread only
+  bool started_ = false;
+
+  mutable absl::Mutex mu_;
+  std::string advertise_host_ ABSL_GUARDED_BY(mu_);
+  std::vector<pb::Node> nodes_ ABSL_GUARDED_BY(mu_);
+  int my_rank_ ABSL_GUARDED_BY(mu_) = -1;
+  std::optional<KeyRangeMap> ranges_ ABSL_GUARDED_BY(mu_);
+  bool joined_ ABSL_GUARDED_BY(mu_) = false;
+  bool join_acked_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<absl::Status> join_error_ ABSL_GUARDED_BY(mu_);
+  std::optional<absl::Status> terminated_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int, uint64_t> barrier_sent_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int, uint64_t> barrier_done_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, Customer*> customers_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int, Customer*> request_handlers_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace petrel
+
+#endif  // PETREL_VAN_POSTOFFICE_H_

@@ -1,0 +1,36 @@
+#include "van/signal_watcher.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <ctime>
+
+namespace petrel {
+
+void SignalWatcher::Start(Callback callback) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  thread_ = std::thread([this, set, callback = std::move(callback)] {
+    // A short timeout lets Stop end the thread without another signal.
+    timespec timeout{0, 100 * 1000 * 1000};
+    while (!stop_) {
+      int sig = sigtimedwait(&set, nullptr, &timeout);
+      if (sig <= 0) continue;
+      if (received_.exchange(sig) == 0) {
+        callback(sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      }
+    }
+  });
+}
+
+void SignalWatcher::Stop() {
+  if (!thread_.joinable()) return;
+  stop_ = true;
+  thread_.join();
+}
+
+}  // namespace petrel

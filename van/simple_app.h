@@ -1,0 +1,58 @@
+// SimpleApp: command/response messaging between nodes (a head code and a
+// string body), as in PS-Lite. Useful for control commands of applications.
+//
+// Thread safety: Request and Wait are thread-safe; handlers run on the van
+// thread.
+#ifndef PETREL_VAN_SIMPLE_APP_H_
+#define PETREL_VAN_SIMPLE_APP_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "van/customer.h"
+
+namespace petrel {
+
+struct SimpleData {
+  int head = 0;
+  std::string body;
+  int sender = 0;
+  int timestamp = 0;
+  int customer_id = 0;     // the requesting customer
+  bool duplicate = false;  // this request was seen before (a resend)
+};
+
+class SimpleApp {
+ public:
+  using Handler = std::function<void(const SimpleData& data, SimpleApp* app)>;
+
+  // `postoffice` must outlive the app.
+  SimpleApp(int app_id, int customer_id, Postoffice* postoffice,
+            CustomerOptions options = {});
+
+  // Handlers before Start. The default request handler answers with an
+  // empty body; the default response handler does nothing.
+  void set_request_handler(Handler h) { request_handler_ = std::move(h); }
+  void set_response_handler(Handler h) { response_handler_ = std::move(h); }
+  absl::Status Start();
+
+  // Sends `head`/`body` to `recipient` (a node or group id); returns the
+  // request's timestamp.
+  int Request(int head, const std::string& body, int recipient);
+  // Answers `request` with `body`.
+  absl::Status Response(const SimpleData& request, const std::string& body = "");
+  absl::Status Wait(int timestamp,
+                    absl::Duration timeout = absl::InfiniteDuration());
+
+  Customer* customer() { return &customer_; }
+
+ private:
+  Customer customer_;
+  Handler request_handler_;
+  Handler response_handler_;
+};
+
+}  // namespace petrel
+
+#endif  // PETREL_VAN_SIMPLE_APP_H_

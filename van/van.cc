@@ -1,0 +1,95 @@
+#include "van/van.h"
+
+#include <random>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "glog/logging.h"
+
+namespace petrel {
+namespace {
+
+// Escapes unprintable bytes and truncates, for logging peer-supplied text.
+std::string Sanitize(absl::string_view s) {
+  std::string out;
+  for (char c : s.substr(0, 64)) {
+    if (absl::ascii_isprint(static_cast<unsigned char>(c))) {
+      out.push_back(c);
+    } else {
+      absl::StrAppendFormat(&out, "\\x%02x", static_cast<unsigned char>(c));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string NewTransportId() {
+  std::random_device rd;
+  uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  return absl::StrFormat("p%016x", v);
+}
+
+Van::Van(VanOptions options, MetricsRegistry* metrics)
+    : options_(std::move(options)),
+      metrics_(metrics),
+      transport_id_(NewTransportId()),
+      received_(metrics->GetCounter("petrel_van_messages_received_total",
+                                    "Messages received and accepted.")),
+      received_bytes_(metrics->GetCounter("petrel_van_bytes_received_total",
+                                          "Data bytes of accepted messages.")),
+      sent_(metrics->GetCounter("petrel_van_messages_sent_total",
+                                "Messages sent.")),
+      sent_bytes_(metrics->GetCounter("petrel_van_bytes_sent_total",
+                                      "Data bytes of messages sent.")) {}
+
+void Van::BindIdentity(const std::string& transport_id, int id) {
+  if (transport_id.empty()) return;
+  absl::MutexLock lock(&identity_mu_);
+  identity_to_id_[transport_id] = id;
+}
+
+int Van::ExpectedSender(absl::string_view from) {
+  absl::MutexLock lock(&identity_mu_);
+  auto it = identity_to_id_.find(from);
+  return it == identity_to_id_.end() ? -1 : it->second;
+}
+
+void Van::CountDrop(absl::string_view reason, absl::string_view detail) {
+  metrics_
+      ->GetCounter("petrel_van_messages_rejected_total",
+                   "Messages dropped, by reason.",
+                   {{"reason", std::string(reason)}})
+      ->Increment();
+  LOG_EVERY_T(WARNING, 1.0) << "node " << my_id() << " dropped a message ("
+                            << reason << "): " << detail;
+}
+
+void Van::CountSent(size_t bytes) {
+  sent_->Increment();
+  sent_bytes_->Increment(static_cast<int64_t>(bytes));
+}
+
+void Van::Deliver(absl::string_view from, const Buffer& header,
+                  std::vector<Buffer> frames) {
+  DecodeContext context;
+  context.my_id = my_id();
+  context.is_scheduler = is_scheduler_.load();
+  context.expected_sender = ExpectedSender(from);
+  context.limits = options_.limits;
+  absl::StatusOr<Message> msg =
+      DecodeMessage(header, std::move(frames), context);
+  if (!msg.ok()) {
+    std::string code =
+        absl::AsciiStrToLower(absl::StatusCodeToString(msg.status().code()));
+    CountDrop(code, absl::StrCat("from connection '", Sanitize(from),
+                                 "': ", msg.status().message()));
+    return;
+  }
+  received_->Increment();
+  received_bytes_->Increment(static_cast<int64_t>(msg->DataBytes()));
+  on_message_(*std::move(msg));
+}
+
+}  // namespace petrel

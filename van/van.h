@@ -1,0 +1,115 @@
+// Van: the transport interface. A Van moves validated Messages between nodes
+// and nothing more: join, barriers and heartbeats live in the Postoffice and
+// the scheduler. Implementations: ZmqVan (TCP through ZeroMQ) and LoopbackVan
+// (in-process, for tests). The shared base validates every received message
+// with DecodeMessage, counts and logs rejects, and dispatches the rest.
+//
+// Thread safety: Connect, Send, set_my_id and the accessors are thread-safe.
+// Start and Stop are called by the owner only. Handlers passed to Start run on
+// the van's receive thread, one at a time, in arrival order.
+#ifndef PETREL_VAN_VAN_H_
+#define PETREL_VAN_VAN_H_
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+#include "proto/meta.pb.h"
+#include "van/message.h"
+#include "van/metrics.h"
+#include "van/wire_codec.h"
+
+namespace petrel {
+
+struct VanOptions {
+  // Address to bind. Default "0.0.0.0" (all interfaces).
+  std::string bind_host = "0.0.0.0";
+  // Port to bind; 0 lets the kernel pick a free one (no close-rebind race).
+  int port = 0;
+  DecodeLimits limits;
+  // How often the tick handler runs. Default 50 ms; range 1 ms .. 10 s.
+  absl::Duration tick_interval = absl::Milliseconds(50);
+  // Messages other threads may queue for the send thread before Send
+  // blocks. Default 65536.
+  size_t send_queue_depth = 65536;
+};
+
+class Van {
+ public:
+  using MessageHandler = std::function<void(Message&&)>;
+  using TickHandler = std::function<void()>;
+
+  // `metrics` must outlive the Van.
+  Van(VanOptions options, MetricsRegistry* metrics);
+  virtual ~Van() = default;
+  Van(const Van&) = delete;
+  Van& operator=(const Van&) = delete;
+
+  // Binds and starts the receive thread. Returns Unavailable naming the port
+  // when it is in use. `on_message` gets every validated message; `on_tick`
+  // runs every tick_interval. Both run on the receive thread.
+  virtual absl::Status Start(MessageHandler on_message,
+                             TickHandler on_tick) = 0;
+  // Stops the thread and closes connections; idempotent.
+  virtual void Stop() = 0;
+  // The bound port. REQUIRES: Start() succeeded.
+  virtual int port() const = 0;
+  // Routes messages for `node.id()` to node.host():node.port() and, when
+  // node.transport_id() is set, accepts messages from that identity as
+  // sender node.id(). Replaces an earlier route to another address.
+  virtual void Connect(const pb::Node& node) = 0;
+  // Sends `msg` to msg.meta.recipient(). Returns FailedPrecondition before
+  // Start or after Stop. Delivery failures later are counted and logged.
+  virtual absl::Status Send(Message msg) = 0;
+
+  // This node's transport identity, sent with every message.
+  const std::string& transport_id() const { return transport_id_; }
+  void set_my_id(int id) { my_id_.store(id); }
+  int my_id() const { return my_id_.load(); }
+  void set_is_scheduler(bool v) { is_scheduler_.store(v); }
+  const VanOptions& options() const { return options_; }
+  MetricsRegistry* metrics() const { return metrics_; }
+
+ protected:
+  // Validates frames received from connection `from`, counts and logs a
+  // reject, and passes a good message to the handler. Receive thread only.
+  void Deliver(absl::string_view from, const Buffer& header,
+               std::vector<Buffer> frames);
+  // Counts a message dropped for `reason` and logs it, rate limited.
+  void CountDrop(absl::string_view reason, absl::string_view detail);
+  void BindIdentity(const std::string& transport_id, int id);
+  void CountSent(size_t bytes);
+
+  MessageHandler on_message_;
+  TickHandler on_tick_;
+
+ private:
+  int ExpectedSender(absl::string_view from);
+
+  const VanOptions options_;
+  MetricsRegistry* const metrics_;
+  const std::string transport_id_;
+  std::atomic<int> my_id_{kEmptyNodeId};
+  std::atomic<bool> is_scheduler_{false};
+  absl::Mutex identity_mu_;
+  absl::flat_hash_map<std::string, int> identity_to_id_
+      ABSL_GUARDED_BY(identity_mu_);
+  Counter* received_;
+  Counter* received_bytes_;
+  Counter* sent_;
+  Counter* sent_bytes_;
+};
+
+// A random transport identity ("p" + 16 hex digits).
+std::string NewTransportId();
+
+}  // namespace petrel
+
+#endif  // PETREL_VAN_VAN_H_

@@ -1,0 +1,222 @@
+#include "van/wire_codec.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+#include "van/status_macros.h"
+
+namespace petrel {
+namespace {
+
+void PutU32(char* p, uint32_t v) { std::memcpy(p, &v, 4); }
+void PutU16(char* p, uint16_t v) { std::memcpy(p, &v, 2); }
+uint32_t GetU32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+uint16_t GetU16(const char* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+absl::StatusOr<pb::Meta> DecodeHeader(const Buffer& header,
+                                      const DecodeLimits& limits) {
+  if (header.size() < kWirePrefixBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "header frame has ", header.size(), " bytes, fewer than the ",
+        kWirePrefixBytes, "-byte prefix"));
+  }
+  const char* p = header.data();
+  if (GetU32(p) != kWireMagic) {
+    return absl::InvalidArgumentError("bad magic: not a Petrel message");
+  }
+  if (uint16_t version = GetU16(p + 4); version != kWireVersion) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "protocol version ", version, ", this node speaks ", kWireVersion));
+  }
+  uint32_t meta_len = GetU32(p + 8);
+  if (meta_len != header.size() - kWirePrefixBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prefix declares ", meta_len, " meta bytes but ",
+                     header.size() - kWirePrefixBytes, " follow"));
+  }
+  if (meta_len > static_cast<uint32_t>(limits.max_meta_bytes)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "meta of ", meta_len, " bytes exceeds ", limits.max_meta_bytes));
+  }
+  pb::Meta meta;
+  if (!meta.ParseFromArray(p + kWirePrefixBytes, static_cast<int>(meta_len))) {
+    return absl::InvalidArgumentError("meta does not parse");
+  }
+  return meta;
+}
+
+absl::Status CheckFrames(const pb::Meta& meta, std::vector<Buffer>& frames,
+                         const DecodeLimits& limits) {
+  if (frames.size() > static_cast<size_t>(limits.max_frames)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        frames.size(), " data frames exceed the limit of ", limits.max_frames));
+  }
+  if (meta.data_types_size() != static_cast<int>(frames.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("meta lists ", meta.data_types_size(), " data types for ",
+                     frames.size(), " frames"));
+  }
+  int64_t total = 0;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    size_t elem = DataTypeSize(meta.data_types(static_cast<int>(i)));
+    if (elem == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("frame ", i + 1, " has an unknown data type"));
+    }
+    if (frames[i].size() % elem != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("frame ", i + 1, " has ", frames[i].size(),
+                       " bytes, not a multiple of ", elem));
+    }
+    if (reinterpret_cast<uintptr_t>(frames[i].data()) % elem != 0) {
+      frames[i] = Buffer::CopyOf(frames[i].data(), frames[i].size());
+    }
+    total += static_cast<int64_t>(frames[i].size());
+  }
+  if (total > limits.max_message_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("message of ", total, " bytes exceeds the limit of ",
+                     limits.max_message_bytes));
+  }
+  return absl::OkStatus();
+}
+
+// Keys, values and optional lengths must agree.
+absl::Status CheckKvLayout(const pb::Meta& meta,
+                           const std::vector<Buffer>& frames) {
+  if (frames.empty() || frames.size() > 3 ||
+      meta.data_types(0) != pb::DATA_TYPE_UINT64) {
+    return absl::InvalidArgumentError(
+        "kv message needs frames keys(uint64)[, values[, lens(int32)]]");
+  }
+  size_t keys = frames[0].size() / 8;
+  size_t vals = 0;
+  if (frames.size() >= 2) {
+    vals = frames[1].size() / DataTypeSize(meta.data_types(1));
+  }
+  if (frames.size() == 3) {
+    if (meta.data_types(2) != pb::DATA_TYPE_INT32) {
+      return absl::InvalidArgumentError("kv lens frame is not int32");
+    }
+    size_t n = frames[2].size() / 4;
+    if (n != keys) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(n, " lens for ", keys, " keys"));
+    }
+    const int32_t* lens = reinterpret_cast<const int32_t*>(frames[2].data());
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (lens[i] < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("negative length ", lens[i], " for key ", i));
+      }
+      sum += static_cast<uint64_t>(lens[i]);
+    }
+    if (sum != vals) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("lens sum to ", sum, " but ", vals, " values follow"));
+    }
+    return absl::OkStatus();
+  }
+  if ((keys == 0 && vals != 0) || (keys != 0 && vals % keys != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        vals, " values do not divide evenly over ", keys, " keys"));
+  }
+  return absl::OkStatus();
+}
+
+bool IsJoinRequest(const pb::Meta& meta) {
+  return meta.has_control() && meta.control().cmd() == pb::COMMAND_ADD_NODE &&
+         meta.request() && meta.sender() == kEmptyNodeId &&
+         meta.recipient() == kSchedulerId;
+}
+
+// A reply from the scheduler to a node that has no id yet.
+bool IsJoinReply(const pb::Meta& meta) {
+  if (!meta.has_control() || meta.sender() != kSchedulerId) return false;
+  pb::Command cmd = meta.control().cmd();
+  return cmd == pb::COMMAND_ADD_NODE || cmd == pb::COMMAND_REJECT ||
+         cmd == pb::COMMAND_TERMINATE;
+}
+
+absl::Status CheckAddressing(const pb::Meta& meta,
+                             const DecodeContext& context) {
+  if (context.expected_sender >= 0) {
+    if (meta.sender() != context.expected_sender) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("sender id ", meta.sender(),
+                       " on the connection of node ", context.expected_sender));
+    }
+  } else if (!(context.is_scheduler && IsJoinRequest(meta)) &&
+             !(context.my_id == kEmptyNodeId && IsJoinReply(meta))) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "message from unknown connection claiming sender ", meta.sender()));
+  }
+  if (context.my_id != kEmptyNodeId && meta.recipient() != context.my_id) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "recipient ", meta.recipient(), " is not this node ", context.my_id));
+  }
+  if (meta.app_id() < 0 || meta.customer_id() < 0 || meta.timestamp() < 0) {
+    return absl::InvalidArgumentError("negative app, customer or timestamp");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckControl(const pb::Meta& meta, const DecodeLimits& limits) {
+  const pb::Control& c = meta.control();
+  if (!pb::Command_IsValid(c.cmd()) || c.cmd() == pb::COMMAND_NONE) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown control command ", c.cmd()));
+  }
+  if (c.nodes_size() > limits.max_nodes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(c.nodes_size(), " nodes in one control message"));
+  }
+  if (c.ranges_size() != c.range_owners_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        c.ranges_size(), " ranges but ", c.range_owners_size(), " owners"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Buffer EncodeHeader(const pb::Meta& meta) {
+  size_t meta_len = meta.ByteSizeLong();
+  Buffer header = Buffer::Allocate(kWirePrefixBytes + meta_len);
+  char* p = header.mutable_data();
+  PutU32(p, kWireMagic);
+  PutU16(p + 4, kWireVersion);
+  PutU16(p + 6, 0);
+  PutU32(p + 8, static_cast<uint32_t>(meta_len));
+  // Our own proto into a buffer we sized: cannot fail.
+  CHECK(
+      meta.SerializeToArray(p + kWirePrefixBytes, static_cast<int>(meta_len)));
+  return header;
+}
+
+absl::StatusOr<Message> DecodeMessage(const Buffer& header,
+                                      std::vector<Buffer> frames,
+                                      const DecodeContext& context) {
+  Message msg;
+  PETREL_ASSIGN_OR_RETURN(msg.meta, DecodeHeader(header, context.limits));
+  PETREL_RETURN_IF_ERROR(CheckFrames(msg.meta, frames, context.limits));
+  PETREL_RETURN_IF_ERROR(CheckAddressing(msg.meta, context));
+  if (msg.meta.has_control()) {
+    PETREL_RETURN_IF_ERROR(CheckControl(msg.meta, context.limits));
+  }
+  if (msg.meta.kv()) PETREL_RETURN_IF_ERROR(CheckKvLayout(msg.meta, frames));
+  msg.data = std::move(frames);
+  return msg;
+}
+
+}  // namespace petrel

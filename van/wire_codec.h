@@ -1,0 +1,60 @@
+// The wire codec: encodes a Message header and decodes + validates received
+// messages. DecodeMessage is the only way bytes from a peer become a Message;
+// it runs every check in DESIGN.md before any other code sees the message.
+// The format is described in docs/wire.md.
+//
+// Thread safety: stateless functions, safe from any thread.
+#ifndef PETREL_VAN_WIRE_CODEC_H_
+#define PETREL_VAN_WIRE_CODEC_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+#include "van/buffer.h"
+#include "van/message.h"
+
+namespace petrel {
+
+inline constexpr uint32_t kWireMagic = 0x4C525450;  // "PTRL" little-endian
+inline constexpr uint16_t kWireVersion = 1;
+inline constexpr size_t kWirePrefixBytes = 12;  // magic, version, flags, len
+
+struct DecodeLimits {
+  // Largest total size of all frames of one message. Default 4 GiB; up to
+  // 2^62. Messages over 2 GiB are allowed when this says so.
+  int64_t max_message_bytes = int64_t{4} << 30;
+  // Most data frames in one message. Default 16.
+  int max_frames = 16;
+  // Largest serialized Meta. Default 1 MiB.
+  int max_meta_bytes = 1 << 20;
+  // Most nodes listed in one control message. Default 65536.
+  int max_nodes = 1 << 16;
+};
+
+struct DecodeContext {
+  int my_id = kEmptyNodeId;  // kEmptyNodeId before the scheduler assigns one
+  bool is_scheduler = false;
+  // The node id bound to the sending connection's transport identity, or -1
+  // when the identity is not (yet) known.
+  int expected_sender = -1;
+  DecodeLimits limits;
+};
+
+// Serializes `meta` behind the fixed prefix: frame 0 of a message.
+Buffer EncodeHeader(const pb::Meta& meta);
+
+// Decodes frame 0 (`header`) and the data frames into a validated Message.
+// Returns InvalidArgument naming the broken rule (bad prefix, version, meta,
+// frame sizes, KV counts, recipient), PermissionDenied for a sender that does
+// not match its connection, ResourceExhausted for a message over the limits.
+// A data frame that is not aligned for its element type is copied so that
+// typed access is always aligned.
+absl::StatusOr<Message> DecodeMessage(const Buffer& header,
+                                      std::vector<Buffer> frames,
+                                      const DecodeContext& context);
+
+}  // namespace petrel
+
+#endif  // PETREL_VAN_WIRE_CODEC_H_

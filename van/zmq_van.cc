@@ -1,0 +1,316 @@
+#include "van/zmq_van.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+
+namespace petrel {
+namespace {
+
+constexpr int kMaxReceivesPerWake = 256;
+
+absl::Status ZmqError(absl::string_view what) {
+  return absl::UnavailableError(absl::StrCat(what, ": ", zmq_strerror(errno)));
+}
+
+// Releases the Buffer that kept a sent frame alive; runs on a ZeroMQ thread.
+void FreeSentBuffer(void* /*data*/, void* hint) {
+  delete static_cast<Buffer*>(hint);
+}
+
+void SetIntOption(void* socket, int option, int value) {
+  // Only fails for a bad option or a closed socket: our own bug.
+  CHECK_EQ(zmq_setsockopt(socket, option, &value, sizeof(value)), 0)
+      << zmq_strerror(errno);
+}
+
+}  // namespace
+
+ZmqVan::ZmqVan(VanOptions options, MetricsRegistry* metrics)
+    : Van(std::move(options), metrics) {}
+
+ZmqVan::~ZmqVan() { Stop(); }
+
+absl::Status ZmqVan::Start(MessageHandler on_message, TickHandler on_tick) {
+  on_message_ = std::move(on_message);
+  on_tick_ = std::move(on_tick);
+  context_ = zmq_ctx_new();
+  if (context_ == nullptr) return ZmqError("cannot create a ZeroMQ context");
+  zmq_ctx_set(context_, ZMQ_MAX_SOCKETS, 65536);
+  router_ = zmq_socket(context_, ZMQ_ROUTER);
+  if (router_ == nullptr) return ZmqError("cannot create a socket");
+  SetIntOption(router_, ZMQ_LINGER, 0);
+  SetIntOption(router_, ZMQ_RCVHWM, 0);
+  int64_t max_bytes = options().limits.max_message_bytes;
+  if (zmq_setsockopt(router_, ZMQ_MAXMSGSIZE, &max_bytes, sizeof(max_bytes))) {
+    return ZmqError("cannot set ZMQ_MAXMSGSIZE");
+  }
+  std::string endpoint =
+      options().port == 0
+          ? absl::StrCat("tcp://", options().bind_host, ":*")
+          : absl::StrCat("tcp://", options().bind_host, ":", options().port);
+  if (zmq_bind(router_, endpoint.c_str()) != 0) {
+    int err = errno;
+    CloseSockets();
+    if (err == EADDRINUSE) {
+      return absl::UnavailableError(absl::StrCat(
+          "port ", options().port, " on ", options().bind_host,
+          " is already in use; choose another --port or 0 for a free one"));
+    }
+    return absl::UnavailableError(
+        absl::StrCat("cannot bind ", endpoint, ": ", zmq_strerror(err)));
+  }
+  char last[256];
+  size_t last_len = sizeof(last);
+  zmq_getsockopt(router_, ZMQ_LAST_ENDPOINT, last, &last_len);
+  absl::string_view bound(last);
+  if (!absl::SimpleAtoi(bound.substr(bound.rfind(':') + 1), &port_)) {
+    return absl::InternalError(absl::StrCat("cannot parse endpoint ", bound));
+  }
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) return absl::UnavailableError("cannot create an eventfd");
+  stop_ = false;
+  running_ = true;
+  io_thread_ = std::thread([this] { IoLoop(); });
+  return absl::OkStatus();
+}
+
+void ZmqVan::Stop() {
+  if (!running_.exchange(false)) {
+    CloseSockets();
+    return;
+  }
+  stop_ = true;
+  uint64_t one = 1;
+  ssize_t n = write(wake_fd_, &one, sizeof(one));
+  (void)n;
+  io_thread_.join();
+  close(wake_fd_);
+  wake_fd_ = -1;
+}
+
+void ZmqVan::CloseSockets() {
+  for (auto& [id, peer] : peers_) zmq_close(peer.socket);
+  peers_.clear();
+  if (router_ != nullptr) zmq_close(router_);
+  router_ = nullptr;
+  // Waits up to each DEALER's linger for queued messages to leave.
+  if (context_ != nullptr) zmq_ctx_term(context_);
+  context_ = nullptr;
+}
+
+void ZmqVan::Connect(const pb::Node& node) {
+  if (OnIoThread()) {
+    DoConnect(node);
+    return;
+  }
+  Op op;
+  op.connect = true;
+  op.node = node;
+  absl::Status s = Enqueue(std::move(op));
+  if (!s.ok()) LOG(WARNING) << "connect to node " << node.id() << ": " << s;
+}
+
+absl::Status ZmqVan::Send(Message msg) {
+  if (!running_) return absl::FailedPreconditionError("van is not running");
+  std::vector<Buffer> frames;
+  frames.reserve(msg.data.size() + 1);
+  frames.push_back(EncodeHeader(msg.meta));
+  for (Buffer& b : msg.data) frames.push_back(std::move(b));
+  if (OnIoThread()) {
+    DoSend(msg.meta.recipient(), frames);
+    return absl::OkStatus();
+  }
+  Op op;
+  op.recipient = msg.meta.recipient();
+  op.frames = std::move(frames);
+  return Enqueue(std::move(op));
+}
+
+absl::Status ZmqVan::Enqueue(Op op) {
+  bool wake = false;
+  {
+    absl::MutexLock lock(&queue_mu_);
+    auto has_room = [this]() ABSL_SHARED_LOCKS_REQUIRED(queue_mu_) -> bool {
+      return queue_.size() < options().send_queue_depth || !running_;
+    };
+    queue_mu_.Await(absl::Condition(&has_room));
+    if (!running_) return absl::FailedPreconditionError("van is stopping");
+    queue_.push_back(std::move(op));
+    wake = !wake_pending_;
+    wake_pending_ = true;
+  }
+  if (wake) {
+    uint64_t one = 1;
+    if (write(wake_fd_, &one, sizeof(one)) < 0 && errno != EAGAIN) {
+      return absl::InternalError("cannot wake the van thread");
+    }
+  }
+  return absl::OkStatus();
+}
+
+void ZmqVan::IoLoop() {
+  io_thread_id_ = std::this_thread::get_id();
+  absl::Time next_tick = absl::Now() + options().tick_interval;
+  while (!stop_) {
+    zmq_pollitem_t items[2] = {{router_, 0, ZMQ_POLLIN, 0},
+                               {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
+    int64_t wait_ms = absl::ToInt64Milliseconds(next_tick - absl::Now());
+    int rc = zmq_poll(items, 2, wait_ms < 0 ? 0 : static_cast<long>(wait_ms));
+    if (rc < 0 && errno != EINTR) {
+      LOG_EVERY_T(ERROR, 1.0) << "zmq_poll: " << zmq_strerror(errno);
+    }
+    if (rc > 0 && (items[1].revents & ZMQ_POLLIN)) DrainQueue();
+    if (rc > 0 && (items[0].revents & ZMQ_POLLIN)) ReceiveAvailable();
+    if (absl::Now() >= next_tick) {
+      if (on_tick_) on_tick_();
+      next_tick = absl::Now() + options().tick_interval;
+    }
+  }
+  DrainQueue();  // flush what was queued before Stop, e.g. a final reply
+  {
+    absl::MutexLock lock(&queue_mu_);
+    queue_.clear();
+  }
+  CloseSockets();
+  io_thread_id_ = std::thread::id();
+}
+
+void ZmqVan::DrainQueue() {
+  uint64_t count;
+  ssize_t n = read(wake_fd_, &count, sizeof(count));
+  (void)n;
+  std::deque<Op> ops;
+  {
+    absl::MutexLock lock(&queue_mu_);
+    ops.swap(queue_);
+    wake_pending_ = false;
+  }
+  for (Op& op : ops) {
+    if (op.connect) {
+      DoConnect(op.node);
+    } else {
+      DoSend(op.recipient, op.frames);
+    }
+  }
+}
+
+void ZmqVan::DoConnect(const pb::Node& node) {
+  BindIdentity(node.transport_id(), node.id());
+  std::string address = absl::StrCat("tcp://", node.host(), ":", node.port());
+  auto it = peers_.find(node.id());
+  if (it != peers_.end()) {
+    if (it->second.address == address) return;
+    zmq_close(it->second.socket);
+    peers_.erase(it);
+  }
+  void* socket = zmq_socket(context_, ZMQ_DEALER);
+  if (socket == nullptr) {
+    CountDrop("connect_failed", zmq_strerror(errno));
+    return;
+  }
+  const std::string& id = transport_id();
+  zmq_setsockopt(socket, ZMQ_ROUTING_ID, id.data(), id.size());
+  SetIntOption(socket, ZMQ_LINGER, 2000);
+  SetIntOption(socket, ZMQ_SNDHWM, 0);
+  SetIntOption(socket, ZMQ_RECONNECT_IVL, 50);
+  SetIntOption(socket, ZMQ_RECONNECT_IVL_MAX, 1000);
+  if (zmq_connect(socket, address.c_str()) != 0) {
+    CountDrop("connect_failed",
+              absl::StrCat(address, ": ", zmq_strerror(errno)));
+    zmq_close(socket);
+    return;
+  }
+  VLOG(1) << "node " << my_id() << " connected to node " << node.id() << " at "
+          << address;
+  peers_[node.id()] = Peer{socket, address};
+}
+
+void ZmqVan::DoSend(int recipient, const std::vector<Buffer>& frames) {
+  auto it = peers_.find(recipient);
+  if (it == peers_.end()) {
+    CountDrop("no_route", absl::StrCat("no connection to node ", recipient));
+    return;
+  }
+  size_t bytes = 0;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    zmq_msg_t m;
+    Buffer* hold = new Buffer(frames[i]);
+    zmq_msg_init_data(&m, hold->mutable_data(), hold->size(), FreeSentBuffer,
+                      hold);
+    int flags = ZMQ_DONTWAIT | (i + 1 < frames.size() ? ZMQ_SNDMORE : 0);
+    if (zmq_msg_send(&m, it->second.socket, flags) < 0) {
+      zmq_msg_close(&m);  // frees `hold`
+      CountDrop("send_failed",
+                absl::StrCat("to node ", recipient, ": ", zmq_strerror(errno)));
+      return;
+    }
+    if (i > 0) bytes += frames[i].size();
+  }
+  CountSent(bytes);
+}
+
+void ZmqVan::ReceiveAvailable() {
+  for (int i = 0; i < kMaxReceivesPerWake && !stop_; ++i) {
+    int events = 0;
+    size_t len = sizeof(events);
+    zmq_getsockopt(router_, ZMQ_EVENTS, &events, &len);
+    if (!(events & ZMQ_POLLIN)) return;
+    ReceiveOne();
+  }
+}
+
+void ZmqVan::ReceiveOne() {
+  std::string from;
+  std::vector<Buffer> frames;
+  size_t max_frames = static_cast<size_t>(options().limits.max_frames) + 1;
+  bool more = true;
+  bool too_many = false;
+  for (int part = 0; more; ++part) {
+    auto* m = new zmq_msg_t;
+    zmq_msg_init(m);
+    if (zmq_msg_recv(m, router_, ZMQ_DONTWAIT) < 0) {
+      zmq_msg_close(m);
+      delete m;
+      CountDrop("receive_failed", zmq_strerror(errno));
+      return;
+    }
+    more = zmq_msg_more(m);
+    if (part == 0) {
+      from.assign(static_cast<char*>(zmq_msg_data(m)), zmq_msg_size(m));
+      zmq_msg_close(m);
+      delete m;
+      continue;
+    }
+    if (frames.size() >= max_frames) {  // keep draining, drop the rest
+      too_many = true;
+      zmq_msg_close(m);
+      delete m;
+      continue;
+    }
+    std::shared_ptr<zmq_msg_t> owner(m, [](zmq_msg_t* p) {
+      zmq_msg_close(p);
+      delete p;
+    });
+    frames.push_back(Buffer::Wrap(static_cast<char*>(zmq_msg_data(m)),
+                                  zmq_msg_size(m), std::move(owner)));
+  }
+  if (too_many || frames.empty()) {
+    CountDrop("resource_exhausted", frames.empty()
+                                        ? "message with no header frame"
+                                        : "too many frames");
+    return;
+  }
+  Buffer header = frames.front();
+  frames.erase(frames.begin());
+  Deliver(from, header, std::move(frames));
+}
+
+}  // namespace petrel

@@ -1,0 +1,76 @@
+// ZmqVan: the TCP transport over ZeroMQ. One ROUTER socket receives from all
+// peers; one DEALER per peer sends to it, with this node's transport identity
+// as its routing id. Data frames travel without copying in both directions
+// (zmq_msg_init_data on send; the received zmq_msg_t is owned by a Buffer).
+//
+// Every socket is used only by the van's I/O thread. Send from another thread
+// queues the message (bounded; Send blocks when full) and wakes the thread
+// through an eventfd; Send from the I/O thread itself (handlers replying)
+// goes straight to the socket, so a request/response costs no extra thread
+// hand-off on the server.
+//
+// Thread safety: as Van.
+#ifndef PETREL_VAN_ZMQ_VAN_H_
+#define PETREL_VAN_ZMQ_VAN_H_
+
+#include <deque>
+#include <thread>
+
+#include "van/van.h"
+
+namespace petrel {
+
+class ZmqVan : public Van {
+ public:
+  ZmqVan(VanOptions options, MetricsRegistry* metrics);
+  ~ZmqVan() override;
+
+  absl::Status Start(MessageHandler on_message, TickHandler on_tick) override;
+  void Stop() override;
+  int port() const override { return port_; }
+  void Connect(const pb::Node& node) override;
+  absl::Status Send(Message msg) override;
+
+ private:
+  struct Op {
+    bool connect = false;
+    pb::Node node;               // connect
+    int recipient = 0;           // send
+    std::vector<Buffer> frames;  // send: header, data...
+  };
+  struct Peer {
+    void* socket = nullptr;
+    std::string address;
+  };
+
+  bool OnIoThread() const {
+    return std::this_thread::get_id() == io_thread_id_.load();
+  }
+  absl::Status Enqueue(Op op);
+  void IoLoop();
+  void DrainQueue();
+  void ReceiveAvailable();
+  void ReceiveOne();
+  void DoConnect(const pb::Node& node);
+  void DoSend(int recipient, const std::vector<Buffer>& frames);
+  void CloseSockets();
+
+  void* context_ = nullptr;
+  void* router_ = nullptr;
+  int wake_fd_ = -1;
+  int port_ = 0;
+  std::thread io_thread_;
+  std::atomic<std::thread::id> io_thread_id_{};
+  std::atomic<bool> running_{false};
+  std::atomic<bool> stop_{false};
+  // Owned by the I/O thread.
+  absl::flat_hash_map<int, Peer> peers_;
+
+  absl::Mutex queue_mu_;
+  std::deque<Op> queue_ ABSL_GUARDED_BY(queue_mu_);
+  bool wake_pending_ ABSL_GUARDED_BY(queue_mu_) = false;
+};
+
+}  // namespace petrel
+
+#endif  // PETREL_VAN_ZMQ_VAN_H_

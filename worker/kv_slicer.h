@@ -1,0 +1,62 @@
+// Slicing and merging of key-value requests: splits a request's keys (in any
+// order, duplicates allowed) and their values by owning server, and puts the
+// servers' pull answers back into the caller's order. Type-erased over the
+// value element size, so one copy of this code serves every KVWorker<Val>.
+//
+// Thread safety: stateless functions.
+#ifndef PETREL_WORKER_KV_SLICER_H_
+#define PETREL_WORKER_KV_SLICER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "van/buffer.h"
+#include "van/key_range_map.h"
+
+namespace petrel {
+
+using Key = uint64_t;
+
+// The part of a request for one server.
+struct KVSlice {
+  int server_rank = 0;
+  SArray<Key> keys;
+  Buffer vals;        // values of `keys`, in their order (may be empty)
+  SArray<int> lens;   // per-key value counts, when the request had lens
+  // Index in the caller's keys of each of `keys`; empty when the slice is
+  // the caller's whole request in its own order.
+  std::vector<uint32_t> positions;
+};
+
+// One server's answer to a pull slice.
+struct PulledPart {
+  SArray<Key> keys;
+  Buffer vals;
+  SArray<int> lens;  // empty: every key has vals/keys values
+};
+
+// Splits `keys` with their `vals` (elements of `elem_size` bytes; empty for
+// a pull) and optional per-key `lens` by the server owning each key. When
+// every key belongs to one server the caller's buffers are reused without
+// copying. InvalidArgument when values and keys do not agree.
+absl::StatusOr<std::vector<KVSlice>> SliceRequest(const KeyRangeMap& ranges,
+                                                  const SArray<Key>& keys,
+                                                  const Buffer& vals,
+                                                  size_t elem_size,
+                                                  const SArray<int>& lens);
+
+// Merges the answers to `slices` (parts[i] answers slices[i]) into the
+// caller's order. Writes into `*vals` when it already has the right size,
+// else replaces it (without copying when a single slice answered the whole
+// request). `*lens`, when not null, receives per-key counts; without it all
+// keys must have the same count. InvalidArgument when a server's answer does
+// not match what was asked.
+absl::Status MergePulled(const std::vector<KVSlice>& slices,
+                         const std::vector<PulledPart>& parts,
+                         size_t num_keys, size_t elem_size, Buffer* vals,
+                         SArray<int>* lens);
+
+}  // namespace petrel
+
+#endif  // PETREL_WORKER_KV_SLICER_H_

@@ -1,0 +1,187 @@
+#include "worker/kv_worker.h"
+
+#include "glog/logging.h"
+#include "van/postoffice.h"
+
+namespace petrel {
+
+template <typename Val>
+KVWorker<Val>::KVWorker(int app_id, int customer_id, Postoffice* postoffice,
+                        CustomerOptions options)
+    : customer_(app_id, customer_id, postoffice, options) {}
+
+template <typename Val>
+KVWorker<Val>::~KVWorker() {
+  customer_.Stop();
+}
+
+template <typename Val>
+absl::Status KVWorker<Val>::Start() {
+  customer_.set_response_handler(
+      [this](Message&& msg) { OnResponse(std::move(msg)); });
+  return customer_.Start();
+}
+
+template <typename Val>
+int KVWorker<Val>::Push(const SArray<Key>& keys, const SArray<Val>& vals,
+                        const SArray<int>& lens, int cmd, Callback cb) {
+  return Send(true, false, keys, vals, lens, cmd, nullptr, nullptr,
+              std::move(cb));
+}
+
+template <typename Val>
+int KVWorker<Val>::Push(const std::vector<Key>& keys,
+                        const std::vector<Val>& vals, Callback cb) {
+  return Push(SArray<Key>::CopyOf(keys), SArray<Val>::CopyOf(vals), {}, 0,
+              std::move(cb));
+}
+
+template <typename Val>
+int KVWorker<Val>::Pull(const SArray<Key>& keys, SArray<Val>* vals,
+                        SArray<int>* lens, int cmd, Callback cb) {
+  return Send(false, true, keys, {}, {}, cmd, vals, lens, std::move(cb));
+}
+
+template <typename Val>
+int KVWorker<Val>::PushPull(const SArray<Key>& keys, const SArray<Val>& vals,
+                            SArray<Val>* outs, SArray<int>* lens, int cmd,
+                            Callback cb) {
+  SArray<int> in_lens = lens != nullptr ? *lens : SArray<int>();
+  return Send(true, true, keys, vals, in_lens, cmd, outs, lens, std::move(cb));
+}
+
+template <typename Val>
+int KVWorker<Val>::Fail(absl::Status status, const Callback& cb) {
+  int ts = customer_.NewRequest({}, [this, status, cb](int ts) {
+    {
+      absl::MutexLock lock(&mu_);
+      errors_[ts] = status;
+    }
+    if (cb) cb();
+  });
+  return ts;
+}
+
+template <typename Val>
+int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
+                        const SArray<Val>& vals, const SArray<int>& lens,
+                        int cmd, SArray<Val>* outs, SArray<int>* out_lens,
+                        Callback cb) {
+  if (pull && outs == nullptr) {
+    return Fail(absl::InvalidArgumentError("Pull needs an output array"), cb);
+  }
+  absl::StatusOr<std::vector<KVSlice>> slices =
+      SliceRequest(customer_.postoffice()->key_ranges(), keys, vals.buffer(),
+                   sizeof(Val), lens);
+  if (!slices.ok()) return Fail(slices.status(), cb);
+  std::vector<int> recipients;
+  for (const KVSlice& s : *slices) {
+    recipients.push_back(ServerRankToId(s.server_rank));
+  }
+  int ts = customer_.NewRequest(recipients, [this, cb](int ts) {
+    Complete(ts);
+    if (cb) cb();
+  });
+  // Nothing is sent yet, so no answer can arrive before the state exists.
+  std::vector<Message> msgs(slices->size());
+  for (size_t i = 0; i < slices->size(); ++i) {
+    const KVSlice& s = (*slices)[i];
+    Message& msg = msgs[i];
+    msg.meta.set_recipient(recipients[i]);
+    msg.meta.set_timestamp(ts);
+    msg.meta.set_push(push);
+    msg.meta.set_pull(pull);
+    msg.meta.set_head(cmd);
+    msg.meta.set_kv(true);
+    msg.AddData(s.keys);
+    if (push) {
+      msg.AddData(SArray<Val>(s.vals));
+      if (!s.lens.empty()) msg.AddData(s.lens);
+    }
+  }
+  if (pull) {
+    auto state = std::make_unique<PullState>();
+    state->num_keys = keys.size();
+    state->vals = outs;
+    state->lens = out_lens;
+    state->parts.resize(slices->size());
+    for (size_t i = 0; i < recipients.size(); ++i) {
+      state->slice_of_server[recipients[i]] = i;
+    }
+    state->slices = *std::move(slices);
+    absl::MutexLock lock(&mu_);
+    pulls_[ts] = std::move(state);
+  }
+  for (Message& msg : msgs) {
+    absl::Status st = customer_.SendRequest(std::move(msg));
+    if (!st.ok()) {
+      LOG_EVERY_T(WARNING, 1.0) << "send: " << st;
+    }
+  }
+  return ts;
+}
+
+template <typename Val>
+void KVWorker<Val>::OnResponse(Message&& msg) {
+  if (!msg.meta.pull()) return;
+  absl::MutexLock lock(&mu_);
+  auto it = pulls_.find(msg.meta.timestamp());
+  if (it == pulls_.end()) return;
+  PullState& state = *it->second;
+  auto slice = state.slice_of_server.find(msg.meta.sender());
+  if (slice == state.slice_of_server.end()) return;
+  PulledPart& part = state.parts[slice->second];
+  if (msg.data.size() >= 2 &&
+      msg.meta.data_types(1) != DataTypeOf<Val>::kValue) {
+    errors_[msg.meta.timestamp()] = absl::InvalidArgumentError(
+        "a server answered with values of another type");
+    return;
+  }
+  if (msg.data.size() >= 1) part.keys = SArray<Key>(msg.data[0]);
+  if (msg.data.size() >= 2) part.vals = msg.data[1];
+  if (msg.data.size() >= 3) part.lens = SArray<int>(msg.data[2]);
+}
+
+template <typename Val>
+void KVWorker<Val>::Complete(int timestamp) {
+  std::unique_ptr<PullState> state;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = pulls_.find(timestamp);
+    if (it == pulls_.end()) return;  // a push
+    state = std::move(it->second);
+    pulls_.erase(it);
+    if (errors_.contains(timestamp)) return;
+  }
+  Buffer out = state->vals->buffer();
+  absl::Status s = MergePulled(state->slices, state->parts, state->num_keys,
+                               sizeof(Val), &out, state->lens);
+  if (s.ok()) {
+    if (out.data() != state->vals->buffer().data() ||
+        out.size() != state->vals->buffer().size()) {
+      *state->vals = SArray<Val>(out);
+    }
+    return;
+  }
+  absl::MutexLock lock(&mu_);
+  errors_[timestamp] = s;
+}
+
+template <typename Val>
+absl::Status KVWorker<Val>::Wait(int timestamp, absl::Duration timeout) {
+  absl::Status s = customer_.Wait(timestamp, timeout);
+  if (!s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  auto it = errors_.find(timestamp);
+  if (it == errors_.end()) return absl::OkStatus();
+  absl::Status error = std::move(it->second);
+  errors_.erase(it);
+  return error;
+}
+
+template class KVWorker<float>;
+template class KVWorker<double>;
+template class KVWorker<int32_t>;
+template class KVWorker<int64_t>;
+
+}  // namespace petrel

@@ -1,0 +1,104 @@
+// KVWorker<Val>: the push/pull client API. Keys are uint64 in any order,
+// duplicates allowed; values are fixed-width (vals.size() a multiple of
+// keys.size()) or variable-length (lens gives each key's count). A request
+// is split by owning server, sent, and answered in the caller's key order.
+// Containers are SArray, shared without copying: the caller's arrays are
+// sent as they are when one server owns every key, and a pull answered by
+// one server hands back the received buffer itself.
+//
+//   KVWorker<float> kv(/*app_id=*/0, /*customer_id=*/0, &postoffice);
+//   PETREL_RETURN_IF_ERROR(kv.Start());
+//   kv.Wait(kv.Push(keys, grads));
+//   SArray<float> weights;
+//   PETREL_RETURN_IF_ERROR(kv.Wait(kv.Pull(keys, &weights), absl::Seconds(5)));
+//
+// Supported Val: float, double, int32_t, int64_t.
+//
+// Thread safety: all methods are thread-safe. Callbacks run on the van's
+// receive thread and must not block on other requests of this KVWorker.
+// Output arrays of Pull must stay alive and untouched until the request
+// completes.
+#ifndef PETREL_WORKER_KV_WORKER_H_
+#define PETREL_WORKER_KV_WORKER_H_
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "van/buffer.h"
+#include "van/customer.h"
+#include "worker/kv_slicer.h"
+
+namespace petrel {
+
+template <typename Val>
+class KVWorker {
+ public:
+  using Callback = std::function<void()>;
+
+  // `postoffice` must outlive the KVWorker and have joined its cluster.
+  KVWorker(int app_id, int customer_id, Postoffice* postoffice,
+           CustomerOptions options = {});
+  ~KVWorker();
+  KVWorker(const KVWorker&) = delete;
+  KVWorker& operator=(const KVWorker&) = delete;
+
+  absl::Status Start();
+
+  // Sends values of `keys` to the servers (summed or assigned there, by
+  // the server's handler and `cmd`). Returns the request's timestamp.
+  int Push(const SArray<Key>& keys, const SArray<Val>& vals,
+           const SArray<int>& lens = {}, int cmd = 0, Callback cb = nullptr);
+  // Fetches the values of `keys` into `*vals` (and per-key counts into
+  // `*lens` when given). `*vals` is written in place when it already has
+  // the right size, else replaced.
+  int Pull(const SArray<Key>& keys, SArray<Val>* vals,
+           SArray<int>* lens = nullptr, int cmd = 0, Callback cb = nullptr);
+  // Push `vals`, then fetch the updated values into `*outs`, in one round
+  // trip.
+  int PushPull(const SArray<Key>& keys, const SArray<Val>& vals,
+               SArray<Val>* outs, SArray<int>* lens = nullptr, int cmd = 0,
+               Callback cb = nullptr);
+  // Waits for request `timestamp`. DeadlineExceeded names the servers that
+  // did not answer; InvalidArgument reports bad arguments or a malformed
+  // answer.
+  absl::Status Wait(int timestamp,
+                    absl::Duration timeout = absl::InfiniteDuration());
+
+  // Conveniences that copy std::vectors into SArrays.
+  int Push(const std::vector<Key>& keys, const std::vector<Val>& vals,
+           Callback cb = nullptr);
+
+  Customer* customer() { return &customer_; }
+
+ private:
+  struct PullState {
+    std::vector<KVSlice> slices;
+    std::vector<PulledPart> parts;
+    absl::flat_hash_map<int, size_t> slice_of_server;  // server id -> index
+    size_t num_keys = 0;
+    SArray<Val>* vals = nullptr;
+    SArray<int>* lens = nullptr;
+  };
+
+  int Send(bool push, bool pull, const SArray<Key>& keys,
+           const SArray<Val>& vals, const SArray<int>& lens, int cmd,
+           SArray<Val>* outs, SArray<int>* out_lens, Callback cb);
+  void OnResponse(Message&& msg);
+  void Complete(int timestamp);
+  int Fail(absl::Status status, const Callback& cb);
+
+  Customer customer_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<int, std::unique_ptr<PullState>> pulls_
+      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int, absl::Status> errors_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace petrel
+
+#endif  // PETREL_WORKER_KV_WORKER_H_
