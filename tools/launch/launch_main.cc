@@ -1,0 +1,171 @@
+// petrel-launch: runs a Petrel job (scheduler, servers and workers) on this
+// machine. See kUsage below and tools/launch/launcher.h.
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+
+#include "tools/launch/executable_path.h"
+#include "tools/launch/launcher.h"
+
+DEFINE_int32(num_servers, 1, "Number of petrel-server processes (>= 1).");
+DEFINE_int32(num_workers, 1,
+             "Number of worker processes, each running COMMAND (>= 1).");
+DEFINE_string(bin_dir, "",
+              "Directory holding petrel-scheduler and petrel-server, and "
+              "searched for COMMAND when it is not on PATH. Empty (the "
+              "default) means the directory holding petrel-launch.");
+DEFINE_string(host, "127.0.0.1",
+              "Address the scheduler and servers advertise and the workers "
+              "connect to.");
+DEFINE_int32(timeout_s, 0,
+             "Kill the whole job and exit 1 if it runs longer than this many "
+             "seconds. 0 (the default) means no limit.");
+DEFINE_int32(listen_timeout_s, 30,
+             "Seconds the scheduler has to print its PETREL_LISTEN line.");
+DEFINE_int32(drain_timeout_s, 60,
+             "Seconds the scheduler and servers have to exit by themselves "
+             "after every worker exited 0; then they get SIGTERM.");
+DEFINE_int32(grace_period_s, 5,
+             "Seconds between SIGTERM and SIGKILL when stopping processes.");
+
+namespace {
+
+constexpr char kUsage[] =
+    "runs a Petrel job on this machine.\n"
+    "Usage: petrel-launch --num_servers=S --num_workers=W [--bin_dir=DIR]\n"
+    "           [--host=127.0.0.1] [--timeout_s=0] -- COMMAND [ARGS...]\n"
+    "Starts DIR/petrel-scheduler, then S x DIR/petrel-server and W workers\n"
+    "running COMMAND with DMLC_ROLE, DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT,\n"
+    "DMLC_NUM_SERVER, DMLC_NUM_WORKER, DMLC_NODE_HOST, PETREL_RANK and\n"
+    "PETREL_SCHEDULER set. Child output goes to stdout prefixed with\n"
+    "\"[scheduler] \", \"[server i] \" or \"[worker i] \".\n"
+    "Exit status: 0 when every process exited 0, 1 when one failed or a\n"
+    "timeout passed, 2 for bad flags, 130/143 after SIGINT/SIGTERM.";
+
+constexpr int kExitUsage = 2;
+
+int UsageError(const std::string& message) {
+  std::fprintf(stderr, "petrel-launch: %s (see --help)\n", message.c_str());
+  return kExitUsage;
+}
+
+// The directory holding this executable, or "" if it cannot be found.
+std::string SelfDirectory() {
+  char path[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return "";
+  std::string self(path, static_cast<size_t>(n));
+  size_t slash = self.rfind('/');
+  return slash == std::string::npos ? "." : self.substr(0, slash);
+}
+
+// gflags exits 1 on an unknown flag; check names first so that every bad
+// flag exits 2. Returns the first unknown flag, or "" when all are known.
+std::string FindUnknownFlag(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    std::string name = arg.substr(arg[1] == '-' ? 2 : 1);
+    const bool has_value = name.find('=') != std::string::npos;
+    name = name.substr(0, name.find('='));
+    gflags::CommandLineFlagInfo info;
+    if (gflags::GetCommandLineFlagInfo(name.c_str(), &info)) {
+      // "--flag value" consumes the next argument.
+      if (!has_value && info.type != "bool") ++i;
+      continue;
+    }
+    if (name.rfind("no", 0) == 0 &&
+        gflags::GetCommandLineFlagInfo(name.substr(2).c_str(), &info) &&
+        info.type == "bool") {
+      continue;
+    }
+    return arg;
+  }
+  return "";
+}
+
+petrel::Launcher::Options OptionsFromFlags(std::vector<std::string> command) {
+  petrel::Launcher::Options options;
+  options.num_servers = FLAGS_num_servers;
+  options.num_workers = FLAGS_num_workers;
+  options.bin_dir = FLAGS_bin_dir.empty() ? SelfDirectory() : FLAGS_bin_dir;
+  options.host = FLAGS_host;
+  options.command = std::move(command);
+  const char* path = std::getenv("PATH");
+  options.search_path = path != nullptr ? path : "";
+  options.job_timeout = absl::Seconds(FLAGS_timeout_s);
+  options.listen_timeout = absl::Seconds(FLAGS_listen_timeout_s);
+  options.drain_timeout = absl::Seconds(FLAGS_drain_timeout_s);
+  options.grace_period = absl::Seconds(FLAGS_grace_period_s);
+  options.handle_signals = true;
+  return options;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Everything after "--" is the worker command; gflags never sees it.
+  int flag_argc = argc;
+  std::vector<std::string> command;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) {
+      flag_argc = i;
+      command.assign(argv + i + 1, argv + argc);
+      break;
+    }
+  }
+  gflags::SetUsageMessage(kUsage);
+  if (std::string unknown = FindUnknownFlag(flag_argc, argv);
+      !unknown.empty()) {
+    return UsageError(absl::StrCat("unknown flag '", unknown, "'"));
+  }
+  gflags::ParseCommandLineNonHelpFlags(&flag_argc, &argv, true);
+  std::string help;
+  if (gflags::GetCommandLineOption("help", &help) && help == "true") {
+    gflags::ShowUsageWithFlagsRestrict(argv[0], "launch_main");
+    return 0;
+  }
+  gflags::HandleCommandLineHelpFlags();
+  if (flag_argc > 1) {
+    if (!command.empty()) {
+      return UsageError(
+          absl::StrCat("unexpected argument '", argv[1], "' before '--'"));
+    }
+    command.assign(argv + 1, argv + flag_argc);
+  }
+  google::InitGoogleLogging(argv[0]);
+  FLAGS_logtostderr = true;
+
+  if (FLAGS_timeout_s < 0 || FLAGS_listen_timeout_s < 1 ||
+      FLAGS_drain_timeout_s < 0 || FLAGS_grace_period_s < 0) {
+    return UsageError(
+        "--timeout_s, --drain_timeout_s and --grace_period_s must be >= 0 "
+        "and --listen_timeout_s >= 1");
+  }
+  petrel::Launcher::Options options = OptionsFromFlags(std::move(command));
+  if (absl::Status s = petrel::Launcher::Validate(options); !s.ok()) {
+    return UsageError(std::string(s.message()));
+  }
+  if (absl::StatusOr<std::string> resolved = petrel::ResolveCommand(
+          options.command[0], options.search_path, options.bin_dir);
+      !resolved.ok()) {
+    return UsageError(std::string(resolved.status().message()));
+  }
+  // A closed stdout must not kill the launcher before it stops the job.
+  signal(SIGPIPE, SIG_IGN);
+  petrel::Launcher launcher(std::move(options));
+  return launcher.Run();
+}

@@ -1,0 +1,407 @@
+#include "tools/launch/launcher.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+#include "tools/launch/executable_path.h"
+
+namespace petrel {
+namespace {
+
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+constexpr char kListenPrefix[] = "PETREL_LISTEN ";
+// Output lines each child keeps for diagnostics; everything is printed.
+constexpr size_t kKeptLines = 100;
+
+void WriteLine(std::FILE* stream, std::string_view line) {
+  std::fwrite(line.data(), 1, line.size(), stream);
+  std::fputc('\n', stream);
+  std::fflush(stream);
+}
+
+Launcher::Options WithDefaultSinks(Launcher::Options options) {
+  if (!options.print_output) {
+    options.print_output = [](std::string_view line) {
+      WriteLine(stdout, line);
+    };
+  }
+  if (!options.print_status) {
+    options.print_status = [](std::string_view line) {
+      WriteLine(stderr, line);
+    };
+  }
+  return options;
+}
+
+}  // namespace
+
+absl::Status Launcher::Validate(const Options& options) {
+  if (options.num_servers < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_servers must be at least 1, got ", options.num_servers));
+  }
+  if (options.num_workers < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_workers must be at least 1, got ", options.num_workers));
+  }
+  if (options.command.empty() || options.command[0].empty()) {
+    return absl::InvalidArgumentError(
+        "no worker command given (put it after '--')");
+  }
+  if (options.bin_dir.empty()) {
+    return absl::InvalidArgumentError("bin_dir is empty");
+  }
+  if (options.host.empty()) {
+    return absl::InvalidArgumentError("host is empty");
+  }
+  if (options.job_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("timeout must not be negative");
+  }
+  return absl::OkStatus();
+}
+
+Launcher::Launcher(Options options)
+    : options_(WithDefaultSinks(std::move(options))) {
+  sigemptyset(&old_mask_);
+}
+
+Launcher::~Launcher() {
+  // Kills and reaps children and joins their reader threads before the
+  // descriptors their callbacks use are closed.
+  children_.clear();
+  if (event_fd_ >= 0) close(event_fd_);
+  if (signal_fd_ >= 0) {
+    // Consume signals still pending, so that unblocking them does not kill
+    // the process after Run() has decided its exit code.
+    signalfd_siginfo info;
+    while (read(signal_fd_, &info, sizeof(info)) == sizeof(info)) {
+    }
+    close(signal_fd_);
+  }
+  if (signals_blocked_) pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+}
+
+int Launcher::Run() {
+  if (absl::Status s = Validate(options_); !s.ok()) {
+    PrintStatus(s.message());
+    return kExitUsage;
+  }
+  if (absl::Status s = SetUpEvents(); !s.ok()) return FailWith(s);
+  int exit_code = RunJob();
+  children_.clear();
+  return exit_code;
+}
+
+absl::Status Launcher::SetUpEvents() {
+  event_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (event_fd_ < 0) return absl::ErrnoToStatus(errno, "eventfd");
+  if (!options_.handle_signals) return absl::OkStatus();
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  // Blocked before any child or reader thread exists, so every thread
+  // inherits the mask and the signals only ever reach the signalfd.
+  pthread_sigmask(SIG_BLOCK, &set, &old_mask_);
+  signals_blocked_ = true;
+  signal_fd_ = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (signal_fd_ < 0) return absl::ErrnoToStatus(errno, "signalfd");
+  return absl::OkStatus();
+}
+
+int Launcher::RunJob() {
+  if (options_.job_timeout > absl::ZeroDuration()) {
+    job_deadline_ = absl::Now() + options_.job_timeout;
+  }
+  absl::StatusOr<std::string> command = ResolveCommand(
+      options_.command[0], options_.search_path, options_.bin_dir);
+  if (!command.ok()) return FailWith(command.status());
+  if (absl::Status s = StartScheduler(); !s.ok()) return FailWith(s);
+  WaitResult result = WaitUntil(
+      [this] { return SchedulerAnnounced() || !children_[0].proc->Running(); },
+      std::min(absl::Now() + options_.listen_timeout, job_deadline_),
+      /*stop_on_failure=*/true);
+  if (result != WaitResult::kDone) {
+    return Finish(
+        result, absl::StrCat("scheduler printed no PETREL_LISTEN line within ",
+                             absl::FormatDuration(options_.listen_timeout)));
+  }
+  absl::StatusOr<int> port = AnnouncedPort();
+  if (!port.ok()) return FailWith(port.status());
+  if (absl::Status s = StartServersAndWorkers(*port, *command); !s.ok()) {
+    return FailWith(s);
+  }
+  result = WaitUntil([this] { return AllExited(true); }, job_deadline_,
+                     /*stop_on_failure=*/true);
+  if (result != WaitResult::kDone) return Finish(result, "");
+  result =
+      WaitUntil([this] { return AllExited(false); },
+                std::min(absl::Now() + options_.drain_timeout, job_deadline_),
+                /*stop_on_failure=*/true);
+  if (result == WaitResult::kDeadline && absl::Now() < job_deadline_) {
+    // The workers succeeded; the job still fails unless the scheduler and
+    // servers exit 0 on SIGTERM.
+    PrintStatus(absl::StrCat("scheduler or servers still running ",
+                             absl::FormatDuration(options_.drain_timeout),
+                             " after all workers finished; stopping them"));
+    TerminateAll();
+    return AllSucceeded() ? 0 : kExitFailed;
+  }
+  return Finish(result, "");
+}
+
+absl::Status Launcher::StartScheduler() {
+  return StartChild("scheduler", false,
+                    {options_.bin_dir + "/petrel-scheduler", "--port=0",
+                     absl::StrCat("--num_servers=", options_.num_servers),
+                     absl::StrCat("--num_workers=", options_.num_workers),
+                     "--advertise_host=" + options_.host},
+                    {});
+}
+
+bool Launcher::SchedulerAnnounced() {
+  absl::MutexLock lock(&mu_);
+  return listen_port_ != 0 || !bad_listen_line_.empty();
+}
+
+absl::StatusOr<int> Launcher::AnnouncedPort() {
+  absl::MutexLock lock(&mu_);
+  if (!bad_listen_line_.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("scheduler announced no valid port: ", bad_listen_line_));
+  }
+  if (listen_port_ == 0) {
+    return absl::FailedPreconditionError(
+        "scheduler exited with code 0 before printing PETREL_LISTEN");
+  }
+  return listen_port_;
+}
+
+absl::Status Launcher::StartServersAndWorkers(int port,
+                                              const std::string& command_path) {
+  const std::string scheduler = absl::StrCat(options_.host, ":", port);
+  for (int i = 0; i < options_.num_servers; ++i) {
+    absl::Status s = StartChild(
+        absl::StrCat("server ", i), false,
+        {options_.bin_dir + "/petrel-server", "--scheduler=" + scheduler,
+         "--port=0", "--advertise_host=" + options_.host,
+         absl::StrCat("--rank=", i)},
+        {});
+    if (!s.ok()) return s;
+  }
+  std::vector<std::string> argv = options_.command;
+  argv[0] = command_path;
+  for (int i = 0; i < options_.num_workers; ++i) {
+    absl::Status s =
+        StartChild(absl::StrCat("worker ", i), true, argv,
+                   {{"DMLC_ROLE", "worker"},
+                    {"DMLC_PS_ROOT_URI", options_.host},
+                    {"DMLC_PS_ROOT_PORT", absl::StrCat(port)},
+                    {"DMLC_NUM_SERVER", absl::StrCat(options_.num_servers)},
+                    {"DMLC_NUM_WORKER", absl::StrCat(options_.num_workers)},
+                    {"DMLC_NODE_HOST", options_.host},
+                    {"PETREL_RANK", absl::StrCat(i)},
+                    {"PETREL_SCHEDULER", scheduler}});
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Launcher::StartChild(
+    std::string name, bool is_worker, std::vector<std::string> argv,
+    std::vector<std::pair<std::string, std::string>> env) {
+  const bool is_scheduler = children_.empty();
+  Subprocess::Options opts;
+  opts.argv = std::move(argv);
+  opts.env = std::move(env);
+  opts.max_kept_lines = kKeptLines;
+  opts.on_line = [this, name, is_scheduler](const std::string& line) {
+    PrintOutput(name, line);
+    if (is_scheduler) OnSchedulerLine(line);
+  };
+  opts.on_exit = [this](int) { NotifyEvent(); };
+  absl::StatusOr<std::unique_ptr<Subprocess>> proc =
+      Subprocess::Start(std::move(opts));
+  if (!proc.ok()) {
+    return absl::Status(
+        proc.status().code(),
+        absl::StrCat("starting ", name, ": ", proc.status().message()));
+  }
+  children_.push_back(Child{std::move(name), is_worker, *std::move(proc), {}});
+  return absl::OkStatus();
+}
+
+Launcher::WaitResult Launcher::WaitUntil(const std::function<bool()>& done,
+                                         absl::Time deadline,
+                                         bool stop_on_failure) {
+  while (true) {
+    CollectExits();
+    if (stop_on_failure && failed_.has_value()) return WaitResult::kFailed;
+    if (stop_on_failure && pending_signal_ != 0) return WaitResult::kSignal;
+    if (done()) return WaitResult::kDone;
+    if (absl::Now() >= deadline) return WaitResult::kDeadline;
+    WaitForEvent(deadline);
+  }
+}
+
+void Launcher::WaitForEvent(absl::Time deadline) {
+  pollfd fds[2] = {{event_fd_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
+  const nfds_t n = signal_fd_ >= 0 ? 2 : 1;
+  int timeout_ms = -1;
+  if (deadline != absl::InfiniteFuture()) {
+    absl::Duration left =
+        absl::Ceil(deadline - absl::Now(), absl::Milliseconds(1));
+    timeout_ms = static_cast<int>(
+        std::clamp<int64_t>(absl::ToInt64Milliseconds(left), 0, INT_MAX));
+  }
+  if (poll(fds, n, timeout_ms) <= 0) return;  // Timeout or EINTR.
+  uint64_t count = 0;
+  if (fds[0].revents != 0) {
+    ssize_t ignored = read(event_fd_, &count, sizeof(count));
+    (void)ignored;
+  }
+  signalfd_siginfo info;
+  while (n == 2 && read(signal_fd_, &info, sizeof(info)) == sizeof(info)) {
+    if (pending_signal_ == 0) {
+      pending_signal_ = static_cast<int>(info.ssi_signo);
+    }
+    ++signals_received_;
+  }
+}
+
+void Launcher::CollectExits() {
+  for (size_t i = 0; i < children_.size(); ++i) {
+    Child& child = children_[i];
+    if (child.exit_code.has_value()) continue;
+    absl::StatusOr<int> code = child.proc->Wait(absl::ZeroDuration());
+    if (!code.ok()) continue;
+    child.exit_code = *code;
+    if (*code != 0 && !failed_.has_value()) failed_ = i;
+  }
+}
+
+bool Launcher::AllExited(bool workers_only) const {
+  return std::all_of(children_.begin(), children_.end(), [&](const Child& c) {
+    return c.exit_code.has_value() || (workers_only && !c.is_worker);
+  });
+}
+
+bool Launcher::AllSucceeded() const {
+  return std::all_of(children_.begin(), children_.end(),
+                     [](const Child& c) { return c.exit_code == 0; });
+}
+
+int Launcher::Finish(WaitResult result, absl::string_view deadline_message) {
+  switch (result) {
+    case WaitResult::kDone:
+      return AllSucceeded() ? 0 : kExitFailed;
+    case WaitResult::kFailed: {
+      const Child& child = children_[*failed_];
+      int code = *child.exit_code;
+      PrintStatus(absl::StrCat(
+          child.name, " exited with code ", code,
+          code > 128 ? absl::StrCat(" (killed by signal ", code - 128, ")")
+                     : "",
+          "; stopping the job"));
+      break;
+    }
+    case WaitResult::kSignal:
+      PrintStatus(absl::StrCat("received ",
+                               pending_signal_ == SIGINT ? "SIGINT" : "SIGTERM",
+                               "; stopping the job"));
+      TerminateAll();
+      return 128 + pending_signal_;
+    case WaitResult::kDeadline:
+      if (absl::Now() >= job_deadline_ || deadline_message.empty()) {
+        PrintStatus(absl::StrCat("job still running after the ",
+                                 absl::FormatDuration(options_.job_timeout),
+                                 " timeout; stopping it"));
+      } else {
+        PrintStatus(deadline_message);
+      }
+      break;
+  }
+  TerminateAll();
+  return kExitFailed;
+}
+
+int Launcher::FailWith(const absl::Status& status) {
+  PrintStatus(status.message());
+  TerminateAll();
+  return kExitFailed;
+}
+
+void Launcher::TerminateAll() {
+  for (Child& child : children_) child.proc->Signal(SIGTERM);
+  // A second SIGINT/SIGTERM skips the rest of the grace period.
+  const int signals_before = signals_received_;
+  WaitUntil(
+      [&] { return AllExited(false) || signals_received_ > signals_before; },
+      absl::Now() + options_.grace_period, /*stop_on_failure=*/false);
+  for (Child& child : children_) {
+    if (child.exit_code.has_value()) continue;
+    PrintStatus(absl::StrCat(child.name, " still running after SIGTERM; ",
+                             "sending SIGKILL"));
+    child.proc->Signal(SIGKILL);
+    // SIGKILL cannot be caught; the bound only guards against a child stuck
+    // in uninterruptible sleep.
+    child.proc->Wait(options_.grace_period).IgnoreError();
+  }
+  CollectExits();
+}
+
+void Launcher::OnSchedulerLine(const std::string& line) {
+  if (!absl::StartsWith(line, kListenPrefix)) return;
+  std::map<std::string, std::string> values = ParseKeyValues(line);
+  int port = 0;
+  bool valid =
+      absl::SimpleAtoi(values["port"], &port) && port > 0 && port <= 65535;
+  {
+    absl::MutexLock lock(&mu_);
+    if (listen_port_ != 0 || !bad_listen_line_.empty()) return;
+    if (valid) {
+      listen_port_ = port;
+    } else {
+      bad_listen_line_ = line;
+    }
+  }
+  NotifyEvent();
+}
+
+void Launcher::NotifyEvent() {
+  uint64_t one = 1;
+  ssize_t ignored = write(event_fd_, &one, sizeof(one));
+  (void)ignored;
+}
+
+void Launcher::PrintOutput(const std::string& name, const std::string& line) {
+  std::string prefixed = absl::StrCat("[", name, "] ", line);
+  absl::MutexLock lock(&mu_);
+  options_.print_output(prefixed);
+}
+
+void Launcher::PrintStatus(absl::string_view message) {
+  std::string line = absl::StrCat("petrel-launch: ", message);
+  absl::MutexLock lock(&mu_);
+  options_.print_status(line);
+}
+
+}  // namespace petrel

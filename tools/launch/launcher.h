@@ -1,0 +1,143 @@
+// Launcher: runs a whole Petrel job on this machine for petrel-launch. It
+// starts petrel-scheduler, reads its PETREL_LISTEN line for the port, starts
+// the servers and the workers (the user's command, with DMLC_* and PETREL_*
+// environment), prefixes and prints every child's output lines, and tears the
+// job down when a process fails, a signal arrives or a deadline passes.
+
+#ifndef PETREL_TOOLS_LAUNCH_LAUNCHER_H_
+#define PETREL_TOOLS_LAUNCH_LAUNCHER_H_
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <signal.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+#include "tools/launch/subprocess.h"
+
+namespace petrel {
+
+// Runs one job. Not thread-safe: call Run() from one thread, once. The
+// printing callbacks are called with an internal mutex held, from the
+// children's reader threads and from the Run() thread, so they never overlap.
+class Launcher {
+ public:
+  struct Options {
+    // Number of petrel-server processes. Default 1; range >= 1.
+    int num_servers = 1;
+    // Number of worker processes running `command`. Default 1; range >= 1.
+    int num_workers = 1;
+    // Directory holding petrel-scheduler and petrel-server. Required.
+    std::string bin_dir;
+    // Address the daemons advertise and workers connect to.
+    // Default "127.0.0.1".
+    std::string host = "127.0.0.1";
+    // The worker command and its arguments. Required, non-empty.
+    std::vector<std::string> command;
+    // Colon-separated directories to look command[0] up in before bin_dir
+    // (main passes $PATH). Default empty: bin_dir only.
+    std::string search_path;
+    // Kill the job and fail if it runs longer. Default zero: no limit.
+    absl::Duration job_timeout = absl::ZeroDuration();
+    // How long the scheduler has to print PETREL_LISTEN. Default 30 s.
+    absl::Duration listen_timeout = absl::Seconds(30);
+    // How long the scheduler and servers have to exit by themselves once
+    // every worker has exited 0. Default 60 s.
+    absl::Duration drain_timeout = absl::Seconds(60);
+    // Time between SIGTERM and SIGKILL when stopping processes. Default 5 s.
+    absl::Duration grace_period = absl::Seconds(5);
+    // Handle SIGINT and SIGTERM: Run() blocks them in the calling thread and
+    // reads them from a signalfd. REQUIRES: no other thread of the process
+    // leaves them unblocked. Default false.
+    bool handle_signals = false;
+    // Receives every child output line, already prefixed ("[worker 1] ...").
+    // Default: write to stdout and flush.
+    std::function<void(std::string_view line)> print_output;
+    // Receives the launcher's own one-line reports ("worker 1 exited with
+    // code 3; stopping the job"). Default: write to stderr.
+    std::function<void(std::string_view line)> print_status;
+  };
+
+  // Returns InvalidArgument naming the first bad field.
+  static absl::Status Validate(const Options& options);
+
+  explicit Launcher(Options options);
+  Launcher(const Launcher&) = delete;
+  Launcher& operator=(const Launcher&) = delete;
+  // Kills any children that are still running.
+  ~Launcher();
+
+  // Runs the job to the end and returns the launcher's exit code: 0 when
+  // every process exited 0; 1 when one failed, a deadline passed or a child
+  // could not be started; 2 for invalid options; 128 + signal number when
+  // stopped by SIGINT or SIGTERM.
+  int Run();
+
+ private:
+  struct Child {
+    std::string name;  // "scheduler", "server 0", "worker 1".
+    bool is_worker = false;
+    std::unique_ptr<Subprocess> proc;
+    std::optional<int> exit_code;
+  };
+  enum class WaitResult { kDone, kFailed, kSignal, kDeadline };
+
+  absl::Status SetUpEvents();
+  int RunJob();
+  absl::Status StartScheduler();
+  bool SchedulerAnnounced();
+  // The port from the scheduler's PETREL_LISTEN line. REQUIRES:
+  // SchedulerAnnounced() or the scheduler has exited.
+  absl::StatusOr<int> AnnouncedPort();
+  absl::Status StartChild(std::string name, bool is_worker,
+                          std::vector<std::string> argv,
+                          std::vector<std::pair<std::string, std::string>> env);
+  absl::Status StartServersAndWorkers(int port,
+                                      const std::string& command_path);
+  WaitResult WaitUntil(const std::function<bool()>& done, absl::Time deadline,
+                       bool stop_on_failure);
+  void WaitForEvent(absl::Time deadline);
+  void CollectExits();
+  bool AllExited(bool workers_only) const;
+  bool AllSucceeded() const;
+  int Finish(WaitResult result, absl::string_view deadline_message);
+  int FailWith(const absl::Status& status);
+  void TerminateAll();
+  void OnSchedulerLine(const std::string& line);
+  void NotifyEvent();
+  void PrintOutput(const std::string& name, const std::string& line);
+  void PrintStatus(absl::string_view message);
+
+  const Options options_;
+  absl::Time job_deadline_ = absl::InfiniteFuture();
+  int event_fd_ = -1;   // Written by on_exit / on_line callbacks.
+  int signal_fd_ = -1;  // signalfd for SIGINT/SIGTERM, or -1.
+  sigset_t old_mask_;   // Restored by the destructor if signals_blocked_.
+  bool signals_blocked_ = false;
+  // State below is used only by the Run() thread.
+  std::vector<Child> children_;
+  std::optional<size_t> failed_;  // First child that exited non-zero.
+  int pending_signal_ = 0;        // First SIGINT/SIGTERM received.
+  int signals_received_ = 0;
+
+  // Serializes printing and guards the scheduler's announced port.
+  absl::Mutex mu_;
+  int listen_port_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string bad_listen_line_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace petrel
+
+#endif  // PETREL_TOOLS_LAUNCH_LAUNCHER_H_

@@ -1,0 +1,341 @@
+#include "tools/launch/launcher.h"
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+#include "tools/launch/executable_path.h"
+#include "tools/launch/subprocess.h"
+
+namespace petrel {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr absl::Duration kDeadline = absl::Seconds(30);
+
+// Fake petrel-scheduler: announces a port, waits until every worker has
+// written to the workers_done FIFO, releases the servers and waits for their
+// acknowledgements (so no release is lost in a FIFO nobody has opened), then
+// exits 0. With the scheduler_ignores_workers file it never exits by itself.
+constexpr char kSchedulerScript[] = R"(#!/bin/sh
+dir='DIR'
+workers=0; servers=0
+for arg in "$@"; do
+  case "$arg" in
+    --num_workers=*) workers=${arg#--num_workers=} ;;
+    --num_servers=*) servers=${arg#--num_servers=} ;;
+  esac
+done
+exec 3<>"$dir/workers_done" 4<>"$dir/servers_stop" 5<>"$dir/servers_acked"
+echo "scheduler args: $*"
+echo "PETREL_LISTEN role=scheduler host=127.0.0.1 port=12345"
+if [ -e "$dir/scheduler_ignores_workers" ]; then exec sleep 1000; fi
+i=0; while [ $i -lt $workers ]; do read -r line <&3; i=$((i+1)); done
+i=0; while [ $i -lt $servers ]; do echo stop >&4; i=$((i+1)); done
+i=0; while [ $i -lt $servers ]; do read -r line <&5; i=$((i+1)); done
+echo "scheduler done"
+)";
+
+constexpr char kServerScript[] = R"(#!/bin/sh
+dir='DIR'
+exec 4<>"$dir/servers_stop" 5<>"$dir/servers_acked"
+echo "server args: $*"
+read -r line <&4
+echo ack >&5
+echo "server stopping"
+)";
+
+// Fake worker. $1: "ok", "hang", or "fail-rank-N" (rank N exits 3).
+constexpr char kWorkerScript[] = R"(#!/bin/sh
+dir='DIR'
+echo "env role=$DMLC_ROLE uri=$DMLC_PS_ROOT_URI port=$DMLC_PS_ROOT_PORT" \
+  "servers=$DMLC_NUM_SERVER workers=$DMLC_NUM_WORKER host=$DMLC_NODE_HOST" \
+  "rank=$PETREL_RANK scheduler=$PETREL_SCHEDULER"
+case "$1" in
+  fail-rank-"$PETREL_RANK") echo "failing on purpose" >&2; exit 3 ;;
+  hang) echo ready; exec sleep 1000 ;;
+esac
+echo done > "$dir/workers_done"
+)";
+
+constexpr const char* kFiles[] = {"petrel-scheduler",
+                                  "petrel-server",
+                                  "petrel-fake-worker",
+                                  "workers_done",
+                                  "servers_stop",
+                                  "servers_acked",
+                                  "scheduler_ignores_workers"};
+
+struct Result {
+  int exit_code = -1;
+  std::string output;
+};
+
+class LauncherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string dir_template = ::testing::TempDir() + "petrel_launch_XXXXXX";
+    ASSERT_NE(mkdtemp(dir_template.data()), nullptr);
+    dir_ = dir_template;
+    for (const char* fifo : {"workers_done", "servers_stop", "servers_acked"}) {
+      ASSERT_EQ(mkfifo(Path(fifo).c_str(), 0600), 0) << fifo;
+    }
+    WriteExecutable("petrel-scheduler", kSchedulerScript);
+    WriteExecutable("petrel-server", kServerScript);
+    WriteExecutable("petrel-fake-worker", kWorkerScript);
+  }
+
+  void TearDown() override {
+    for (const char* file : kFiles) unlink(Path(file).c_str());
+    rmdir(dir_.c_str());
+  }
+
+  std::string Path(const std::string& name) const {
+    return absl::StrCat(dir_, "/", name);
+  }
+
+  void WriteExecutable(const std::string& name, const char* script) {
+    std::ofstream(Path(name)) << absl::StrReplaceAll(script, {{"DIR", dir_}});
+    ASSERT_EQ(chmod(Path(name).c_str(), 0755), 0);
+  }
+
+  std::unique_ptr<Subprocess> StartLaunch(std::vector<std::string> args) {
+    Subprocess::Options options;
+    options.argv = {PETREL_LAUNCH_BINARY, "--bin_dir=" + dir_,
+                    "--grace_period_s=5"};
+    options.argv.insert(options.argv.end(), args.begin(), args.end());
+    absl::StatusOr<std::unique_ptr<Subprocess>> proc =
+        Subprocess::Start(std::move(options));
+    EXPECT_TRUE(proc.ok()) << proc.status();
+    return proc.ok() ? *std::move(proc) : nullptr;
+  }
+
+  Result RunLaunch(std::vector<std::string> args) {
+    Result result;
+    std::unique_ptr<Subprocess> proc = StartLaunch(std::move(args));
+    if (proc == nullptr) return result;
+    absl::StatusOr<int> code = proc->Wait(kDeadline);
+    EXPECT_TRUE(code.ok()) << code.status();
+    result.exit_code = code.ok() ? *code : -1;
+    result.output = proc->Output();
+    return result;
+  }
+
+  std::string dir_;
+};
+
+// Every line is whole: a child line with its prefix, or a launcher report.
+void ExpectWholeLines(const std::string& output) {
+  for (absl::string_view line :
+       absl::StrSplit(output, '\n', absl::SkipEmpty())) {
+    EXPECT_TRUE(absl::StartsWith(line, "[scheduler] ") ||
+                absl::StartsWith(line, "[server ") ||
+                absl::StartsWith(line, "[worker ") ||
+                absl::StartsWith(line, "petrel-launch: "))
+        << line;
+  }
+}
+
+TEST_F(LauncherTest, RunsJobAndPrefixesOutput) {
+  Result result = RunLaunch(
+      {"--num_servers=2", "--num_workers=2", "--", "petrel-fake-worker", "ok"});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("[scheduler] scheduler args: --port=0 --num_servers=2 "
+                        "--num_workers=2 --advertise_host=127.0.0.1\n"));
+  EXPECT_THAT(result.output,
+              HasSubstr("[scheduler] PETREL_LISTEN role=scheduler "
+                        "host=127.0.0.1 port=12345\n"));
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_THAT(result.output,
+                HasSubstr(absl::StrCat(
+                    "[server ", i,
+                    "] server args: --scheduler=127.0.0.1:12345 --port=0 "
+                    "--advertise_host=127.0.0.1 --rank=",
+                    i, "\n")));
+    EXPECT_THAT(result.output,
+                HasSubstr(absl::StrCat("[server ", i, "] server stopping\n")));
+  }
+  EXPECT_THAT(result.output, HasSubstr("[scheduler] scheduler done\n"));
+  EXPECT_THAT(result.output, Not(HasSubstr("petrel-launch: ")));
+  ExpectWholeLines(result.output);
+}
+
+TEST_F(LauncherTest, PassesEnvironmentToWorkers) {
+  Result result = RunLaunch({"--num_servers=3", "--num_workers=2", "--",
+                             Path("petrel-fake-worker"), "ok"});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_THAT(result.output,
+                HasSubstr(absl::StrCat(
+                    "[worker ", i,
+                    "] env role=worker uri=127.0.0.1 port=12345 servers=3 "
+                    "workers=2 host=127.0.0.1 rank=",
+                    i, " scheduler=127.0.0.1:12345\n")));
+  }
+}
+
+TEST_F(LauncherTest, FailingWorkerStopsJobAndIsNamed) {
+  Result result = RunLaunch({"--num_servers=1", "--num_workers=2", "--",
+                             "petrel-fake-worker", "fail-rank-1"});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("[worker 1] failing on purpose\n"));
+  EXPECT_THAT(result.output,
+              HasSubstr("petrel-launch: worker 1 exited with code 3; "
+                        "stopping the job\n"));
+  ExpectWholeLines(result.output);
+}
+
+void ExpectSignalStopsJob(std::unique_ptr<Subprocess> launch, int sig,
+                          int expected_exit_code) {
+  ASSERT_NE(launch, nullptr);
+  ASSERT_TRUE(launch->WaitForLine("[worker 0] ready", kDeadline).ok())
+      << launch->Output();
+  launch->Signal(sig);
+  absl::StatusOr<int> code = launch->Wait(kDeadline);
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, expected_exit_code) << launch->Output();
+  EXPECT_THAT(launch->Output(), HasSubstr("; stopping the job"));
+  EXPECT_THAT(launch->Output(), Not(HasSubstr("SIGKILL")));
+}
+
+TEST_F(LauncherTest, SigtermStopsJob) {
+  ExpectSignalStopsJob(
+      StartLaunch({"--num_workers=2", "--", "petrel-fake-worker", "hang"}),
+      SIGTERM, 143);
+}
+
+TEST_F(LauncherTest, SigintStopsJob) {
+  ExpectSignalStopsJob(
+      StartLaunch({"--num_workers=1", "--", "petrel-fake-worker", "hang"}),
+      SIGINT, 130);
+}
+
+TEST_F(LauncherTest, TimeoutStopsJob) {
+  Result result =
+      RunLaunch({"--timeout_s=1", "--", "petrel-fake-worker", "hang"});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("petrel-launch: job still running "
+                                       "after the 1s timeout; stopping it"));
+}
+
+TEST_F(LauncherTest, StopsSchedulerThatOutlivesWorkers) {
+  std::ofstream(Path("scheduler_ignores_workers")) << "1";
+  Result result =
+      RunLaunch({"--drain_timeout_s=1", "--", "petrel-fake-worker", "ok"});
+  // The fake scheduler dies of the SIGTERM, so the job fails.
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("petrel-launch: scheduler or servers still running 1s "
+                        "after all workers finished; stopping them"));
+}
+
+TEST_F(LauncherTest, MissingSchedulerBinaryFails) {
+  unlink(Path("petrel-scheduler").c_str());
+  Result result = RunLaunch({"--", "petrel-fake-worker", "ok"});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("petrel-launch: starting scheduler: "));
+  EXPECT_THAT(result.output, HasSubstr("petrel-scheduler"));
+}
+
+TEST_F(LauncherTest, RejectsBadFlagsWithExitCode2) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--num_servers=0", "--", "petrel-fake-worker"},
+       "num_servers must be at least 1, got 0"},
+      {{"--num_workers=-1", "--", "petrel-fake-worker"},
+       "num_workers must be at least 1, got -1"},
+      {{"--num_workers=1"}, "no worker command given"},
+      {{"--", "petrel-no-such-command"}, "petrel-no-such-command"}};
+  for (const auto& [args, message] : cases) {
+    Result result = RunLaunch(args);
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_THAT(result.output, HasSubstr(message));
+    std::vector<std::string> lines =
+        absl::StrSplit(result.output, '\n', absl::SkipEmpty());
+    EXPECT_EQ(lines.size(), 1u) << result.output;
+  }
+}
+
+TEST_F(LauncherTest, HelpDescribesFlagsAndDefaults) {
+  Result result = RunLaunch({"--help"});
+  EXPECT_EQ(result.exit_code, 0);
+  for (const char* flag : {"-num_servers", "-num_workers", "-bin_dir", "-host",
+                           "-timeout_s", "default: \"127.0.0.1\""}) {
+    EXPECT_THAT(result.output, HasSubstr(flag));
+  }
+}
+
+TEST_F(LauncherTest, LauncherClassRunsJobInProcess) {
+  absl::Mutex mu;
+  std::vector<std::string> output, status;
+  Launcher::Options options;
+  options.num_servers = 1;
+  options.num_workers = 1;
+  options.bin_dir = dir_;
+  options.command = {"petrel-fake-worker", "ok"};
+  options.print_output = [&](std::string_view line) {
+    absl::MutexLock lock(&mu);
+    output.emplace_back(line);
+  };
+  options.print_status = [&](std::string_view line) {
+    absl::MutexLock lock(&mu);
+    status.emplace_back(line);
+  };
+  Launcher launcher(std::move(options));
+  EXPECT_EQ(launcher.Run(), 0);
+  absl::MutexLock lock(&mu);
+  EXPECT_THAT(output, ::testing::Contains("[worker 0] env role=worker "
+                                          "uri=127.0.0.1 port=12345 servers=1 "
+                                          "workers=1 host=127.0.0.1 rank=0 "
+                                          "scheduler=127.0.0.1:12345"));
+  EXPECT_TRUE(status.empty());
+}
+
+TEST_F(LauncherTest, ResolvesCommandFromPathThenBinDir) {
+  EXPECT_EQ(*ResolveCommand("sh", "/nonexistent:/bin", dir_), "/bin/sh");
+  EXPECT_EQ(*ResolveCommand("petrel-fake-worker", "/bin", dir_),
+            Path("petrel-fake-worker"));
+  EXPECT_EQ(*ResolveCommand("./relative/x", "/bin", dir_), "./relative/x");
+  // Not executable, so not a match.
+  EXPECT_EQ(ResolveCommand("workers_done", "", dir_).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(LauncherValidateTest, RejectsBadOptions) {
+  Launcher::Options options;
+  options.bin_dir = "/bin";
+  options.command = {"true"};
+  EXPECT_TRUE(Launcher::Validate(options).ok());
+  Launcher::Options bad = options;
+  bad.num_servers = 0;
+  EXPECT_EQ(Launcher::Validate(bad).code(), absl::StatusCode::kInvalidArgument);
+  bad = options;
+  bad.num_workers = 0;
+  EXPECT_EQ(Launcher::Validate(bad).code(), absl::StatusCode::kInvalidArgument);
+  bad = options;
+  bad.command.clear();
+  EXPECT_EQ(Launcher::Validate(bad).code(), absl::StatusCode::kInvalidArgument);
+  bad = options;
+  bad.job_timeout = absl::Seconds(-1);
+  EXPECT_EQ(Launcher::Validate(bad).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace petrel
