@@ -71,19 +71,18 @@ std::string Scheduler::DescribeMissing() const {
     (n.role() == pb::ROLE_SERVER ? servers : workers)++;
     joined.push_back(absl::StrCat(RoleName(n.role()), " from ", Where(n)));
   }
-  return absl::StrCat(
-      "missing ", postoffice_->num_servers() - servers, " of ",
-      postoffice_->num_servers(), " servers and ",
-      postoffice_->num_workers() - workers, " of ", postoffice_->num_workers(),
-      " workers; joined: ",
-      joined.empty() ? "nobody" : absl::StrJoin(joined, ", "));
+  return absl::StrCat("missing ", postoffice_->num_servers() - servers, " of ",
+                      postoffice_->num_servers(), " servers and ",
+                      postoffice_->num_workers() - workers, " of ",
+                      postoffice_->num_workers(), " workers; joined: ",
+                      joined.empty() ? "nobody" : absl::StrJoin(joined, ", "));
 }
 
 std::string Scheduler::Describe(int id) const {
   for (const pb::Node& n : table_) {
     if (n.id() == id) {
-      return absl::StrCat("node ", id, " (", RoleName(n.role()), " ",
-                          n.rank(), " at ", Where(n), ")");
+      return absl::StrCat("node ", id, " (", RoleName(n.role()), " ", n.rank(),
+                          " at ", Where(n), ")");
     }
   }
   return absl::StrCat("node ", id);
@@ -115,10 +114,9 @@ void Scheduler::HandleControl(Message&& msg) {
     case pb::COMMAND_HEARTBEAT:
       break;
     default:
-      LOG_EVERY_T(WARNING, 1.0)
-          << "scheduler ignores control "
-          << pb::Command_Name(msg.meta.control().cmd()) << " from node "
-          << sender;
+      LOG_EVERY_T(WARNING, 1.0) << "scheduler ignores control "
+                                << pb::Command_Name(msg.meta.control().cmd())
+                                << " from node " << sender;
   }
 }
 
@@ -139,21 +137,22 @@ absl::Status Scheduler::CheckJoin(const pb::Node& node,
   for (const pb::Node& n : pending_) {
     if (n.role() != node.role()) continue;
     ++count;
-    if (node.requested_rank() >= 0 && n.requested_rank() == node.requested_rank()) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          RoleName(node.role()), " rank ", node.requested_rank(),
-          " is already taken by the node at ", Where(n)));
+    if (node.requested_rank() >= 0 &&
+        n.requested_rank() == node.requested_rank()) {
+      return absl::AlreadyExistsError(
+          absl::StrCat(RoleName(node.role()), " rank ", node.requested_rank(),
+                       " is already taken by the node at ", Where(n)));
     }
   }
   if (count >= expected) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the job expects ", expected, " ", RoleName(node.role()),
-        "s and all have joined"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the job expects ", expected, " ", RoleName(node.role()),
+                     "s and all have joined"));
   }
   if (node.requested_rank() >= expected) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank ", node.requested_rank(), " requested but the job has ",
-                     expected, " ", RoleName(node.role()), "s"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rank ", node.requested_rank(), " requested but the job has ", expected,
+        " ", RoleName(node.role()), "s"));
   }
   return absl::OkStatus();
 }
@@ -200,7 +199,8 @@ void Scheduler::FormCluster() {
                                     : postoffice_->num_workers();
     std::vector<bool> taken(n, false);
     for (const pb::Node& p : pending_) {
-      if (p.role() == role && p.requested_rank() >= 0) taken[p.requested_rank()] = true;
+      if (p.role() == role && p.requested_rank() >= 0)
+        taken[p.requested_rank()] = true;
     }
     int next = 0;
     for (const pb::Node& p : pending_) {  // join order
@@ -237,8 +237,8 @@ void Scheduler::FormCluster() {
               << " is node " << n.id();
   }
   formed_ = true;
-  LOG(INFO) << "cluster formed: " << postoffice_->num_servers()
-            << " servers, " << postoffice_->num_workers() << " workers";
+  LOG(INFO) << "cluster formed: " << postoffice_->num_servers() << " servers, "
+            << postoffice_->num_workers() << " workers";
 }
 
 void Scheduler::HandleBarrier(const Message& msg) {
@@ -248,8 +248,8 @@ void Scheduler::HandleBarrier(const Message& msg) {
   int sender = msg.meta.sender();
   if (!formed_ || !IsGroupId(group) ||
       std::find(members.begin(), members.end(), sender) == members.end()) {
-    LOG_EVERY_T(WARNING, 1.0) << "ignoring barrier of group " << group
-                              << " from node " << sender;
+    LOG_EVERY_T(WARNING, 1.0)
+        << "ignoring barrier of group " << group << " from node " << sender;
     return;
   }
   auto& arrived = barriers_[{group, epoch}];
@@ -303,9 +303,9 @@ void Scheduler::OnTick(absl::Time now) {
     if (n.id() == kSchedulerId || done_workers_.contains(n.id())) continue;
     absl::Duration silent = now - last_seen_[n.id()];
     if (silent < options_.heartbeat_timeout) continue;
-    bool known = std::any_of(dead_.begin(), dead_.end(), [&](const DeadNode& d) {
-      return d.node.id() == n.id();
-    });
+    bool known =
+        std::any_of(dead_.begin(), dead_.end(),
+                    [&](const DeadNode& d) { return d.node.id() == n.id(); });
     if (known) continue;
     dead_.push_back(DeadNode{n, silent});
     postoffice_->metrics()

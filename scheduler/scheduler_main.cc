@@ -9,6 +9,7 @@
 
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+
 #include "scheduler/scheduler.h"
 #include "van/node_flags.h"
 #include "van/signal_watcher.h"
@@ -17,21 +18,26 @@ DEFINE_int32(heartbeat_timeout_s, 30,
              "Declare a node dead after this many seconds without a "
              "heartbeat; 0 disables. Default 30.");
 DEFINE_int32(virtual_nodes, 32, "Key ranges per server (1..4096). Default 32.");
-DEFINE_bool(fail_on_dead_node, true,
-            "End the job as failed when a node is declared dead. Default true.");
+DEFINE_bool(
+    fail_on_dead_node, true,
+    "End the job as failed when a node is declared dead. Default true.");
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "runs the scheduler of a Petrel job.\n"
       "  petrel-scheduler --port=9000 --num_servers=S --num_workers=W");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (int code = petrel::ParseNodeCommandLine(&argc, &argv); code >= 0) {
+    return code;
+  }
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
   petrel::SignalWatcher signals;
   absl::StatusOr<petrel::NodeSettings> settings =
       petrel::NodeSettingsFromFlags(petrel::pb::ROLE_SCHEDULER);
-  if (settings.ok() && (FLAGS_virtual_nodes < 1 || FLAGS_virtual_nodes > 4096)) {
-    settings = absl::InvalidArgumentError("--virtual_nodes: must be in 1..4096");
+  if (settings.ok() &&
+      (FLAGS_virtual_nodes < 1 || FLAGS_virtual_nodes > 4096)) {
+    settings =
+        absl::InvalidArgumentError("--virtual_nodes: must be in 1..4096");
   }
   if (!settings.ok()) {
     std::fprintf(stderr, "petrel-scheduler: %s\n",

@@ -14,6 +14,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+
 #include "van/buffer.h"
 #include "van/customer.h"
 
@@ -30,6 +31,11 @@ struct KVMeta {
   int timestamp = 0;
   int customer_id = 0;
   int table_id = 0;
+  // Bounded delay (training jobs). A pull: the batch it is for, -1 = no
+  // bound. A clock request (no keys, neither push nor pull, clock_advance):
+  // the worker's new clock, -1 = the worker left the job.
+  int64_t clock = -1;
+  bool clock_advance = false;
 };
 
 template <typename Val>
@@ -42,9 +48,8 @@ struct KVPairs {
 template <typename Val>
 class KVServer {
  public:
-  using Handler = std::function<void(const KVMeta& meta,
-                                     const KVPairs<Val>& data,
-                                     KVServer* server)>;
+  using Handler = std::function<void(
+      const KVMeta& meta, const KVPairs<Val>& data, KVServer* server)>;
 
   // `postoffice` must outlive the KVServer.
   KVServer(int app_id, Postoffice* postoffice, CustomerOptions options = {});
@@ -58,7 +63,14 @@ class KVServer {
 
   // Answers the request `meta`: a push with no data, a pull with the keys
   // asked (in that order), their values and, for variable lengths, lens.
-  absl::Status Response(const KVMeta& meta, const KVPairs<Val>& result = {});
+  // `min_clock` goes into the response's meta (bounded delay: the smallest
+  // clock of the workers still in the job).
+  absl::Status Response(const KVMeta& meta, const KVPairs<Val>& result = {},
+                        int64_t min_clock = 0);
+  // Answers the request `meta` with an error instead of data; the worker's
+  // Wait for the request returns `error` (its code and message, prefixed
+  // with this server's node id). REQUIRES: !error.ok().
+  absl::Status ResponseError(const KVMeta& meta, const absl::Status& error);
 
  private:
   void Process(Message&& msg, bool duplicate);
@@ -86,7 +98,9 @@ class KVStoreHandler {
   KVPairs<Val> Lookup(const SArray<Key>& keys) const;
 
   Mode mode_;
-  absl::flat_hash_map<Key, std::vector<Val>> store_;
+  // Rows are shared, not copied, with pull answers of a single key; Apply
+  // never writes a row that an answer still holds.
+  absl::flat_hash_map<Key, SArray<Val>> store_;
 };
 
 }  // namespace petrel

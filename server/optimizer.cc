@@ -64,8 +64,16 @@ class Ftrl : public Optimizer {
  public:
   using Optimizer::Optimizer;
   int StateFloats(int dim) const override { return 2 * dim; }
-  void InitState(const float*, float* s, int dim) const override {
+  // n = 0, and z chosen so that the closed form below gives back the initial
+  // weights: without it, the first update would pull a randomly initialized
+  // row (FM factors) to almost zero.
+  void InitState(const float* w, float* s, int dim) const override {
     std::memset(s, 0, sizeof(float) * 2 * dim);
+    const float c = config_.ftrl_beta / config_.ftrl_alpha + config_.ftrl_l2;
+    for (int i = 0; i < dim; ++i) {
+      if (w[i] != 0.0f)
+        s[i] = -(w[i] * c + std::copysign(config_.ftrl_l1, w[i]));
+    }
   }
   void Update(float* w, float* s, const float* g, int dim) const override {
     float* z = s;

@@ -11,6 +11,8 @@
 //             sigma = (sqrt(n + g^2) - sqrt(n)) / alpha; z += g - sigma w;
 //             n += g^2; w = |z| <= l1 ? 0
 //                 : -(z - sign(z) l1) / ((beta + sqrt(n)) / alpha + l2)
+//             a new row starts with n = 0 and z = -(w0 (beta/alpha + l2) +
+//             sign(w0) l1), which that formula maps back to its initial w0
 //
 // Weights are clipped to [weight_min, weight_max] after each update.
 //
@@ -30,15 +32,15 @@ enum class OptimizerKind { kSgd, kAdagrad, kAdam, kFtrl };
 
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::kSgd;
-  float learning_rate = 0.01f;  // SGD, Adagrad, Adam; > 0
-  float epsilon = 1e-8f;        // Adagrad, Adam; >= 0
+  float learning_rate = 0.01f;       // SGD, Adagrad, Adam; > 0
+  float epsilon = 1e-8f;             // Adagrad, Adam; >= 0
   float initial_accumulator = 0.0f;  // Adagrad; >= 0
-  float beta1 = 0.9f;           // Adam; in [0, 1)
-  float beta2 = 0.999f;         // Adam; in [0, 1)
-  float ftrl_alpha = 0.05f;     // FTRL; > 0
-  float ftrl_beta = 1.0f;       // FTRL; >= 0
-  float ftrl_l1 = 1.0f;         // FTRL; >= 0
-  float ftrl_l2 = 1.0f;         // FTRL; >= 0
+  float beta1 = 0.9f;                // Adam; in [0, 1)
+  float beta2 = 0.999f;              // Adam; in [0, 1)
+  float ftrl_alpha = 0.05f;          // FTRL; > 0
+  float ftrl_beta = 1.0f;            // FTRL; >= 0
+  float ftrl_l1 = 1.0f;              // FTRL; >= 0
+  float ftrl_l2 = 1.0f;              // FTRL; >= 0
   float weight_min = -std::numeric_limits<float>::infinity();
   float weight_max = std::numeric_limits<float>::infinity();
 };

@@ -95,12 +95,36 @@ TEST(OptimizerTest, FtrlMatchesHandComputedStepsAndIsSparse) {
   double n3 = n + 0.25;
   double sigma = (std::sqrt(n3) - std::sqrt(n)) / 0.1;
   double z3 = z - 0.5 - sigma * w2;
-  double want3 = std::fabs(z3) <= 0.5
-                     ? 0.0
-                     : -(z3 - std::copysign(0.5, z3)) /
-                           ((1.0 + std::sqrt(n3)) / 0.1 + 0.1);
+  double want3 = std::fabs(z3) <= 0.5 ? 0.0
+                                      : -(z3 - std::copysign(0.5, z3)) /
+                                            ((1.0 + std::sqrt(n3)) / 0.1 + 0.1);
   opt->Update(r.w.data(), r.state.data(), third, 1);
   EXPECT_NEAR(r.w[0], want3, 1e-6);
+}
+
+TEST(OptimizerTest, FtrlKeepsInitialWeightsUntilGradientsMoveThem) {
+  OptimizerConfig c;
+  c.kind = OptimizerKind::kFtrl;
+  c.ftrl_alpha = 0.1f;
+  c.ftrl_beta = 1.0f;
+  c.ftrl_l1 = 0.5f;
+  c.ftrl_l2 = 0.1f;
+  auto opt = Make(c);
+  Row r = MakeRow(*opt, {0.02f, -0.03f, 0.0f});
+  float zero[] = {0.0f, 0.0f, 0.0f};
+  opt->Update(r.w.data(), r.state.data(), zero, 3);
+  EXPECT_NEAR(r.w[0], 0.02f, 1e-6);
+  EXPECT_NEAR(r.w[1], -0.03f, 1e-6);
+  EXPECT_EQ(r.w[2], 0.0f);
+  // A small gradient moves w0 a little, by the closed form from z and n.
+  float g[] = {0.01f, 0.0f, 0.0f};
+  opt->Update(r.w.data(), r.state.data(), g, 3);
+  double z = -(0.02 * (1.0 / 0.1 + 0.1) + 0.5);
+  double n = 0.0001;
+  z += 0.01 - std::sqrt(n) / 0.1 * 0.02;
+  double want = -(z + 0.5) / ((1.0 + std::sqrt(n)) / 0.1 + 0.1);
+  EXPECT_NEAR(r.w[0], want, 1e-6);
+  EXPECT_GT(r.w[0], 0.015f);
 }
 
 TEST(OptimizerTest, WeightBoundsClip) {

@@ -35,11 +35,10 @@ absl::StatusOr<LegacyEnv> ReadLegacyEnv(
   env.root_uri = GetString(getenv, "DMLC_PS_ROOT_URI");
   env.node_host = GetString(getenv, "DMLC_NODE_HOST");
   env.interface_name = GetString(getenv, "DMLC_INTERFACE");
-  for (auto [name, field] :
-       {std::pair{"DMLC_PS_ROOT_PORT", &env.root_port},
-        std::pair{"DMLC_NUM_SERVER", &env.num_server},
-        std::pair{"DMLC_NUM_WORKER", &env.num_worker},
-        std::pair{"DMLC_PORT", &env.port}}) {
+  for (auto [name, field] : {std::pair{"DMLC_PS_ROOT_PORT", &env.root_port},
+                             std::pair{"DMLC_NUM_SERVER", &env.num_server},
+                             std::pair{"DMLC_NUM_WORKER", &env.num_worker},
+                             std::pair{"DMLC_PORT", &env.port}}) {
     absl::Status s = GetInt(getenv, name, field);
     if (!s.ok()) return s;
   }

@@ -2,15 +2,15 @@
 // existing launch scripts set. This is the only place that knows them; the
 // table is in docs/configuration.md. A command-line flag overrides each.
 //
-// | variable            | meaning                          | Petrel flag       |
-// | DMLC_ROLE           | scheduler, server or worker      | (the binary)      |
-// | DMLC_PS_ROOT_URI    | scheduler host                   | --scheduler host  |
-// | DMLC_PS_ROOT_PORT   | scheduler port                   | --scheduler port  |
-// | DMLC_NUM_SERVER     | number of servers                | --num_servers     |
-// | DMLC_NUM_WORKER     | number of workers                | --num_workers     |
-// | DMLC_NODE_HOST      | host to advertise                | --advertise_host  |
-// | DMLC_INTERFACE      | interface whose address to use   | --interface       |
-// | DMLC_PORT           | port to bind                     | --port            |
+// | variable            | meaning                          | Petrel flag | |
+// DMLC_ROLE           | scheduler, server or worker      | (the binary)      |
+// | DMLC_PS_ROOT_URI    | scheduler host                   | --scheduler host |
+// | DMLC_PS_ROOT_PORT   | scheduler port                   | --scheduler port |
+// | DMLC_NUM_SERVER     | number of servers                | --num_servers | |
+// DMLC_NUM_WORKER     | number of workers                | --num_workers     |
+// | DMLC_NODE_HOST      | host to advertise                | --advertise_host |
+// | DMLC_INTERFACE      | interface whose address to use   | --interface | |
+// DMLC_PORT           | port to bind                     | --port            |
 //
 // Thread safety: stateless.
 #ifndef PETREL_VAN_LEGACY_ENV_H_

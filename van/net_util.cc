@@ -52,7 +52,8 @@ absl::StatusOr<std::string> LocalAddressTowards(const std::string& host) {
   if (fd >= 0) close(fd);
   freeaddrinfo(res);
   if (!ok) {
-    return absl::UnavailableError(absl::StrCat("no route to host '", host, "'"));
+    return absl::UnavailableError(
+        absl::StrCat("no route to host '", host, "'"));
   }
   char buf[INET_ADDRSTRLEN];
   return std::string(inet_ntop(AF_INET, &addr.sin_addr, buf, sizeof(buf)));

@@ -1,9 +1,12 @@
 #include "van/node_flags.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
+
 #include "van/legacy_env.h"
 #include "van/net_util.h"
 #include "van/status_macros.h"
@@ -11,29 +14,38 @@
 DEFINE_string(scheduler, "",
               "Scheduler address HOST:PORT (workers and servers). Default: "
               "DMLC_PS_ROOT_URI:DMLC_PS_ROOT_PORT.");
-DEFINE_int32(port, 0, "Port to bind; 0 takes a free port. Default 0 (or DMLC_PORT).");
-DEFINE_string(bind, "0.0.0.0", "Address to bind. Default 0.0.0.0 (all interfaces).");
-DEFINE_string(advertise_host, "",
-              "Host other nodes use to reach this one. Default: DMLC_NODE_HOST, "
-              "else the address of --interface, else the local address that "
-              "routes to the scheduler.");
+DEFINE_int32(port, 0,
+             "Port to bind; 0 takes a free port. Default 0 (or DMLC_PORT).");
+DEFINE_string(bind, "0.0.0.0",
+              "Address to bind. Default 0.0.0.0 (all interfaces).");
+DEFINE_string(
+    advertise_host, "",
+    "Host other nodes use to reach this one. Default: DMLC_NODE_HOST, "
+    "else the address of --interface, else the local address that "
+    "routes to the scheduler.");
 DEFINE_string(interface, "",
               "Network interface whose IPv4 address to advertise (e.g. eth0). "
               "Default: DMLC_INTERFACE.");
-DEFINE_int32(num_servers, 1, "Servers in the job (>= 1). Default 1 (or DMLC_NUM_SERVER).");
-DEFINE_int32(num_workers, 1, "Workers in the job (>= 1). Default 1 (or DMLC_NUM_WORKER).");
+DEFINE_int32(num_servers, 1,
+             "Servers in the job (>= 1). Default 1 (or DMLC_NUM_SERVER).");
+DEFINE_int32(num_workers, 1,
+             "Workers in the job (>= 1). Default 1 (or DMLC_NUM_WORKER).");
 DEFINE_int32(rank, -1,
              "Rank to ask for within the role; -1 lets join order decide. "
              "Default -1 (or PETREL_RANK).");
-DEFINE_string(auth_token, "", "Shared secret every node presents when joining. Default empty.");
+DEFINE_string(auth_token, "",
+              "Shared secret every node presents when joining. Default empty.");
 DEFINE_int32(join_timeout_s, 60,
-             "Seconds to wait for the cluster to form before giving up (1..86400). Default 60.");
+             "Seconds to wait for the cluster to form before giving up "
+             "(1..86400). Default 60.");
 DEFINE_int32(heartbeat_interval_ms, 1000,
-             "Milliseconds between heartbeats to the scheduler; 0 disables. Default 1000.");
+             "Milliseconds between heartbeats to the scheduler; 0 disables. "
+             "Default 1000.");
 DEFINE_int64(max_message_bytes, int64_t{4} << 30,
              "Largest message accepted, in bytes (1 KiB .. 2^62; over 2 GiB is "
              "fine). Default 4 GiB.");
-DEFINE_int32(max_frames, 16, "Most data frames per message (1..1024). Default 16.");
+DEFINE_int32(max_frames, 16,
+             "Most data frames per message (1..1024). Default 16.");
 DEFINE_int32(metrics_port, -1,
              "Port of the Prometheus /metrics endpoint; 0 takes a free port, "
              "-1 disables it. Default -1.");
@@ -50,12 +62,14 @@ absl::Status Invalid(absl::string_view flag, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", why));
 }
 
-absl::Status ApplySchedulerAddress(const LegacyEnv& env, PostofficeOptions& po) {
+absl::Status ApplySchedulerAddress(const LegacyEnv& env,
+                                   PostofficeOptions& po) {
   if (env.root_uri.has_value()) po.scheduler_host = *env.root_uri;
   if (env.root_port.has_value()) po.scheduler_port = *env.root_port;
   std::string address = FLAGS_scheduler;
   if (address.empty()) {
-    if (const char* s = std::getenv("PETREL_SCHEDULER"); s != nullptr) address = s;
+    if (const char* s = std::getenv("PETREL_SCHEDULER"); s != nullptr)
+      address = s;
   }
   if (!address.empty()) {
     PETREL_ASSIGN_OR_RETURN(auto host_port, ParseHostPort(address));
@@ -89,21 +103,71 @@ absl::Status ApplyCounts(const LegacyEnv& env, PostofficeOptions& po) {
   if (IsSet("num_servers")) po.num_servers = FLAGS_num_servers;
   if (IsSet("num_workers")) po.num_workers = FLAGS_num_workers;
   if (po.num_servers < 1 || po.num_servers > 16384) {
-    return Invalid("num_servers", absl::StrCat(po.num_servers, " is not in 1..16384"));
+    return Invalid("num_servers",
+                   absl::StrCat(po.num_servers, " is not in 1..16384"));
   }
   if (po.num_workers < 1 || po.num_workers > 16384) {
-    return Invalid("num_workers", absl::StrCat(po.num_workers, " is not in 1..16384"));
+    return Invalid("num_workers",
+                   absl::StrCat(po.num_workers, " is not in 1..16384"));
   }
   po.requested_rank = FLAGS_rank;
   if (!IsSet("rank")) {
-    if (const char* r = std::getenv("PETREL_RANK"); r != nullptr && *r != '\0') {
+    if (const char* r = std::getenv("PETREL_RANK");
+        r != nullptr && *r != '\0') {
       po.requested_rank = std::atoi(r);
     }
   }
   return absl::OkStatus();
 }
 
+// The first argument that names no defined flag, or "".
+std::string FindUnknownFlag(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    std::string name = arg.substr(arg[1] == '-' ? 2 : 1);
+    const bool has_value = name.find('=') != std::string::npos;
+    name = name.substr(0, name.find('='));
+    gflags::CommandLineFlagInfo info;
+    if (gflags::GetCommandLineFlagInfo(name.c_str(), &info)) {
+      if (!has_value && info.type != "bool") ++i;  // "--flag value"
+      continue;
+    }
+    if (name.rfind("no", 0) == 0 &&
+        gflags::GetCommandLineFlagInfo(name.substr(2).c_str(), &info) &&
+        info.type == "bool") {
+      continue;
+    }
+    return arg;
+  }
+  return "";
+}
+
 }  // namespace
+
+int ParseNodeCommandLine(int* argc, char*** argv) {
+  const std::string program = (*argv)[0];
+  const std::string name = program.substr(program.rfind('/') + 1);
+  if (std::string unknown = FindUnknownFlag(*argc, *argv); !unknown.empty()) {
+    std::fprintf(stderr, "%s: unknown flag '%s' (see --help)\n", name.c_str(),
+                 unknown.c_str());
+    return 2;
+  }
+  gflags::ParseCommandLineNonHelpFlags(argc, argv, /*remove_flags=*/true);
+  std::string help;
+  if (gflags::GetCommandLineOption("help", &help) && help == "true") {
+    gflags::ShowUsageWithFlags(program.c_str());
+    return 0;
+  }
+  gflags::HandleCommandLineHelpFlags();  // --helpfull, --version, ...
+  if (*argc > 1) {
+    std::fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n",
+                 name.c_str(), (*argv)[1]);
+    return 2;
+  }
+  return -1;
+}
 
 absl::StatusOr<NodeSettings> NodeSettingsFromFlags(pb::Role role) {
   PETREL_ASSIGN_OR_RETURN(LegacyEnv env, ReadLegacyEnv(&std::getenv));
@@ -138,7 +202,8 @@ absl::StatusOr<NodeSettings> NodeSettingsFromFlags(pb::Role role) {
   if (s.van.port < 0 || s.van.port > 65535) {
     return Invalid("port", absl::StrCat(s.van.port, " is not in 0..65535"));
   }
-  if (FLAGS_max_message_bytes < 1024 || FLAGS_max_message_bytes > (int64_t{1} << 62)) {
+  if (FLAGS_max_message_bytes < 1024 ||
+      FLAGS_max_message_bytes > (int64_t{1} << 62)) {
     return Invalid("max_message_bytes", "must be in 1024..2^62");
   }
   s.van.limits.max_message_bytes = FLAGS_max_message_bytes;

@@ -6,6 +6,7 @@
 #define PETREL_VAN_NODE_FLAGS_H_
 
 #include "absl/status/statusor.h"
+
 #include "proto/meta.pb.h"
 #include "van/node_runtime.h"
 
@@ -16,6 +17,13 @@ namespace petrel {
 // always wins). `role` is the binary's role; DMLC_ROLE must agree with it
 // when set. InvalidArgument names the flag or variable and its value.
 absl::StatusOr<NodeSettings> NodeSettingsFromFlags(pb::Role role);
+
+// Parses a node binary's command line with gflags (set the usage message
+// first). Returns -1 when main should go on; otherwise the exit code main
+// should return: 0 after --help printed the usage (gflags itself would exit
+// 1), 2 after one line on stderr naming an unknown flag or a stray
+// argument (gflags itself would exit 1).
+int ParseNodeCommandLine(int* argc, char*** argv);
 
 }  // namespace petrel
 

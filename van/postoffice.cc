@@ -33,7 +33,10 @@ std::string RoleName(pb::Role role) {
 Postoffice::Postoffice(PostofficeOptions options, std::unique_ptr<Van> van,
                        MetricsRegistry* metrics)
     : options_(std::move(options)), van_(std::move(van)), metrics_(metrics) {
+  absl::MutexLock lock(&mu_);
   advertise_host_ = options_.advertise_host;
+  num_servers_ = options_.num_servers;
+  num_workers_ = options_.num_workers;
 }
 
 Postoffice::~Postoffice() { Stop(); }
@@ -41,6 +44,16 @@ Postoffice::~Postoffice() { Stop(); }
 std::string Postoffice::advertise_host() const {
   absl::MutexLock lock(&mu_);
   return advertise_host_;
+}
+
+int Postoffice::num_servers() const {
+  absl::MutexLock lock(&mu_);
+  return num_servers_;
+}
+
+int Postoffice::num_workers() const {
+  absl::MutexLock lock(&mu_);
+  return num_workers_;
 }
 
 int Postoffice::my_rank() const {
@@ -159,10 +172,12 @@ std::vector<int> Postoffice::GetNodeIds(int id) const {
   if (!IsGroupId(id)) return {id};
   std::vector<int> ids;
   if (id & kSchedulerGroup) ids.push_back(kSchedulerId);
-  for (int r = 0; (id & kServerGroup) && r < options_.num_servers; ++r) {
+  const int num_servers = this->num_servers();
+  const int num_workers = this->num_workers();
+  for (int r = 0; (id & kServerGroup) && r < num_servers; ++r) {
     ids.push_back(ServerRankToId(r));
   }
-  for (int r = 0; (id & kWorkerGroup) && r < options_.num_workers; ++r) {
+  for (int r = 0; (id & kWorkerGroup) && r < num_workers; ++r) {
     ids.push_back(WorkerRankToId(r));
   }
   return ids;
@@ -190,6 +205,9 @@ absl::Status Postoffice::AddCustomer(Customer* customer,
 }
 
 void Postoffice::RemoveCustomer(Customer* customer) {
+  // Waits for a call into `customer` on the van thread to return, so the
+  // caller may destroy it afterwards.
+  absl::MutexLock dispatch(&dispatch_mu_);
   absl::MutexLock lock(&mu_);
   customers_.erase(CustomerKey(customer->app_id(), customer->customer_id()));
   auto it = request_handlers_.find(customer->app_id());
@@ -203,12 +221,20 @@ void Postoffice::HandleMessage(Message&& msg) {
     HandleControl(std::move(msg));
     return;
   }
+  absl::MutexLock dispatch(&dispatch_mu_);
   Customer* customer = nullptr;
   {
     absl::MutexLock lock(&mu_);
-    auto it =
-        customers_.find(CustomerKey(msg.meta.app_id(), msg.meta.customer_id()));
-    if (it != customers_.end()) customer = it->second;
+    // A request goes to its app's handler whichever customer of the sender
+    // sent it; a response goes back to the customer that asked.
+    if (msg.meta.request()) {
+      auto it = request_handlers_.find(msg.meta.app_id());
+      if (it != request_handlers_.end()) customer = it->second;
+    } else {
+      auto it = customers_.find(
+          CustomerKey(msg.meta.app_id(), msg.meta.customer_id()));
+      if (it != customers_.end()) customer = it->second;
+    }
   }
   if (customer == nullptr) {
     metrics_
@@ -275,13 +301,17 @@ void Postoffice::HandleJoinReply(const pb::Control& control) {
     return;
   }
   const pb::Node* me = nullptr;
+  // The table, not this node's flags, says how many servers and workers the
+  // job has: a node started without --num_servers still joins correctly.
+  int servers = 0, workers = 0;
   for (const pb::Node& node : control.nodes()) {
     if (node.transport_id() == van_->transport_id()) me = &node;
+    if (node.role() == pb::ROLE_SERVER) ++servers;
+    if (node.role() == pb::ROLE_WORKER) ++workers;
   }
   absl::StatusOr<KeyRangeMap> ranges = KeyRangeMap::FromRanges(
       {control.ranges().begin(), control.ranges().end()},
-      {control.range_owners().begin(), control.range_owners().end()},
-      options_.num_servers);
+      {control.range_owners().begin(), control.range_owners().end()}, servers);
   absl::MutexLock lock(&mu_);
   if (joined_) return;  // a repeated reply
   if (me == nullptr || !ranges.ok()) {
@@ -292,6 +322,8 @@ void Postoffice::HandleJoinReply(const pb::Control& control) {
   }
   van_->set_my_id(me->id());
   my_rank_ = me->rank();
+  num_servers_ = servers;
+  num_workers_ = workers;
   nodes_.assign(control.nodes().begin(), control.nodes().end());
   for (const pb::Node& node : nodes_) van_->Connect(node);
   ranges_ = *std::move(ranges);
@@ -304,13 +336,16 @@ void Postoffice::OnTick() {
   std::vector<Customer*> customers;
   bool send_heartbeat = false;
   {
-    absl::MutexLock lock(&mu_);
-    for (auto& [key, c] : customers_) customers.push_back(c);
-    send_heartbeat = joined_ && !is_scheduler() &&
-                     options_.heartbeat_interval > absl::ZeroDuration() &&
-                     now - last_heartbeat_ >= options_.heartbeat_interval;
+    absl::MutexLock dispatch(&dispatch_mu_);
+    {
+      absl::MutexLock lock(&mu_);
+      for (auto& [key, c] : customers_) customers.push_back(c);
+      send_heartbeat = joined_ && !is_scheduler() &&
+                       options_.heartbeat_interval > absl::ZeroDuration() &&
+                       now - last_heartbeat_ >= options_.heartbeat_interval;
+    }
+    for (Customer* c : customers) c->Tick(now);
   }
-  for (Customer* c : customers) c->Tick(now);
   if (send_heartbeat) {
     last_heartbeat_ = now;
     Message msg;

@@ -94,8 +94,9 @@ class Postoffice {
 
   // Registers `customer` for responses to its requests and, when
   // `handles_requests`, as the one that handles requests to its app.
-  // AlreadyExists when either place is taken. REQUIRES for Remove: not
-  // called from a handler.
+  // AlreadyExists when either place is taken. RemoveCustomer returns once
+  // no handler or tick of `customer` runs on the van thread any more.
+  // REQUIRES for Remove: not called from a handler.
   absl::Status AddCustomer(Customer* customer, bool handles_requests);
   void RemoveCustomer(Customer* customer);
 
@@ -105,8 +106,10 @@ class Postoffice {
   bool is_worker() const { return options_.role == pb::ROLE_WORKER; }
   int my_id() const { return van_->my_id(); }
   int my_rank() const;
-  int num_servers() const { return options_.num_servers; }
-  int num_workers() const { return options_.num_workers; }
+  // The job's server and worker counts: the options' until the node table
+  // arrives, then the table's (the scheduler's counts are authoritative).
+  int num_servers() const;
+  int num_workers() const;
   int port() const { return van_->port(); }
   // The advertised host (resolved by Start).
   std::string advertise_host() const;
@@ -143,10 +146,15 @@ class Postoffice {
   absl::Time last_heartbeat_;  // van thread only
   bool started_ = false;
 
+  // Held by the van thread while it calls into customers (Accept, Tick), so
+  // that RemoveCustomer can wait until no such call is running.
+  absl::Mutex dispatch_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
   std::string advertise_host_ ABSL_GUARDED_BY(mu_);
   std::vector<pb::Node> nodes_ ABSL_GUARDED_BY(mu_);
   int my_rank_ ABSL_GUARDED_BY(mu_) = -1;
+  int num_servers_ ABSL_GUARDED_BY(mu_);
+  int num_workers_ ABSL_GUARDED_BY(mu_);
   std::optional<KeyRangeMap> ranges_ ABSL_GUARDED_BY(mu_);
   bool joined_ ABSL_GUARDED_BY(mu_) = false;
   bool join_acked_ ABSL_GUARDED_BY(mu_) = false;

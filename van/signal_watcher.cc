@@ -1,9 +1,9 @@
 #include "van/signal_watcher.h"
 
+#include <ctime>
+
 #include <pthread.h>
 #include <signal.h>
-
-#include <ctime>
 
 namespace petrel {
 

@@ -41,7 +41,8 @@ class SimpleApp {
   // request's timestamp.
   int Request(int head, const std::string& body, int recipient);
   // Answers `request` with `body`.
-  absl::Status Response(const SimpleData& request, const std::string& body = "");
+  absl::Status Response(const SimpleData& request,
+                        const std::string& body = "");
   absl::Status Wait(int timestamp,
                     absl::Duration timeout = absl::InfiniteDuration());
 

@@ -4,11 +4,11 @@
 #ifndef PETREL_VAN_STATUS_MACROS_H_
 #define PETREL_VAN_STATUS_MACROS_H_
 
-#include "absl/strings/string_view.h"
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 #define PETREL_RETURN_IF_ERROR(expr)                 \
   do {                                               \

@@ -32,9 +32,12 @@ std::string NewTransportId() {
 }
 
 Van::Van(VanOptions options, MetricsRegistry* metrics)
+    : Van(std::move(options), metrics, NewTransportId()) {}
+
+Van::Van(VanOptions options, MetricsRegistry* metrics, std::string transport_id)
     : options_(std::move(options)),
       metrics_(metrics),
-      transport_id_(NewTransportId()),
+      transport_id_(std::move(transport_id)),
       received_(metrics->GetCounter("petrel_van_messages_received_total",
                                     "Messages received and accepted.")),
       received_bytes_(metrics->GetCounter("petrel_van_bytes_received_total",
@@ -73,14 +76,22 @@ void Van::CountSent(size_t bytes) {
 
 void Van::Deliver(absl::string_view from, const Buffer& header,
                   std::vector<Buffer> frames) {
+  const bool had_id = my_id() != kEmptyNodeId;
   DecodeContext context;
   context.my_id = my_id();
   context.is_scheduler = is_scheduler_.load();
   context.expected_sender = ExpectedSender(from);
   context.limits = options_.limits;
+  std::vector<Buffer> kept;  // shares the frames (no copy), in case we hold
+  if (!had_id) kept = frames;
   absl::StatusOr<Message> msg =
       DecodeMessage(header, std::move(frames), context);
   if (!msg.ok()) {
+    if (!had_id && absl::IsPermissionDenied(msg.status()) &&
+        held_.size() < kMaxHeld) {
+      held_.push_back(Held{std::string(from), header, std::move(kept)});
+      return;
+    }
     std::string code =
         absl::AsciiStrToLower(absl::StatusCodeToString(msg.status().code()));
     CountDrop(code, absl::StrCat("from connection '", Sanitize(from),
@@ -90,6 +101,12 @@ void Van::Deliver(absl::string_view from, const Buffer& header,
   received_->Increment();
   received_bytes_->Increment(static_cast<int64_t>(msg->DataBytes()));
   on_message_(*std::move(msg));
+  if (!had_id && my_id() != kEmptyNodeId && !held_.empty()) {
+    // The node table arrived: the senders' identities are bound now.
+    std::vector<Held> held;
+    held.swap(held_);
+    for (Held& h : held) Deliver(h.from, h.header, std::move(h.frames));
+  }
 }
 
 }  // namespace petrel

@@ -13,11 +13,11 @@
 #include <atomic>
 #include <functional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
@@ -74,10 +74,15 @@ class Van {
   void set_my_id(int id) { my_id_.store(id); }
   int my_id() const { return my_id_.load(); }
   void set_is_scheduler(bool v) { is_scheduler_.store(v); }
+  bool is_scheduler() const { return is_scheduler_.load(); }
   const VanOptions& options() const { return options_; }
   MetricsRegistry* metrics() const { return metrics_; }
 
  protected:
+  // For a van that wraps another (FaultVan): presents the inner van's
+  // `transport_id` instead of a new one, so peers recognise its messages.
+  Van(VanOptions options, MetricsRegistry* metrics, std::string transport_id);
+
   // Validates frames received from connection `from`, counts and logs a
   // reject, and passes a good message to the handler. Receive thread only.
   void Deliver(absl::string_view from, const Buffer& header,
@@ -92,6 +97,19 @@ class Van {
 
  private:
   int ExpectedSender(absl::string_view from);
+
+  // A message from an unknown connection that arrived before this node had
+  // an id. A peer that got the node table first may talk to this node
+  // before this node's own copy arrived (they travel on different
+  // connections); such messages are held and validated again once the id
+  // is set. Receive thread only.
+  struct Held {
+    std::string from;
+    Buffer header;
+    std::vector<Buffer> frames;
+  };
+  static constexpr size_t kMaxHeld = 1024;
+  std::vector<Held> held_;
 
   const VanOptions options_;
   MetricsRegistry* const metrics_;

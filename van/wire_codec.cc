@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/stubs/logging.h"
 
 #include "van/status_macros.h"
 
@@ -48,6 +49,10 @@ absl::StatusOr<pb::Meta> DecodeHeader(const Buffer& header,
         "meta of ", meta_len, " bytes exceeds ", limits.max_meta_bytes));
   }
   pb::Meta meta;
+  // Protobuf logs an ERROR for each string field with bad UTF-8 it rejects;
+  // peer bytes must not write unthrottled logs (the van counts the reject
+  // and logs it rate-limited).
+  google::protobuf::LogSilencer silence_protobuf;
   if (!meta.ParseFromArray(p + kWirePrefixBytes, static_cast<int>(meta_len))) {
     return absl::InvalidArgumentError("meta does not parse");
   }

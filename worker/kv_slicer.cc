@@ -11,7 +11,8 @@ absl::Status CheckRequest(const SArray<Key>& keys, const Buffer& vals,
                           size_t elem_size, const SArray<int>& lens) {
   size_t num_vals = vals.size() / elem_size;
   if (vals.size() % elem_size != 0) {
-    return absl::InvalidArgumentError("value buffer size is not whole elements");
+    return absl::InvalidArgumentError(
+        "value buffer size is not whole elements");
   }
   if (!lens.empty()) {
     if (lens.size() != keys.size()) {
@@ -106,8 +107,8 @@ absl::StatusOr<std::vector<KVSlice>> SliceRequest(const KeyRangeMap& ranges,
       }
     }
     if (!vals.empty()) {
-      slice.vals = GatherValues(vals.data(), positions[r], offsets,
-                                width_bytes, lens, elem_size);
+      slice.vals = GatherValues(vals.data(), positions[r], offsets, width_bytes,
+                                lens, elem_size);
     }
     slice.positions = std::move(positions[r]);
     slices.push_back(std::move(slice));
@@ -116,9 +117,8 @@ absl::StatusOr<std::vector<KVSlice>> SliceRequest(const KeyRangeMap& ranges,
 }
 
 absl::Status MergePulled(const std::vector<KVSlice>& slices,
-                         const std::vector<PulledPart>& parts,
-                         size_t num_keys, size_t elem_size, Buffer* vals,
-                         SArray<int>* lens) {
+                         const std::vector<PulledPart>& parts, size_t num_keys,
+                         size_t elem_size, Buffer* vals, SArray<int>* lens) {
   // Per-key counts in the caller's order.
   std::vector<int> count(num_keys, 0);
   for (size_t i = 0; i < slices.size(); ++i) {
@@ -138,8 +138,8 @@ absl::Status MergePulled(const std::vector<KVSlice>& slices,
     }
     for (size_t j = 0; j < n; ++j) {
       size_t pos = slice.positions.empty() ? j : slice.positions[j];
-      count[pos] = part.lens.empty() ? static_cast<int>(part_vals / n)
-                                     : part.lens[j];
+      count[pos] =
+          part.lens.empty() ? static_cast<int>(part_vals / n) : part.lens[j];
     }
   }
   bool uniform = std::all_of(count.begin(), count.end(),

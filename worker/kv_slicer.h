@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+
 #include "van/buffer.h"
 #include "van/key_range_map.h"
 
@@ -22,8 +23,8 @@ using Key = uint64_t;
 struct KVSlice {
   int server_rank = 0;
   SArray<Key> keys;
-  Buffer vals;        // values of `keys`, in their order (may be empty)
-  SArray<int> lens;   // per-key value counts, when the request had lens
+  Buffer vals;       // values of `keys`, in their order (may be empty)
+  SArray<int> lens;  // per-key value counts, when the request had lens
   // Index in the caller's keys of each of `keys`; empty when the slice is
   // the caller's whole request in its own order.
   std::vector<uint32_t> positions;
@@ -53,9 +54,8 @@ absl::StatusOr<std::vector<KVSlice>> SliceRequest(const KeyRangeMap& ranges,
 // keys must have the same count. InvalidArgument when a server's answer does
 // not match what was asked.
 absl::Status MergePulled(const std::vector<KVSlice>& slices,
-                         const std::vector<PulledPart>& parts,
-                         size_t num_keys, size_t elem_size, Buffer* vals,
-                         SArray<int>* lens);
+                         const std::vector<PulledPart>& parts, size_t num_keys,
+                         size_t elem_size, Buffer* vals, SArray<int>* lens);
 
 }  // namespace petrel
 

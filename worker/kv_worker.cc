@@ -1,6 +1,9 @@
 #include "worker/kv_worker.h"
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+
 #include "van/postoffice.h"
 
 namespace petrel {
@@ -22,11 +25,66 @@ absl::Status KVWorker<Val>::Start() {
   return customer_.Start();
 }
 
+namespace {
+
+KVRequestOptions WithCmd(int cmd) {
+  KVRequestOptions options;
+  options.cmd = cmd;
+  return options;
+}
+
+}  // namespace
+
 template <typename Val>
 int KVWorker<Val>::Push(const SArray<Key>& keys, const SArray<Val>& vals,
                         const SArray<int>& lens, int cmd, Callback cb) {
-  return Send(true, false, keys, vals, lens, cmd, nullptr, nullptr,
+  return Send(true, false, keys, vals, lens, WithCmd(cmd), nullptr, nullptr,
               std::move(cb));
+}
+
+template <typename Val>
+int KVWorker<Val>::Push(const SArray<Key>& keys, const SArray<Val>& vals,
+                        const KVRequestOptions& options, Callback cb) {
+  return Send(true, false, keys, vals, {}, options, nullptr, nullptr,
+              std::move(cb));
+}
+
+template <typename Val>
+int KVWorker<Val>::Pull(const SArray<Key>& keys, SArray<Val>* vals,
+                        const KVRequestOptions& options, Callback cb) {
+  return Send(false, true, keys, {}, {}, options, vals, nullptr, std::move(cb));
+}
+
+template <typename Val>
+int KVWorker<Val>::PushPull(const SArray<Key>& keys, const SArray<Val>& vals,
+                            SArray<Val>* outs, const KVRequestOptions& options,
+                            Callback cb) {
+  return Send(true, true, keys, vals, {}, options, outs, nullptr,
+              std::move(cb));
+}
+
+template <typename Val>
+int KVWorker<Val>::Clock(int64_t clock, Callback cb) {
+  const int num_servers = customer_.postoffice()->num_servers();
+  std::vector<int> recipients;
+  for (int r = 0; r < num_servers; ++r) recipients.push_back(ServerRankToId(r));
+  int ts = customer_.NewRequest(recipients, [cb](int) {
+    if (cb) cb();
+  });
+  for (int id : recipients) {
+    Message msg;
+    msg.meta.set_recipient(id);
+    msg.meta.set_timestamp(ts);
+    msg.meta.set_kv(true);
+    msg.meta.set_clock(clock);
+    msg.meta.set_clock_advance(true);
+    msg.AddData(SArray<Key>());
+    absl::Status st = customer_.SendRequest(std::move(msg));
+    if (!st.ok()) {
+      LOG_EVERY_T(WARNING, 1.0) << "send clock: " << st;
+    }
+  }
+  return ts;
 }
 
 template <typename Val>
@@ -39,7 +97,8 @@ int KVWorker<Val>::Push(const std::vector<Key>& keys,
 template <typename Val>
 int KVWorker<Val>::Pull(const SArray<Key>& keys, SArray<Val>* vals,
                         SArray<int>* lens, int cmd, Callback cb) {
-  return Send(false, true, keys, {}, {}, cmd, vals, lens, std::move(cb));
+  return Send(false, true, keys, {}, {}, WithCmd(cmd), vals, lens,
+              std::move(cb));
 }
 
 template <typename Val>
@@ -47,7 +106,8 @@ int KVWorker<Val>::PushPull(const SArray<Key>& keys, const SArray<Val>& vals,
                             SArray<Val>* outs, SArray<int>* lens, int cmd,
                             Callback cb) {
   SArray<int> in_lens = lens != nullptr ? *lens : SArray<int>();
-  return Send(true, true, keys, vals, in_lens, cmd, outs, lens, std::move(cb));
+  return Send(true, true, keys, vals, in_lens, WithCmd(cmd), outs, lens,
+              std::move(cb));
 }
 
 template <typename Val>
@@ -65,8 +125,8 @@ int KVWorker<Val>::Fail(absl::Status status, const Callback& cb) {
 template <typename Val>
 int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
                         const SArray<Val>& vals, const SArray<int>& lens,
-                        int cmd, SArray<Val>* outs, SArray<int>* out_lens,
-                        Callback cb) {
+                        const KVRequestOptions& options, SArray<Val>* outs,
+                        SArray<int>* out_lens, Callback cb) {
   if (pull && outs == nullptr) {
     return Fail(absl::InvalidArgumentError("Pull needs an output array"), cb);
   }
@@ -91,7 +151,9 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
     msg.meta.set_timestamp(ts);
     msg.meta.set_push(push);
     msg.meta.set_pull(pull);
-    msg.meta.set_head(cmd);
+    msg.meta.set_head(options.cmd);
+    msg.meta.set_table_id(options.table_id);
+    if (pull) msg.meta.set_clock(options.clock);
     msg.meta.set_kv(true);
     msg.AddData(s.keys);
     if (push) {
@@ -104,6 +166,7 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
     state->num_keys = keys.size();
     state->vals = outs;
     state->lens = out_lens;
+    state->min_clock = options.min_clock;
     state->parts.resize(slices->size());
     for (size_t i = 0; i < recipients.size(); ++i) {
       state->slice_of_server[recipients[i]] = i;
@@ -122,7 +185,34 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
 }
 
 template <typename Val>
+void KVWorker<Val>::RecordServerError(const Message& msg) {
+  // The body is "<status code> <message>" (KVServer::ResponseError).
+  const std::string& body = msg.meta.body();
+  int code = 0;
+  size_t space = body.find(' ');
+  if (space == std::string::npos ||
+      !absl::SimpleAtoi(body.substr(0, space), &code) || code <= 0 ||
+      code > static_cast<int>(absl::StatusCode::kUnauthenticated)) {
+    code = static_cast<int>(absl::StatusCode::kInternal);
+    space = std::string::npos;
+  }
+  const std::string text =
+      space == std::string::npos ? body : body.substr(space + 1);
+  absl::Status& error = errors_[msg.meta.timestamp()];
+  if (error.ok()) {
+    error =
+        absl::Status(static_cast<absl::StatusCode>(code),
+                     absl::StrCat("server ", msg.meta.sender(), ": ", text));
+  }
+}
+
+template <typename Val>
 void KVWorker<Val>::OnResponse(Message&& msg) {
+  if (!msg.meta.kv() && !msg.meta.body().empty()) {
+    absl::MutexLock lock(&mu_);
+    RecordServerError(msg);
+    return;
+  }
   if (!msg.meta.pull()) return;
   absl::MutexLock lock(&mu_);
   auto it = pulls_.find(msg.meta.timestamp());
@@ -130,6 +220,10 @@ void KVWorker<Val>::OnResponse(Message&& msg) {
   PullState& state = *it->second;
   auto slice = state.slice_of_server.find(msg.meta.sender());
   if (slice == state.slice_of_server.end()) return;
+  if (state.min_clock_seen == -1 ||
+      msg.meta.min_clock() < state.min_clock_seen) {
+    state.min_clock_seen = msg.meta.min_clock();
+  }
   PulledPart& part = state.parts[slice->second];
   if (msg.data.size() >= 2 &&
       msg.meta.data_types(1) != DataTypeOf<Val>::kValue) {
@@ -153,6 +247,7 @@ void KVWorker<Val>::Complete(int timestamp) {
     pulls_.erase(it);
     if (errors_.contains(timestamp)) return;
   }
+  if (state->min_clock != nullptr) *state->min_clock = state->min_clock_seen;
   Buffer out = state->vals->buffer();
   absl::Status s = MergePulled(state->slices, state->parts, state->num_keys,
                                sizeof(Val), &out, state->lens);

@@ -29,11 +29,30 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+
 #include "van/buffer.h"
 #include "van/customer.h"
 #include "worker/kv_slicer.h"
 
 namespace petrel {
+
+// Per-request settings of training jobs (tables, bounded delay).
+struct KVRequestOptions {
+  // Explicit, so a bare `{}` or `{1, 2}` argument still means lens in the
+  // older overloads. Use `KVRequestOptions options; options.table_id = 1;`.
+  explicit KVRequestOptions() = default;
+
+  int cmd = 0;       // application command, the handler's KVMeta::cmd
+  int table_id = 0;  // the table addressed (KVMeta::table_id)
+  // Pull: the batch (clock) the values are for; a bounded-delay server
+  // answers once every worker still in the job reached clock - tau.
+  // -1 = no bound. Ignored by a push.
+  int64_t clock = -1;
+  // Pull, output: when set, receives the smallest min_clock the servers put
+  // in their responses (-1 when no server answered). Must stay alive until
+  // the request completes.
+  int64_t* min_clock = nullptr;
+};
 
 template <typename Val>
 class KVWorker {
@@ -69,6 +88,21 @@ class KVWorker {
   absl::Status Wait(int timestamp,
                     absl::Duration timeout = absl::InfiniteDuration());
 
+  // As above, with table, clock and command in `options`.
+  int Push(const SArray<Key>& keys, const SArray<Val>& vals,
+           const KVRequestOptions& options, Callback cb = nullptr);
+  int Pull(const SArray<Key>& keys, SArray<Val>* vals,
+           const KVRequestOptions& options, Callback cb = nullptr);
+  int PushPull(const SArray<Key>& keys, const SArray<Val>& vals,
+               SArray<Val>* outs, const KVRequestOptions& options,
+               Callback cb = nullptr);
+  // Tells every server this worker's new clock (the number of batches it
+  // has completed and pushed), or -1 when it leaves the job (it then never
+  // holds back other workers). Requests from one worker are handled in the
+  // order sent, so a push sent before Clock is applied before it. Returns
+  // the timestamp to Wait on; complete once every server acknowledged.
+  int Clock(int64_t clock, Callback cb = nullptr);
+
   // Conveniences that copy std::vectors into SArrays.
   int Push(const std::vector<Key>& keys, const std::vector<Val>& vals,
            Callback cb = nullptr);
@@ -83,11 +117,16 @@ class KVWorker {
     size_t num_keys = 0;
     SArray<Val>* vals = nullptr;
     SArray<int>* lens = nullptr;
+    int64_t* min_clock = nullptr;
+    int64_t min_clock_seen = -1;  // -1: no response yet
   };
 
   int Send(bool push, bool pull, const SArray<Key>& keys,
-           const SArray<Val>& vals, const SArray<int>& lens, int cmd,
-           SArray<Val>* outs, SArray<int>* out_lens, Callback cb);
+           const SArray<Val>& vals, const SArray<int>& lens,
+           const KVRequestOptions& options, SArray<Val>* outs,
+           SArray<int>* out_lens, Callback cb);
+  // Records an error a server sent instead of data. REQUIRES: mu_ held.
+  void RecordServerError(const Message& msg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnResponse(Message&& msg);
   void Complete(int timestamp);
   int Fail(absl::Status status, const Callback& cb);

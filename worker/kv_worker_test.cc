@@ -1,8 +1,13 @@
 #include "worker/kv_worker.h"
 
+#include <atomic>
+#include <map>
 #include <numeric>
+#include <random>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+
 #include "server/kv_server.h"
 #include "tests/harness/local_cluster.h"
 
@@ -27,7 +32,8 @@ struct KVCluster {
       EXPECT_TRUE(kv_servers.back()->Start().ok());
     }
     for (int i = 0; i < workers; ++i) {
-      kv_workers.push_back(std::make_unique<KVWorker<Val>>(0, 0, cluster.worker(i)));
+      kv_workers.push_back(
+          std::make_unique<KVWorker<Val>>(0, 0, cluster.worker(i)));
       EXPECT_TRUE(kv_workers.back()->Start().ok());
     }
   }
@@ -52,6 +58,228 @@ TEST(KVWorkerTest, PushThenPullSumsAcrossServers) {
   EXPECT_GT(c.handlers[0]->num_keys(), 0u);
   EXPECT_GT(c.handlers[1]->num_keys(), 0u);
   EXPECT_TRUE(c.cluster.Finish().ok());
+}
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+template <typename Val>
+class KVWorkerTypedTest : public ::testing::Test {};
+using ValueTypes = ::testing::Types<float, double, int32_t, int64_t>;
+TYPED_TEST_SUITE(KVWorkerTypedTest, ValueTypes);
+
+TYPED_TEST(KVWorkerTypedTest, PushPullAndPushPullSum) {
+  using Val = TypeParam;
+  KVCluster<Val> c(2, 1);
+  KVWorker<Val>& kv = *c.kv_workers[0];
+  SArray<Key> keys = {9, 3, 1u << 20, 77, 3};
+  SArray<Val> vals = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  ASSERT_TRUE(kv.Wait(kv.Push(keys, vals), absl::Seconds(10)).ok());
+  SArray<Val> out;
+  ASSERT_TRUE(kv.Wait(kv.Pull(keys, &out), absl::Seconds(10)).ok());
+  // Key 3 appears twice: (3+9) and (4+10).
+  EXPECT_EQ(out.ToVector(),
+            (std::vector<Val>{1, 2, 12, 14, 5, 6, 7, 8, 12, 14}));
+  // PushPull adds and answers the updated sums in one round trip.
+  SArray<Val> updated;
+  ASSERT_TRUE(
+      kv.Wait(kv.PushPull(keys, vals, &updated), absl::Seconds(10)).ok());
+  EXPECT_EQ(updated.ToVector(),
+            (std::vector<Val>{2, 4, 24, 28, 10, 12, 14, 16, 24, 28}));
+  EXPECT_TRUE(c.cluster.Finish().ok());
+}
+
+TEST(KVWorkerTest, VariableLengthValues) {
+  KVCluster<int64_t> c(3, 1);
+  KVWorker<int64_t>& kv = *c.kv_workers[0];
+  SArray<Key> keys = {5, 100, 7, 8};
+  SArray<int> lens = {1, 3, 0, 2};
+  SArray<int64_t> vals = {1, 2, 3, 4, 5, 6};
+  ASSERT_TRUE(kv.Wait(kv.Push(keys, vals, lens), absl::Seconds(10)).ok());
+  ASSERT_TRUE(kv.Wait(kv.Push(keys, vals, lens), absl::Seconds(10)).ok());
+  SArray<Key> ask = {8, 100, 5, 7, 100};
+  SArray<int64_t> out;
+  SArray<int> out_lens;
+  ASSERT_TRUE(kv.Wait(kv.Pull(ask, &out, &out_lens), absl::Seconds(10)).ok());
+  EXPECT_EQ(out_lens.ToVector(), (std::vector<int>{2, 3, 1, 0, 3}));
+  EXPECT_EQ(out.ToVector(),
+            (std::vector<int64_t>{10, 12, 4, 6, 8, 2, 4, 6, 8}));
+  // Without lens, values of different lengths cannot be returned.
+  EXPECT_EQ(kv.Wait(kv.Pull(ask, &out), absl::Seconds(10)).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(c.cluster.Finish().ok());
+}
+
+TEST(KVWorkerTest, CallbacksRunBeforeWaitReturns) {
+  KVCluster<float> c(2, 1);
+  KVWorker<float>& kv = *c.kv_workers[0];
+  SArray<Key> keys = {1, 2, 3, 4};
+  SArray<float> vals = {1, 2, 3, 4};
+  std::atomic<int> pushed{0};
+  int ts = kv.Push(keys, vals, {}, 0, [&] { ++pushed; });
+  ASSERT_TRUE(kv.Wait(ts, absl::Seconds(10)).ok());
+  EXPECT_EQ(pushed, 1);
+  SArray<float> out;
+  std::vector<float> seen_in_callback;
+  ts = kv.Pull(keys, &out, nullptr, 0,
+               [&] { seen_in_callback = out.ToVector(); });
+  ASSERT_TRUE(kv.Wait(ts, absl::Seconds(10)).ok());
+  EXPECT_EQ(seen_in_callback, vals.ToVector());
+  // A request that fails early still runs its callback.
+  std::atomic<int> failed{0};
+  ts = kv.Push(keys, SArray<float>{1, 2, 3}, {}, 0, [&] { ++failed; });
+  EXPECT_EQ(kv.Wait(ts).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(failed, 1);
+  EXPECT_TRUE(c.cluster.Finish().ok());
+}
+
+TEST(KVWorkerTest, RandomKeysMatchReferenceAcrossThreeServers) {
+  KVCluster<double> c(3, 1);
+  KVWorker<double>& kv = *c.kv_workers[0];
+  std::mt19937_64 rng(12345);
+  std::uniform_int_distribution<Key> key_dist(0, 4999);
+  std::uniform_int_distribution<int> val_dist(-1000, 1000);
+  std::map<Key, std::vector<double>> want;
+  for (int round = 0; round < 2; ++round) {
+    SArray<Key> keys(10000);
+    SArray<double> vals(2 * keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      keys[i] = key_dist(rng);
+      vals[2 * i] = val_dist(rng);
+      vals[2 * i + 1] = val_dist(rng);
+      std::vector<double>& row = want[keys[i]];
+      row.resize(2, 0.0);
+      row[0] += vals[2 * i];
+      row[1] += vals[2 * i + 1];
+    }
+    ASSERT_TRUE(kv.Wait(kv.Push(keys, vals), absl::Seconds(10)).ok());
+  }
+  std::vector<Key> pushed;
+  for (const auto& [k, v] : want) pushed.push_back(k);
+  std::uniform_int_distribution<size_t> pick(0, pushed.size() - 1);
+  SArray<Key> ask(10000);
+  for (Key& k : ask) k = pushed[pick(rng)];
+  SArray<double> out(2 * ask.size(), -1.0);  // pre-sized: written in place
+  const double* before = out.data();
+  ASSERT_TRUE(kv.Wait(kv.Pull(ask, &out), absl::Seconds(10)).ok());
+  EXPECT_EQ(out.data(), before);
+  ASSERT_EQ(out.size(), 2 * ask.size());
+  for (size_t i = 0; i < ask.size(); ++i) {
+    ASSERT_EQ(out[2 * i], want[ask[i]][0]) << "key " << ask[i];
+    ASSERT_EQ(out[2 * i + 1], want[ask[i]][1]) << "key " << ask[i];
+  }
+  for (int s = 0; s < 3; ++s) EXPECT_GT(c.handlers[s]->num_keys(), 1000u);
+  EXPECT_TRUE(c.cluster.Finish().ok());
+}
+
+TEST(KVWorkerTest, BadArgumentsFailWait) {
+  KVCluster<float> c(2, 1);
+  KVWorker<float>& kv = *c.kv_workers[0];
+  SArray<Key> keys = {1, 2, 3};
+  const auto kBad = absl::StatusCode::kInvalidArgument;
+  EXPECT_EQ(kv.Wait(kv.Push(keys, SArray<float>{1, 2})).code(), kBad);
+  EXPECT_EQ(kv.Wait(kv.Push(keys, SArray<float>{1, 2, 3}, {1, 2})).code(),
+            kBad);
+  EXPECT_EQ(kv.Wait(kv.Push(keys, SArray<float>{1, 2, 3}, {1, 1, 2})).code(),
+            kBad);
+  EXPECT_EQ(kv.Wait(kv.Pull(keys, nullptr)).code(), kBad);
+  EXPECT_EQ(kv.Wait(kv.PushPull(keys, SArray<float>{1, 2, 3}, nullptr)).code(),
+            kBad);
+  // The worker is still usable afterwards.
+  EXPECT_TRUE(
+      kv.Wait(kv.Push(keys, SArray<float>{1, 2, 3}), absl::Seconds(10)).ok());
+  EXPECT_TRUE(c.cluster.Finish().ok());
+}
+
+LocalClusterOptions Nodes(int servers, int workers) {
+  LocalClusterOptions o;
+  o.num_servers = servers;
+  o.num_workers = workers;
+  return o;
+}
+
+TEST(KVWorkerTest, WaitDeadlineNamesServerThatNeverAnswers) {
+  LocalCluster cluster(Nodes(2, 1));
+  ASSERT_TRUE(cluster.Start().ok());
+  KVStoreHandler<float> store;
+  KVServer<float> answering(0, cluster.server(0));
+  answering.set_request_handler(std::ref(store));
+  ASSERT_TRUE(answering.Start().ok());
+  KVServer<float> silent(0, cluster.server(1));
+  silent.set_request_handler(
+      [](const KVMeta&, const KVPairs<float>&, KVServer<float>*) {});
+  ASSERT_TRUE(silent.Start().ok());
+  KVWorker<float> kv(0, 0, cluster.worker(0));
+  ASSERT_TRUE(kv.Start().ok());
+  SArray<Key> keys(100);
+  std::iota(keys.begin(), keys.end(), 0);
+  SArray<float> vals(keys.size(), 1.0f);
+  absl::Status s = kv.Wait(kv.Push(keys, vals), absl::Milliseconds(500));
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(s.message(), HasSubstr("10 (server 1)"));
+  EXPECT_THAT(s.message(), Not(HasSubstr("(server 0)")));
+  EXPECT_TRUE(cluster.Finish().ok());
+}
+
+TEST(KVWorkerTest, CustomersOfOneNodeRouteIndependently) {
+  KVCluster<float> c(2, 1);
+  KVWorker<float>& a = *c.kv_workers[0];
+  KVWorker<float> b(0, /*customer_id=*/1, c.cluster.worker(0));
+  ASSERT_TRUE(b.Start().ok());
+  SArray<Key> ka = {1, 2, 3, 4};
+  SArray<Key> kb = {5, 6, 7, 8, 9};
+  ASSERT_TRUE(a.Wait(a.Push(ka, SArray<float>(4, 1.0f))).ok());
+  ASSERT_TRUE(b.Wait(b.Push(kb, SArray<float>(5, 2.0f))).ok());
+  // Both customers have requests with the same timestamps in flight.
+  for (int round = 0; round < 20; ++round) {
+    SArray<float> oa, ob;
+    int ta = a.Pull(ka, &oa);
+    int tb = b.Pull(kb, &ob);
+    ASSERT_TRUE(a.Wait(ta, absl::Seconds(10)).ok());
+    ASSERT_TRUE(b.Wait(tb, absl::Seconds(10)).ok());
+    EXPECT_EQ(oa.ToVector(), std::vector<float>(4, 1.0f));
+    EXPECT_EQ(ob.ToVector(), std::vector<float>(5, 2.0f));
+  }
+  EXPECT_TRUE(c.cluster.Finish().ok());
+}
+
+TEST(KVWorkerTest, AppsOfOneNodeRouteIndependently) {
+  LocalCluster cluster(Nodes(2, 1));
+  ASSERT_TRUE(cluster.Start().ok());
+  // App 0 sums floats; app 1 assigns int64s.
+  std::vector<std::unique_ptr<KVStoreHandler<float>>> sums;
+  std::vector<std::unique_ptr<KVStoreHandler<int64_t>>> assigns;
+  std::vector<std::unique_ptr<KVServer<float>>> app0;
+  std::vector<std::unique_ptr<KVServer<int64_t>>> app1;
+  for (int i = 0; i < 2; ++i) {
+    sums.push_back(std::make_unique<KVStoreHandler<float>>());
+    app0.push_back(std::make_unique<KVServer<float>>(0, cluster.server(i)));
+    app0.back()->set_request_handler(std::ref(*sums.back()));
+    ASSERT_TRUE(app0.back()->Start().ok());
+    assigns.push_back(std::make_unique<KVStoreHandler<int64_t>>(
+        KVStoreHandler<int64_t>::Mode::kAssign));
+    app1.push_back(std::make_unique<KVServer<int64_t>>(1, cluster.server(i)));
+    app1.back()->set_request_handler(std::ref(*assigns.back()));
+    ASSERT_TRUE(app1.back()->Start().ok());
+  }
+  KVWorker<float> w0(0, 0, cluster.worker(0));
+  KVWorker<int64_t> w1(1, 0, cluster.worker(0));
+  ASSERT_TRUE(w0.Start().ok());
+  ASSERT_TRUE(w1.Start().ok());
+  SArray<Key> keys = {7, 8, 9, 10};
+  for (int i = 1; i <= 3; ++i) {
+    int t0 = w0.Push(keys, SArray<float>(4, 1.5f));
+    int t1 = w1.Push(keys, SArray<int64_t>(4, i));
+    ASSERT_TRUE(w0.Wait(t0, absl::Seconds(10)).ok());
+    ASSERT_TRUE(w1.Wait(t1, absl::Seconds(10)).ok());
+  }
+  SArray<float> o0;
+  SArray<int64_t> o1;
+  ASSERT_TRUE(w0.Wait(w0.Pull(keys, &o0), absl::Seconds(10)).ok());
+  ASSERT_TRUE(w1.Wait(w1.Pull(keys, &o1), absl::Seconds(10)).ok());
+  EXPECT_EQ(o0.ToVector(), std::vector<float>(4, 4.5f));
+  EXPECT_EQ(o1.ToVector(), std::vector<int64_t>(4, 3));
+  EXPECT_TRUE(cluster.Finish().ok());
 }
 
 }  // namespace

@@ -17,8 +17,10 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
+#include "proto/job.pb.h"
 #include "tools/launch/executable_path.h"
 #include "tools/launch/launcher.h"
+#include "van/config_file.h"
 
 DEFINE_int32(num_servers, 1, "Number of petrel-server processes (>= 1).");
 DEFINE_int32(num_workers, 1,
@@ -38,6 +40,21 @@ DEFINE_int32(listen_timeout_s, 30,
 DEFINE_int32(drain_timeout_s, 60,
              "Seconds the scheduler and servers have to exit by themselves "
              "after every worker exited 0; then they get SIGTERM.");
+DEFINE_string(config, "",
+              "A job config file (protobuf text format, proto/job.proto). The "
+              "cluster size comes from it unless --num_servers/--num_workers "
+              "are given, every server gets --config, and without a COMMAND "
+              "the workers run `petrel-worker --job=train --config=FILE`. "
+              "Default empty.");
+DEFINE_string(train, "",
+              "With --config and no COMMAND: training files (comma-separated) "
+              "passed to the workers, overriding the config's data.train.");
+DEFINE_string(
+    test, "",
+    "With --config and no COMMAND: test files, overriding data.test.");
+DEFINE_int32(epochs, 0,
+             "With --config and no COMMAND: epochs, overriding train.epochs; "
+             "0 keeps the config's.");
 DEFINE_int32(grace_period_s, 5,
              "Seconds between SIGTERM and SIGKILL when stopping processes.");
 
@@ -47,6 +64,7 @@ constexpr char kUsage[] =
     "runs a Petrel job on this machine.\n"
     "Usage: petrel-launch --num_servers=S --num_workers=W [--bin_dir=DIR]\n"
     "           [--host=127.0.0.1] [--timeout_s=0] -- COMMAND [ARGS...]\n"
+    "       petrel-launch --config=JOB.textproto [--train=F] [--test=F]\n"
     "Starts DIR/petrel-scheduler, then S x DIR/petrel-server and W workers\n"
     "running COMMAND with DMLC_ROLE, DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT,\n"
     "DMLC_NUM_SERVER, DMLC_NUM_WORKER, DMLC_NODE_HOST, PETREL_RANK and\n"
@@ -114,6 +132,36 @@ petrel::Launcher::Options OptionsFromFlags(std::vector<std::string> command) {
   return options;
 }
 
+bool IsSet(const char* name) {
+  gflags::CommandLineFlagInfo info;
+  return gflags::GetCommandLineFlagInfo(name, &info) && !info.is_default;
+}
+
+// Applies --config: cluster size, server arguments and the default worker
+// command. InvalidArgument names the file and line of a bad config.
+absl::Status ApplyJobConfig(petrel::Launcher::Options& options) {
+  if (FLAGS_config.empty()) return absl::OkStatus();
+  petrel::pb::JobConfig job;
+  absl::Status s = petrel::ParseTextProtoFile(FLAGS_config, &job);
+  if (!s.ok()) return s;
+  if (!IsSet("num_servers") && job.num_servers() > 0) {
+    options.num_servers = job.num_servers();
+  }
+  if (!IsSet("num_workers") && job.num_workers() > 0) {
+    options.num_workers = job.num_workers();
+  }
+  options.server_args.push_back("--config=" + FLAGS_config);
+  if (!options.command.empty()) return absl::OkStatus();
+  options.command = {options.bin_dir + "/petrel-worker", "--job=train",
+                     "--config=" + FLAGS_config};
+  if (!FLAGS_train.empty()) options.command.push_back("--train=" + FLAGS_train);
+  if (!FLAGS_test.empty()) options.command.push_back("--test=" + FLAGS_test);
+  if (FLAGS_epochs > 0) {
+    options.command.push_back(absl::StrCat("--epochs=", FLAGS_epochs));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -156,6 +204,9 @@ int main(int argc, char** argv) {
         "and --listen_timeout_s >= 1");
   }
   petrel::Launcher::Options options = OptionsFromFlags(std::move(command));
+  if (absl::Status s = ApplyJobConfig(options); !s.ok()) {
+    return UsageError(std::string(s.message()));
+  }
   if (absl::Status s = petrel::Launcher::Validate(options); !s.ok()) {
     return UsageError(std::string(s.message()));
   }

@@ -199,12 +199,17 @@ absl::Status Launcher::StartServersAndWorkers(int port,
                                               const std::string& command_path) {
   const std::string scheduler = absl::StrCat(options_.host, ":", port);
   for (int i = 0; i < options_.num_servers; ++i) {
-    absl::Status s = StartChild(
-        absl::StrCat("server ", i), false,
-        {options_.bin_dir + "/petrel-server", "--scheduler=" + scheduler,
-         "--port=0", "--advertise_host=" + options_.host,
-         absl::StrCat("--rank=", i)},
-        {});
+    std::vector<std::string> argv = {
+        options_.bin_dir + "/petrel-server",
+        "--scheduler=" + scheduler,
+        "--port=0",
+        "--advertise_host=" + options_.host,
+        absl::StrCat("--rank=", i),
+        absl::StrCat("--num_servers=", options_.num_servers),
+        absl::StrCat("--num_workers=", options_.num_workers)};
+    argv.insert(argv.end(), options_.server_args.begin(),
+                options_.server_args.end());
+    absl::Status s = StartChild(absl::StrCat("server ", i), false, argv, {});
     if (!s.ok()) return s;
   }
   std::vector<std::string> argv = options_.command;

@@ -46,6 +46,8 @@ class Launcher {
     std::string host = "127.0.0.1";
     // The worker command and its arguments. Required, non-empty.
     std::vector<std::string> command;
+    // Extra arguments for every petrel-server (e.g. --config=FILE).
+    std::vector<std::string> server_args;
     // Colon-separated directories to look command[0] up in before bin_dir
     // (main passes $PATH). Default empty: bin_dir only.
     std::string search_path;

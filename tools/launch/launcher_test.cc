@@ -169,7 +169,7 @@ TEST_F(LauncherTest, RunsJobAndPrefixesOutput) {
                     "[server ", i,
                     "] server args: --scheduler=127.0.0.1:12345 --port=0 "
                     "--advertise_host=127.0.0.1 --rank=",
-                    i, "\n")));
+                    i, " --num_servers=2 --num_workers=2\n")));
     EXPECT_THAT(result.output,
                 HasSubstr(absl::StrCat("[server ", i, "] server stopping\n")));
   }

@@ -1,0 +1,389 @@
+#include "scheduler/scheduler.h"
+
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+#include "van/loopback_van.h"
+
+namespace petrel {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Waits (polling) for `cond` up to `timeout`.
+bool WaitUntil(const std::function<bool()>& cond,
+               absl::Duration timeout = absl::Seconds(10)) {
+  absl::Time deadline = absl::Now() + timeout;
+  while (!cond()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
+}
+
+// A scheduler and nodes over LoopbackVan whose joins the test starts one by
+// one, so that the join order is known.
+class Harness {
+ public:
+  struct Node {
+    std::unique_ptr<MetricsRegistry> metrics;
+    std::unique_ptr<Postoffice> po;
+    std::thread starter;
+    absl::Status start_status;
+  };
+
+  Harness(int servers, int workers, SchedulerOptions options = {})
+      : servers_(servers), workers_(workers) {
+    PostofficeOptions po;
+    po.role = pb::ROLE_SCHEDULER;
+    po.advertise_host = "127.0.0.1";
+    po.num_servers = servers;
+    po.num_workers = workers;
+    scheduler_po_ = std::make_unique<Postoffice>(
+        po, std::make_unique<LoopbackVan>(&network_, VanFlags(), &metrics_),
+        &metrics_);
+    scheduler_ = std::make_unique<Scheduler>(scheduler_po_.get(), options);
+    EXPECT_TRUE(scheduler_po_->Start().ok());
+    run_thread_ = std::thread([this] {
+      run_status_ = scheduler_->Run();
+      run_done_.Notify();
+    });
+  }
+
+  ~Harness() {
+    scheduler_->Interrupt("test ended");
+    run_thread_.join();
+    for (auto& n : nodes_) {
+      if (n->starter.joinable()) n->starter.join();
+    }
+    for (auto& n : nodes_) n->po->Stop();
+    scheduler_po_->Stop();
+  }
+
+  Node* AddNode(pb::Role role, int requested_rank = -1,
+                const std::string& token = "") {
+    auto node = std::make_unique<Node>();
+    node->metrics = std::make_unique<MetricsRegistry>();
+    PostofficeOptions po;
+    po.role = role;
+    po.scheduler_host = "127.0.0.1";
+    po.scheduler_port = scheduler_po_->port();
+    po.advertise_host = "127.0.0.1";
+    po.num_servers = servers_;
+    po.num_workers = workers_;
+    po.requested_rank = requested_rank;
+    po.auth_token = token;
+    po.join_timeout = absl::Seconds(10);
+    po.heartbeat_interval = absl::Milliseconds(20);
+    node->po = std::make_unique<Postoffice>(
+        po,
+        std::make_unique<LoopbackVan>(&network_, VanFlags(),
+                                      node->metrics.get()),
+        node->metrics.get());
+    nodes_.push_back(std::move(node));
+    return nodes_.back().get();
+  }
+
+  // Starts `node` in the background and returns once the scheduler has
+  // received its join request, so later joins come after it.
+  void StartAsync(Node* node) {
+    int64_t before = Received();
+    node->starter =
+        std::thread([node] { node->start_status = node->po->Start(); });
+    EXPECT_TRUE(WaitUntil([&] { return Received() > before; }));
+  }
+  // Joins the background start of `node`.
+  absl::Status StartResult(Node* node) {
+    node->starter.join();
+    return node->start_status;
+  }
+  // Starts nodes of `role` in this order of requested ranks.
+  std::vector<Node*> Join(pb::Role role, const std::vector<int>& ranks) {
+    std::vector<Node*> out;
+    for (int r : ranks) {
+      out.push_back(AddNode(role, r));
+      StartAsync(out.back());
+    }
+    return out;
+  }
+
+  absl::Status WaitRun(absl::Duration timeout = absl::Seconds(10)) {
+    if (!run_done_.WaitForNotificationWithTimeout(timeout)) {
+      return absl::DeadlineExceededError("Scheduler::Run did not return");
+    }
+    return run_status_;
+  }
+
+  Scheduler* scheduler() { return scheduler_.get(); }
+  Postoffice* scheduler_po() { return scheduler_po_.get(); }
+
+ private:
+  static VanOptions VanFlags() {
+    VanOptions v;
+    v.bind_host = "127.0.0.1";
+    v.tick_interval = absl::Milliseconds(10);
+    return v;
+  }
+  int64_t Received() {
+    return static_cast<int64_t>(
+        metrics_.Value("petrel_van_messages_received_total").value_or(0));
+  }
+
+  const int servers_;
+  const int workers_;
+  LoopbackNetwork network_;
+  MetricsRegistry metrics_;
+  std::unique_ptr<Postoffice> scheduler_po_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::thread run_thread_;
+  absl::Notification run_done_;
+  absl::Status run_status_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+};
+
+TEST(SchedulerTest, HonoursRequestedRanksWhateverTheJoinOrder) {
+  Harness h(3, 2);
+  auto servers = h.Join(pb::ROLE_SERVER, {2, 0, 1});
+  auto workers = h.Join(pb::ROLE_WORKER, {1, 0});
+  for (auto* n : servers) ASSERT_TRUE(h.StartResult(n).ok());
+  for (auto* n : workers) ASSERT_TRUE(h.StartResult(n).ok());
+  EXPECT_EQ(servers[0]->po->my_rank(), 2);
+  EXPECT_EQ(servers[0]->po->my_id(), ServerRankToId(2));
+  EXPECT_EQ(servers[1]->po->my_rank(), 0);
+  EXPECT_EQ(servers[2]->po->my_rank(), 1);
+  EXPECT_EQ(workers[0]->po->my_rank(), 1);
+  EXPECT_EQ(workers[0]->po->my_id(), WorkerRankToId(1));
+  EXPECT_EQ(workers[1]->po->my_rank(), 0);
+  // Every node got the same table: 1 scheduler + 5 nodes.
+  EXPECT_EQ(servers[1]->po->nodes().size(), 6u);
+  EXPECT_EQ(h.scheduler()->nodes().size(), 6u);
+}
+
+TEST(SchedulerTest, JoinOrderDecidesRanksNotRequested) {
+  Harness h(3, 1);
+  // The last server asks for rank 0; the others take 1 and 2 in join order.
+  auto servers = h.Join(pb::ROLE_SERVER, {-1, -1, 0});
+  auto workers = h.Join(pb::ROLE_WORKER, {-1});
+  for (auto* n : servers) ASSERT_TRUE(h.StartResult(n).ok());
+  ASSERT_TRUE(h.StartResult(workers[0]).ok());
+  EXPECT_EQ(servers[0]->po->my_rank(), 1);
+  EXPECT_EQ(servers[1]->po->my_rank(), 2);
+  EXPECT_EQ(servers[2]->po->my_rank(), 0);
+  EXPECT_EQ(workers[0]->po->my_id(), WorkerRankToId(0));
+}
+
+TEST(SchedulerTest, JoinOrderAloneGivesAscendingRanks) {
+  Harness h(3, 1);
+  auto servers = h.Join(pb::ROLE_SERVER, {-1, -1, -1});
+  auto workers = h.Join(pb::ROLE_WORKER, {-1});
+  for (auto* n : servers) ASSERT_TRUE(h.StartResult(n).ok());
+  ASSERT_TRUE(h.StartResult(workers[0]).ok());
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(servers[i]->po->my_rank(), i);
+}
+
+TEST(SchedulerTest, RejectsServerBeyondTheExpectedCount) {
+  Harness h(2, 1);
+  auto servers = h.Join(pb::ROLE_SERVER, {-1, -1});
+  Harness::Node* extra = h.AddNode(pb::ROLE_SERVER);
+  absl::Status s = extra->po->Start();
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(s.message(), HasSubstr("expects 2 servers"));
+  // The job still forms with the expected nodes.
+  auto workers = h.Join(pb::ROLE_WORKER, {-1});
+  for (auto* n : servers) EXPECT_TRUE(h.StartResult(n).ok());
+  EXPECT_TRUE(h.StartResult(workers[0]).ok());
+  // Once formed, nobody else may join.
+  Harness::Node* late = h.AddNode(pb::ROLE_WORKER);
+  s = late->po->Start();
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(s.message(), HasSubstr("already complete"));
+}
+
+TEST(SchedulerTest, RejectsDuplicateRequestedRank) {
+  Harness h(2, 1);
+  h.Join(pb::ROLE_SERVER, {1});
+  Harness::Node* dup = h.AddNode(pb::ROLE_SERVER, 1);
+  absl::Status s = dup->po->Start();
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(s.message(), HasSubstr("rank 1 is already taken"));
+  Harness::Node* too_high = h.AddNode(pb::ROLE_SERVER, 2);
+  s = too_high->po->Start();
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(s.message(), HasSubstr("rank 2 requested"));
+}
+
+TEST(SchedulerTest, RejectsWrongAuthToken) {
+  SchedulerOptions options;
+  options.auth_token = "secret";
+  Harness h(1, 1, options);
+  Harness::Node* intruder = h.AddNode(pb::ROLE_SERVER, -1, "guess");
+  absl::Status s = intruder->po->Start();
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(s.message(), HasSubstr("auth token"));
+  Harness::Node* none = h.AddNode(pb::ROLE_WORKER, -1, "");
+  EXPECT_EQ(none->po->Start().code(), absl::StatusCode::kPermissionDenied);
+  // The right token joins.
+  Harness::Node* server = h.AddNode(pb::ROLE_SERVER, -1, "secret");
+  h.StartAsync(server);
+  Harness::Node* worker = h.AddNode(pb::ROLE_WORKER, -1, "secret");
+  EXPECT_TRUE(worker->po->Start().ok());
+  EXPECT_TRUE(h.StartResult(server).ok());
+}
+
+// A formed cluster of `servers` and `workers`.
+struct Formed {
+  Formed(int s, int w, SchedulerOptions options = {}) : h(s, w, options) {
+    servers = h.Join(pb::ROLE_SERVER, std::vector<int>(s, -1));
+    workers = h.Join(pb::ROLE_WORKER, std::vector<int>(w, -1));
+    for (auto* n : servers) EXPECT_TRUE(h.StartResult(n).ok());
+    for (auto* n : workers) EXPECT_TRUE(h.StartResult(n).ok());
+  }
+  Harness h;
+  std::vector<Harness::Node*> servers;
+  std::vector<Harness::Node*> workers;
+};
+
+// Runs Barrier(group) on every postoffice in parallel.
+std::vector<absl::Status> BarrierAll(
+    const std::vector<Postoffice*>& pos, int group,
+    absl::Duration timeout = absl::Seconds(10)) {
+  std::vector<absl::Status> results(pos.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < pos.size(); ++i) {
+    threads.emplace_back(
+        [&, i] { results[i] = pos[i]->Barrier(group, timeout); });
+  }
+  for (auto& t : threads) t.join();
+  return results;
+}
+
+TEST(SchedulerTest, WorkerGroupBarrierReleasesAllWorkers) {
+  Formed f(1, 3);
+  std::vector<Postoffice*> pos;
+  for (auto* n : f.workers) pos.push_back(n->po.get());
+  for (int round = 0; round < 3; ++round) {
+    for (const absl::Status& s : BarrierAll(pos, kWorkerGroup)) {
+      EXPECT_TRUE(s.ok()) << s;
+    }
+  }
+}
+
+TEST(SchedulerTest, AllGroupBarrierIncludesTheScheduler) {
+  Formed f(2, 2);
+  std::vector<Postoffice*> pos = {f.h.scheduler_po()};
+  for (auto* n : f.servers) pos.push_back(n->po.get());
+  for (auto* n : f.workers) pos.push_back(n->po.get());
+  for (const absl::Status& s : BarrierAll(pos, kAllGroup)) {
+    EXPECT_TRUE(s.ok()) << s;
+  }
+}
+
+TEST(SchedulerTest, BarrierWithMissingMemberTimesOut) {
+  Formed f(1, 2);
+  absl::Status s =
+      f.workers[0]->po->Barrier(kWorkerGroup, absl::Milliseconds(200));
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(s.message(), HasSubstr("group 4"));
+  // Without the scheduler, the all-group barrier cannot pass either.
+  std::vector<Postoffice*> pos;
+  for (auto* n : f.servers) pos.push_back(n->po.get());
+  for (auto* n : f.workers) pos.push_back(n->po.get());
+  for (const absl::Status& st :
+       BarrierAll(pos, kAllGroup, absl::Milliseconds(200))) {
+    EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded);
+  }
+}
+
+TEST(SchedulerTest, ClusterNotFormingInTimeNamesWhatIsMissing) {
+  SchedulerOptions options;
+  options.join_timeout = absl::Milliseconds(300);
+  Harness h(2, 1, options);
+  auto servers = h.Join(pb::ROLE_SERVER, {-1});
+  absl::Status s = h.WaitRun();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(s.message(), HasSubstr("missing 1 of 2 servers and 1 of 1 "
+                                     "workers"));
+  EXPECT_THAT(s.message(),
+              HasSubstr(absl::StrCat("joined: server from 127.0.0.1:",
+                                     servers[0]->po->port())));
+  // The node that joined is told to stop instead of waiting forever.
+  EXPECT_EQ(h.StartResult(servers[0]).code(), absl::StatusCode::kAborted);
+}
+
+TEST(SchedulerTest, DetectsNodeThatStopsHeartbeating) {
+  SchedulerOptions options;
+  options.heartbeat_timeout = absl::Milliseconds(500);
+  Formed f(2, 1, options);
+  absl::Time stopped = absl::Now();
+  f.servers[1]->po->Stop();
+  absl::Status s = f.h.WaitRun();
+  absl::Duration took = absl::Now() - stopped;
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(s.message(), HasSubstr("node 10 (server 1"));
+  EXPECT_GE(took, absl::Milliseconds(250));  // not at once
+  EXPECT_LT(took, absl::Seconds(5));
+  std::vector<DeadNode> dead = f.h.scheduler()->dead_nodes();
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].node.id(), 10);
+  EXPECT_GE(dead[0].silent_for, absl::Milliseconds(500));
+  // The others learn that the job failed.
+  EXPECT_EQ(f.workers[0]->po->WaitForTerminate(absl::Seconds(10)).code(),
+            absl::StatusCode::kAborted);
+  EXPECT_EQ(f.servers[0]->po->WaitForTerminate(absl::Seconds(10)).code(),
+            absl::StatusCode::kAborted);
+}
+
+TEST(SchedulerTest, DeadNodeListedWithoutFailingWhenConfigured) {
+  SchedulerOptions options;
+  options.heartbeat_timeout = absl::Milliseconds(500);
+  options.fail_on_dead_node = false;
+  Formed f(2, 1, options);
+  f.servers[0]->po->Stop();
+  ASSERT_TRUE(
+      WaitUntil([&] { return !f.h.scheduler()->dead_nodes().empty(); }));
+  std::vector<DeadNode> dead = f.h.scheduler()->dead_nodes();
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].node.id(), 8);
+  EXPECT_TRUE(f.workers[0]->po->Finish(absl::Seconds(10)).ok());
+  EXPECT_TRUE(f.h.WaitRun().ok());
+  EXPECT_EQ(f.h.scheduler()->dead_nodes().size(), 1u);
+}
+
+TEST(SchedulerTest, FinishTerminatesEveryNodeCleanly) {
+  Formed f(2, 2);
+  std::vector<absl::Status> results(f.workers.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < f.workers.size(); ++i) {
+    threads.emplace_back(
+        [&, i] { results[i] = f.workers[i]->po->Finish(absl::Seconds(10)); });
+  }
+  for (auto& t : threads) t.join();
+  for (const absl::Status& s : results) EXPECT_TRUE(s.ok()) << s;
+  for (auto* n : f.servers) {
+    EXPECT_TRUE(n->po->WaitForTerminate(absl::Seconds(10)).ok());
+  }
+  EXPECT_TRUE(f.h.WaitRun().ok());
+  EXPECT_TRUE(f.h.scheduler()->dead_nodes().empty());
+}
+
+TEST(SchedulerTest, RunWaitsForEveryWorker) {
+  Formed f(1, 2);
+  // One worker done: the job goes on.
+  std::thread first(
+      [&] { EXPECT_TRUE(f.workers[0]->po->Finish(absl::Seconds(10)).ok()); });
+  EXPECT_EQ(f.h.WaitRun(absl::Milliseconds(100)).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(f.workers[1]->po->Finish(absl::Seconds(10)).ok());
+  first.join();
+  EXPECT_TRUE(f.h.WaitRun().ok());
+}
+
+}  // namespace
+}  // namespace petrel

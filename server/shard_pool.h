@@ -1,0 +1,63 @@
+// ShardPool: a small fixed pool of threads that runs the shards of one
+// request in parallel (a ParallelRunner for Table). The calling thread takes
+// part, so a pool of N threads starts N - 1 of its own.
+//
+//   ShardPool pool(4);
+//   PETREL_RETURN_IF_ERROR(pool.Start());
+//   pool.Run(16, [&](int shard) { ... });  // returns when all 16 are done
+//   pool.Stop();
+//
+// Thread safety: Run may be called from one thread at a time (a second
+// caller waits for the first to finish). Start and Stop from the owner;
+// Stop is idempotent and the destructor calls it. Run before Start or after
+// Stop runs everything on the calling thread.
+#ifndef PETREL_SERVER_SHARD_POOL_H_
+#define PETREL_SERVER_SHARD_POOL_H_
+
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+
+namespace petrel {
+
+class ShardPool {
+ public:
+  // `num_threads` >= 1 counts the calling thread.
+  explicit ShardPool(int num_threads);
+  ~ShardPool();
+  ShardPool(const ShardPool&) = delete;
+  ShardPool& operator=(const ShardPool&) = delete;
+
+  absl::Status Start();
+  void Stop();
+
+  // Runs fn(0..n-1) across the pool; returns when every call returned.
+  void Run(int n, const std::function<void(int)>& fn);
+
+  int num_threads() const { return num_threads_; }
+
+ private:
+  void Loop();
+  // Claims and runs tasks of the current job until none are left.
+  void Work() ABSL_LOCKS_EXCLUDED(mu_);
+
+  const int num_threads_;
+  absl::Mutex run_mu_;  // serializes Run callers
+  absl::Mutex mu_;
+  // The current job; state below is guarded by mu_.
+  const std::function<void(int)>* fn_ ABSL_GUARDED_BY(mu_) = nullptr;
+  int num_tasks_ ABSL_GUARDED_BY(mu_) = 0;
+  int next_task_ ABSL_GUARDED_BY(mu_) = 0;
+  int done_tasks_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_;  // owner thread only
+};
+
+}  // namespace petrel
+
+#endif  // PETREL_SERVER_SHARD_POOL_H_

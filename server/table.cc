@@ -1,0 +1,258 @@
+#include "server/table.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+#include "van/key_range_map.h"
+
+namespace petrel {
+namespace {
+
+absl::Status OutOfRange(absl::string_view option, double value,
+                        absl::string_view range) {
+  return absl::InvalidArgumentError(absl::StrCat("table option ", option, " = ",
+                                                 value, " is not in ", range));
+}
+
+absl::Status Validate(const TableOptions& o) {
+  if (o.dim < 1 || o.dim > 65536) return OutOfRange("dim", o.dim, "1..65536");
+  if (o.dense && (o.num_keys < 1 || o.num_keys > (uint64_t{1} << 32))) {
+    return OutOfRange("num_keys", static_cast<double>(o.num_keys),
+                      "1..2^32 for a dense table");
+  }
+  if (o.num_shards < 1 || o.num_shards > 1024) {
+    return OutOfRange("num_shards", o.num_shards, "1..1024");
+  }
+  if (o.rows_per_slab < 1 || o.rows_per_slab > (1 << 20)) {
+    return OutOfRange("rows_per_slab", o.rows_per_slab, "1..2^20");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Table>> Table::Create(
+    const TableOptions& options, MetricsRegistry* metrics) {
+  absl::Status s = Validate(options);
+  if (!s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<Optimizer>> optimizer =
+      Optimizer::Create(options.optimizer);
+  if (!optimizer.ok()) return optimizer.status();
+  absl::StatusOr<Initializer> initializer =
+      Initializer::Create(options.initializer, options.id);
+  if (!initializer.ok()) return initializer.status();
+  std::unique_ptr<Table> table(
+      new Table(options, *std::move(optimizer), *std::move(initializer)));
+  if (options.dense) table->InitDense();
+  table->InitMetrics(metrics);
+  return table;
+}
+
+Table::Table(const TableOptions& options, std::unique_ptr<Optimizer> optimizer,
+             Initializer initializer)
+    : options_(options),
+      optimizer_(std::move(optimizer)),
+      initializer_(std::move(initializer)),
+      stride_(options.dim + optimizer_->StateFloats(options.dim)),
+      shards_(options.dense ? 1 : options.num_shards) {}
+
+Table::~Table() = default;
+
+void Table::InitDense() {
+  Shard& shard = shards_[0];
+  const uint64_t n = options_.num_keys;
+  const uint64_t per_slab = options_.rows_per_slab;
+  for (uint64_t first = 0; first < n; first += per_slab) {
+    const uint64_t rows = std::min(per_slab, n - first);
+    shard.slabs.emplace_back(new float[rows * stride_]);
+    for (uint64_t r = 0; r < rows; ++r) {
+      float* row = shard.slabs.back().get() + r * stride_;
+      initializer_.Fill(first + r, row, options_.dim);
+      optimizer_->InitState(row, row + options_.dim, options_.dim);
+    }
+  }
+}
+
+void Table::InitMetrics(MetricsRegistry* metrics) {
+  if (metrics == nullptr) return;
+  const MetricLabels labels = {{"table", absl::StrCat(options_.id)}};
+  metrics_.keys = metrics->GetGauge("petrel_table_keys",
+                                    "Rows stored in the table.", labels);
+  metrics_.memory_bytes = metrics->GetGauge(
+      "petrel_table_memory_bytes",
+      "Bytes held by the table's row slabs and hash indexes.", labels);
+  metrics_.pushes = metrics->GetCounter("petrel_table_pushes_total",
+                                        "Push requests applied.", labels);
+  metrics_.pulls = metrics->GetCounter("petrel_table_pulls_total",
+                                       "Pull requests answered.", labels);
+  metrics_.pushed_keys = metrics->GetCounter("petrel_table_pushed_keys_total",
+                                             "Keys in applied pushes.", labels);
+  metrics_.pulled_keys = metrics->GetCounter("petrel_table_pulled_keys_total",
+                                             "Keys in answered pulls.", labels);
+  metrics_.pushed_bytes = metrics->GetCounter(
+      "petrel_table_pushed_bytes_total", "Gradient bytes applied.", labels);
+  metrics_.pulled_bytes = metrics->GetCounter("petrel_table_pulled_bytes_total",
+                                              "Weight bytes returned.", labels);
+  UpdateGauges();
+}
+
+void Table::UpdateGauges() {
+  if (metrics_.keys == nullptr) return;
+  metrics_.keys->Set(static_cast<double>(num_rows()));
+  metrics_.memory_bytes->Set(static_cast<double>(MemoryBytes()));
+}
+
+size_t Table::num_rows() const {
+  if (options_.dense) return options_.num_keys;
+  size_t n = 0;
+  for (const Shard& shard : shards_) n += shard.num_rows;
+  return n;
+}
+
+size_t Table::MemoryBytes() const {
+  // A flat_hash_map slot holds the pair plus one control byte.
+  constexpr size_t kSlotBytes = sizeof(std::pair<uint64_t, uint32_t>) + 1;
+  size_t bytes = 0;
+  for (const Shard& shard : shards_) {
+    bytes += shard.index.capacity() * kSlotBytes;
+    bytes += shard.slabs.capacity() * sizeof(shard.slabs[0]);
+  }
+  if (options_.dense) {
+    bytes += options_.num_keys * stride_ * sizeof(float);
+  } else {
+    for (const Shard& shard : shards_) {
+      bytes +=
+          shard.slabs.size() * options_.rows_per_slab * stride_ * sizeof(float);
+    }
+  }
+  return bytes;
+}
+
+int Table::ShardOf(uint64_t key) const {
+  return static_cast<int>(HashKey(key) % options_.num_shards);
+}
+
+float* Table::RowOf(const Shard& shard, uint32_t row) const {
+  const uint32_t per_slab = options_.rows_per_slab;
+  return shard.slabs[row / per_slab].get() +
+         static_cast<size_t>(row % per_slab) * stride_;
+}
+
+float* Table::Touch(Shard& shard, uint64_t key) {
+  if (options_.dense) return RowOf(shard, static_cast<uint32_t>(key));
+  auto [it, inserted] = shard.index.try_emplace(key, shard.num_rows);
+  if (!inserted) return RowOf(shard, it->second);
+  const size_t per_slab = options_.rows_per_slab;
+  if (shard.num_rows % per_slab == 0) {
+    shard.slabs.emplace_back(new float[per_slab * stride_]);
+  }
+  float* row = RowOf(shard, shard.num_rows++);
+  initializer_.Fill(key, row, options_.dim);
+  optimizer_->InitState(row, row + options_.dim, options_.dim);
+  return row;
+}
+
+const float* Table::Find(uint64_t key) const {
+  const Shard& shard = shards_[options_.dense ? 0 : ShardOf(key)];
+  if (options_.dense) {
+    return key < options_.num_keys ? RowOf(shard, static_cast<uint32_t>(key))
+                                   : nullptr;
+  }
+  auto it = shard.index.find(key);
+  return it == shard.index.end() ? nullptr : RowOf(shard, it->second);
+}
+
+absl::Status Table::CheckKeys(absl::Span<const uint64_t> keys) const {
+  if (!options_.dense) return absl::OkStatus();
+  for (uint64_t key : keys) {
+    if (key >= options_.num_keys) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("key ", key, " is out of range for dense table ",
+                       options_.id, " (", options_.num_keys, " keys)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+template <typename Fn>
+void Table::ForEachKey(absl::Span<const uint64_t> keys,
+                       const ParallelRunner& runner, const Fn& fn) {
+  const int num_shards = options_.num_shards;
+  if (!runner || num_shards == 1 || keys.size() < options_.parallel_min_keys) {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      fn(shards_[options_.dense ? 0 : ShardOf(keys[i])], i);
+    }
+    return;
+  }
+  // A stable counting sort of key indexes by shard keeps each shard's keys
+  // in request order (duplicates update in order).
+  std::vector<uint32_t>& begin = shard_begin_;
+  begin.assign(num_shards + 1, 0);
+  std::vector<uint32_t> shard_of(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    shard_of[i] = static_cast<uint32_t>(ShardOf(keys[i]));
+    ++begin[shard_of[i] + 1];
+  }
+  for (int s = 0; s < num_shards; ++s) begin[s + 1] += begin[s];
+  order_.resize(keys.size());
+  std::vector<uint32_t> next(begin.begin(), begin.end() - 1);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    order_[next[shard_of[i]]++] = static_cast<uint32_t>(i);
+  }
+  runner(num_shards, [&](int s) {
+    Shard& shard = shards_[options_.dense ? 0 : s];
+    for (uint32_t j = begin[s]; j < begin[s + 1]; ++j) fn(shard, order_[j]);
+  });
+}
+
+absl::Status Table::Pull(absl::Span<const uint64_t> keys, absl::Span<float> out,
+                         const ParallelRunner& runner) {
+  const size_t dim = options_.dim;
+  if (out.size() != keys.size() * dim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pull of ", keys.size(), " keys from table ", options_.id, " needs ",
+        keys.size() * dim, " output values, not ", out.size()));
+  }
+  absl::Status s = CheckKeys(keys);
+  if (!s.ok()) return s;
+  float* dst = out.data();
+  ForEachKey(keys, runner, [&](Shard& shard, size_t i) {
+    std::memcpy(dst + i * dim, Touch(shard, keys[i]), dim * sizeof(float));
+  });
+  if (metrics_.pulls != nullptr) {
+    metrics_.pulls->Increment();
+    metrics_.pulled_keys->Increment(keys.size());
+    metrics_.pulled_bytes->Increment(out.size() * sizeof(float));
+    UpdateGauges();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Table::Push(absl::Span<const uint64_t> keys,
+                         absl::Span<const float> grads,
+                         const ParallelRunner& runner) {
+  const size_t dim = options_.dim;
+  if (grads.size() != keys.size() * dim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "push of ", keys.size(), " keys to table ", options_.id, " (dim ", dim,
+        ") has ", grads.size(), " values, not ", keys.size() * dim));
+  }
+  absl::Status s = CheckKeys(keys);
+  if (!s.ok()) return s;
+  const float* src = grads.data();
+  const Optimizer& opt = *optimizer_;
+  ForEachKey(keys, runner, [&](Shard& shard, size_t i) {
+    float* row = Touch(shard, keys[i]);
+    opt.Update(row, row + dim, src + i * dim, static_cast<int>(dim));
+  });
+  if (metrics_.pushes != nullptr) {
+    metrics_.pushes->Increment();
+    metrics_.pushed_keys->Increment(keys.size());
+    metrics_.pushed_bytes->Increment(grads.size() * sizeof(float));
+    UpdateGauges();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace petrel

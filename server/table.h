@@ -1,0 +1,147 @@
+// Table: one parameter table of a training job, `key -> row`, where a row is
+// `dim` float weights followed by the optimizer's state for them. Rows live
+// in slabs (arrays of `rows_per_slab` rows), so storing a key costs no heap
+// allocation of its own: memory per row is (dim + state) floats, plus the
+// hash index entry of sparse tables.
+//
+// A table is split into `num_shards` internal shards by HashKey(key) %
+// num_shards. A sparse shard has its own hash index (key -> row number) and
+// slabs; a dense table holds rows 0..num_keys-1 directly (no index). Pull
+// and Push take a ParallelRunner: with one, and at least
+// `parallel_min_keys` keys, a request's keys are grouped by shard and the
+// shards run in parallel; otherwise the calling thread does the work.
+//
+//   Pull    copies each key's weights into out[i * dim ..]; a sparse table
+//           creates a missing row first (initializer, then optimizer state).
+//   Push    applies the optimizer to each key's row with grads[i * dim ..];
+//           a key given twice is updated twice, in order.
+//
+// Per-table metrics (label table="<id>") when given a MetricsRegistry:
+// petrel_table_keys and petrel_table_memory_bytes (gauges),
+// petrel_table_{pushes,pulls}_total (requests),
+// petrel_table_{pushed,pulled}_keys_total and
+// petrel_table_{pushed,pulled}_bytes_total (keys and value bytes).
+//
+// Thread safety: not thread-safe; one Pull or Push at a time (it may use the
+// runner's threads internally). Const accessors may not run concurrently
+// with Pull or Push either.
+#ifndef PETREL_SERVER_TABLE_H_
+#define PETREL_SERVER_TABLE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+#include "server/initializer.h"
+#include "server/optimizer.h"
+#include "van/metrics.h"
+
+namespace petrel {
+
+// Runs fn(0), ..., fn(n - 1), possibly in parallel, and returns when all
+// have finished.
+using ParallelRunner =
+    std::function<void(int n, const std::function<void(int)>& fn)>;
+
+struct TableOptions {
+  int id = 0;
+  int dim = 1;            // weights per key; 1..65536
+  bool dense = false;     // false: sparse, rows created on first touch
+  uint64_t num_keys = 0;  // dense: keys 0..num_keys-1, 1..2^32
+  InitializerConfig initializer;
+  OptimizerConfig optimizer;
+  int num_shards = 1;               // 1..1024
+  int rows_per_slab = 4096;         // 1..2^20
+  size_t parallel_min_keys = 4096;  // fewer keys run inline
+};
+
+class Table {
+ public:
+  // InvalidArgument naming the option when one is out of range. `metrics`
+  // may be null; when set it must outlive the Table.
+  static absl::StatusOr<std::unique_ptr<Table>> Create(
+      const TableOptions& options, MetricsRegistry* metrics = nullptr);
+  ~Table();
+  Table(const Table&) = delete;
+  Table& operator=(const Table&) = delete;
+
+  // REQUIRES: out.size() == keys.size() * dim(). InvalidArgument for a
+  // dense key out of range (nothing is copied or created then).
+  absl::Status Pull(absl::Span<const uint64_t> keys, absl::Span<float> out,
+                    const ParallelRunner& runner = nullptr);
+  // InvalidArgument when grads.size() != keys.size() * dim() or a dense key
+  // is out of range; nothing is applied then.
+  absl::Status Push(absl::Span<const uint64_t> keys,
+                    absl::Span<const float> grads,
+                    const ParallelRunner& runner = nullptr);
+
+  // The weights of `key`, or null when the row does not exist. Valid until
+  // the next Pull or Push.
+  const float* Find(uint64_t key) const;
+
+  int id() const { return options_.id; }
+  int dim() const { return options_.dim; }
+  bool dense() const { return options_.dense; }
+  // Floats per row: dim plus the optimizer's state.
+  int stride() const { return stride_; }
+  int num_shards() const { return options_.num_shards; }
+  // Rows stored.
+  size_t num_rows() const;
+  // Bytes held by slabs and hash indexes.
+  size_t MemoryBytes() const;
+
+ private:
+  // One shard's rows. Dense tables use only row numbers (row == key) and
+  // share one Shard; sparse tables have one per shard.
+  struct Shard {
+    absl::flat_hash_map<uint64_t, uint32_t> index;  // sparse only
+    std::vector<std::unique_ptr<float[]>> slabs;
+    uint32_t num_rows = 0;  // sparse only
+  };
+  struct Metrics {
+    Gauge* keys = nullptr;
+    Gauge* memory_bytes = nullptr;
+    Counter* pushes = nullptr;
+    Counter* pulls = nullptr;
+    Counter* pushed_keys = nullptr;
+    Counter* pulled_keys = nullptr;
+    Counter* pushed_bytes = nullptr;
+    Counter* pulled_bytes = nullptr;
+  };
+
+  Table(const TableOptions& options, std::unique_ptr<Optimizer> optimizer,
+        Initializer initializer);
+  void InitDense();
+  void InitMetrics(MetricsRegistry* metrics);
+  void UpdateGauges();
+  absl::Status CheckKeys(absl::Span<const uint64_t> keys) const;
+  int ShardOf(uint64_t key) const;
+  float* RowOf(const Shard& shard, uint32_t row) const;
+  // The row of `key` in `shard`, created when missing.
+  float* Touch(Shard& shard, uint64_t key);
+  // Runs fn(shard, key index) for every key, in key order within a shard;
+  // shards in parallel when `runner` is set and the request is large enough.
+  template <typename Fn>
+  void ForEachKey(absl::Span<const uint64_t> keys, const ParallelRunner& runner,
+                  const Fn& fn);
+
+  const TableOptions options_;
+  const std::unique_ptr<Optimizer> optimizer_;
+  const Initializer initializer_;
+  const int stride_;
+  std::vector<Shard> shards_;  // dense: one
+  Metrics metrics_;
+  // Scratch for grouping a request's keys by shard (reused across calls).
+  std::vector<uint32_t> order_;
+  std::vector<uint32_t> shard_begin_;
+};
+
+}  // namespace petrel
+
+#endif  // PETREL_SERVER_TABLE_H_

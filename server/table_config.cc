@@ -1,0 +1,245 @@
+#include "server/table_config.h"
+
+#include <cmath>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+
+namespace petrel {
+namespace {
+
+absl::Status Bad(absl::string_view field, absl::string_view name,
+                 absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ".", name, ": ", why));
+}
+
+// A float field where 0 means "the default": finite and >= 0, and below
+// `upper` when given.
+absl::Status CheckFloat(absl::string_view field, absl::string_view name,
+                        float value, float upper = INFINITY) {
+  if (!std::isfinite(value) || value < 0 || value >= upper) {
+    std::string range =
+        std::isinf(upper) ? ">= 0" : absl::StrCat("in [0, ", upper, ")");
+    return Bad(field, name, absl::StrCat(value, " is not ", range));
+  }
+  return absl::OkStatus();
+}
+
+float OrDefault(float value, float fallback) {
+  return value == 0.0f ? fallback : value;
+}
+
+float DefaultLearningRate(pb::OptimizerProto::Kind kind) {
+  switch (kind) {
+    case pb::OptimizerProto::KIND_SGD:
+      return 0.01f;
+    case pb::OptimizerProto::KIND_ADAGRAD:
+      return 0.05f;
+    case pb::OptimizerProto::KIND_ADAM:
+      return 0.001f;
+    default:
+      return 0.05f;  // FTRL does not use it
+  }
+}
+
+absl::Status CheckOptimizerFloats(const pb::OptimizerProto& p,
+                                  absl::string_view field) {
+  for (absl::Status s : {
+           CheckFloat(field, "learning_rate", p.learning_rate()),
+           CheckFloat(field, "epsilon", p.epsilon()),
+           CheckFloat(field, "initial_accumulator", p.initial_accumulator()),
+           CheckFloat(field, "beta1", p.beta1(), 1.0f),
+           CheckFloat(field, "beta2", p.beta2(), 1.0f),
+           CheckFloat(field, "ftrl_alpha", p.ftrl_alpha()),
+           CheckFloat(field, "ftrl_beta", p.ftrl_beta()),
+           CheckFloat(field, "ftrl_l1", p.ftrl_l1()),
+           CheckFloat(field, "ftrl_l2", p.ftrl_l2()),
+       }) {
+    if (!s.ok()) return s;
+  }
+  if (std::isnan(p.weight_min()) || std::isnan(p.weight_max())) {
+    return Bad(field, "weight_min", "weight bounds must be numbers");
+  }
+  if (p.weight_min() > p.weight_max()) {
+    return Bad(
+        field, "weight_min",
+        absl::StrCat(p.weight_min(), " is above weight_max ", p.weight_max()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTableFitsModel(const pb::ModelConfig& model,
+                                 const absl::flat_hash_map<int, int>& dims) {
+  auto need = [&](int id, int dim) -> absl::Status {
+    auto it = dims.find(id);
+    if (it == dims.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tables: the model needs table ", id, " (dim ", dim,
+                       "), which is not configured"));
+    }
+    if (it->second != dim) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tables: table ", id, " has dim ", it->second,
+                       ", the model needs ", dim));
+    }
+    return absl::OkStatus();
+  };
+  absl::Status s = need(0, 1);
+  if (s.ok() && model.kind() == pb::ModelConfig::KIND_FM) {
+    s = need(1, FmDim(model));
+  }
+  return s;
+}
+
+absl::StatusOr<TableOptions> TableFromProto(const pb::TableProto& t,
+                                            absl::string_view field) {
+  TableOptions options;
+  if (t.id() < 0) return Bad(field, "id", absl::StrCat(t.id(), " is negative"));
+  options.id = t.id();
+  if (t.dim() < 0 || t.dim() > 65536) {
+    return Bad(field, "dim", absl::StrCat(t.dim(), " is not in 0..65536"));
+  }
+  options.dim = t.dim() == 0 ? 1 : t.dim();
+  options.dense = t.dense();
+  options.num_keys = t.num_keys();
+  if (t.dense() && (t.num_keys() < 1 || t.num_keys() > (uint64_t{1} << 32))) {
+    return Bad(field, "num_keys",
+               absl::StrCat(t.num_keys(), " is not in 1..2^32 (dense table)"));
+  }
+  if (!t.dense() && t.num_keys() != 0) {
+    return Bad(field, "num_keys", "set on a sparse table (needs dense: true)");
+  }
+  absl::StatusOr<InitializerConfig> init = InitializerFromProto(
+      t.initializer(), absl::StrCat(field, ".initializer"));
+  if (!init.ok()) return init.status();
+  options.initializer = *init;
+  absl::StatusOr<OptimizerConfig> opt =
+      OptimizerFromProto(t.optimizer(), absl::StrCat(field, ".optimizer"));
+  if (!opt.ok()) return opt.status();
+  options.optimizer = *opt;
+  return options;
+}
+
+}  // namespace
+
+int FmDim(const pb::ModelConfig& model) {
+  return model.fm_dim() == 0 ? 8 : model.fm_dim();
+}
+
+std::vector<pb::TableProto> JobTables(const pb::JobConfig& job) {
+  if (job.tables_size() > 0) return {job.tables().begin(), job.tables().end()};
+  std::vector<pb::TableProto> tables(1);
+  tables[0].set_id(0);
+  tables[0].set_dim(1);
+  if (job.model().kind() == pb::ModelConfig::KIND_FM) {
+    pb::TableProto& factors = tables.emplace_back();
+    factors.set_id(1);
+    factors.set_dim(FmDim(job.model()));
+    factors.mutable_initializer()->set_kind(pb::InitializerConfig::KIND_NORMAL);
+    factors.mutable_initializer()->set_scale(0.01f);
+  }
+  return tables;
+}
+
+absl::StatusOr<OptimizerConfig> OptimizerFromProto(const pb::OptimizerProto& p,
+                                                   absl::string_view field) {
+  OptimizerConfig c;
+  switch (p.kind()) {
+    case pb::OptimizerProto::KIND_FTRL:
+      c.kind = OptimizerKind::kFtrl;
+      break;
+    case pb::OptimizerProto::KIND_SGD:
+      c.kind = OptimizerKind::kSgd;
+      break;
+    case pb::OptimizerProto::KIND_ADAGRAD:
+      c.kind = OptimizerKind::kAdagrad;
+      break;
+    case pb::OptimizerProto::KIND_ADAM:
+      c.kind = OptimizerKind::kAdam;
+      break;
+    default:
+      return Bad(field, "kind", absl::StrCat(p.kind(), " is not a known kind"));
+  }
+  absl::Status s = CheckOptimizerFloats(p, field);
+  if (!s.ok()) return s;
+  c.learning_rate = OrDefault(p.learning_rate(), DefaultLearningRate(p.kind()));
+  c.epsilon = OrDefault(p.epsilon(), 1e-8f);
+  c.initial_accumulator = p.initial_accumulator();
+  c.beta1 = OrDefault(p.beta1(), 0.9f);
+  c.beta2 = OrDefault(p.beta2(), 0.999f);
+  c.ftrl_alpha = OrDefault(p.ftrl_alpha(), 0.05f);
+  c.ftrl_beta = OrDefault(p.ftrl_beta(), 1.0f);
+  c.ftrl_l1 = p.ftrl_l1();
+  c.ftrl_l2 = p.ftrl_l2();
+  if (p.weight_min() < p.weight_max()) {
+    c.weight_min = p.weight_min();
+    c.weight_max = p.weight_max();
+  }
+  return c;
+}
+
+absl::StatusOr<InitializerConfig> InitializerFromProto(
+    const pb::InitializerConfig& p, absl::string_view field) {
+  InitializerConfig c;
+  switch (p.kind()) {
+    case pb::InitializerConfig::KIND_ZEROS:
+      c.kind = InitializerKind::kZeros;
+      break;
+    case pb::InitializerConfig::KIND_UNIFORM:
+      c.kind = InitializerKind::kUniform;
+      break;
+    case pb::InitializerConfig::KIND_NORMAL:
+      c.kind = InitializerKind::kNormal;
+      break;
+    default:
+      return Bad(field, "kind", absl::StrCat(p.kind(), " is not a known kind"));
+  }
+  absl::Status s = CheckFloat(field, "scale", p.scale());
+  if (!s.ok()) return s;
+  c.scale = p.scale();
+  c.seed = p.seed();
+  return c;
+}
+
+absl::StatusOr<std::vector<TableOptions>> TableOptionsFromJob(
+    const pb::JobConfig& job) {
+  if (job.model().kind() != pb::ModelConfig::KIND_LR &&
+      job.model().kind() != pb::ModelConfig::KIND_FM) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.kind: ", job.model().kind(), " is not a known kind"));
+  }
+  if (job.model().fm_dim() < 0 || job.model().fm_dim() > 65536) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.fm_dim: ", job.model().fm_dim(), " is not in 0..65536"));
+  }
+  const bool defaults = job.tables_size() == 0;
+  std::vector<TableOptions> out;
+  absl::flat_hash_map<int, int> dims;
+  std::vector<pb::TableProto> tables = JobTables(job);
+  for (size_t i = 0; i < tables.size(); ++i) {
+    std::string field = defaults
+                            ? absl::StrCat("default table ", tables[i].id())
+                            : absl::StrCat("tables[", i, "]");
+    absl::StatusOr<TableOptions> options = TableFromProto(tables[i], field);
+    if (!options.ok()) return options.status();
+    if (!dims.emplace(options->id, options->dim).second) {
+      return Bad(field, "id",
+                 absl::StrCat(options->id, " is used by another table"));
+    }
+    out.push_back(*options);
+  }
+  absl::Status s = CheckTableFitsModel(job.model(), dims);
+  if (!s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<int64_t> MaxDelayFromJob(const pb::JobConfig& job) {
+  const int32_t tau = job.consistency().max_delay();
+  if (tau < -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "consistency.max_delay: ", tau, " is below -1 (-1 means no bound)"));
+  }
+  return tau;
+}
+
+}  // namespace petrel

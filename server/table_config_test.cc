@@ -1,0 +1,122 @@
+#include "server/table_config.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+#include "van/config_file.h"
+
+namespace petrel {
+namespace {
+
+using ::testing::HasSubstr;
+
+pb::JobConfig Parse(const std::string& text) {
+  pb::JobConfig job;
+  absl::Status s = ParseTextProto(text, "test", &job);
+  EXPECT_TRUE(s.ok()) << s;
+  return job;
+}
+
+TEST(TableConfigTest, LrDefaultsToOneFtrlTable) {
+  auto tables = TableOptionsFromJob(pb::JobConfig());
+  ASSERT_TRUE(tables.ok()) << tables.status();
+  ASSERT_EQ(tables->size(), 1u);
+  const TableOptions& t = (*tables)[0];
+  EXPECT_EQ(t.id, 0);
+  EXPECT_EQ(t.dim, 1);
+  EXPECT_FALSE(t.dense);
+  EXPECT_EQ(t.initializer.kind, InitializerKind::kZeros);
+  EXPECT_EQ(t.optimizer.kind, OptimizerKind::kFtrl);
+  EXPECT_FLOAT_EQ(t.optimizer.ftrl_alpha, 0.05f);
+  EXPECT_FLOAT_EQ(t.optimizer.ftrl_beta, 1.0f);
+  EXPECT_EQ(t.optimizer.ftrl_l1, 0.0f);
+  EXPECT_EQ(t.optimizer.ftrl_l2, 0.0f);
+  EXPECT_TRUE(std::isinf(t.optimizer.weight_max));
+  EXPECT_EQ(*MaxDelayFromJob(pb::JobConfig()), 0);
+}
+
+TEST(TableConfigTest, FmDefaultsToLinearAndFactorTables) {
+  auto tables = TableOptionsFromJob(Parse("model { kind: KIND_FM fm_dim: 4 }"));
+  ASSERT_TRUE(tables.ok()) << tables.status();
+  ASSERT_EQ(tables->size(), 2u);
+  EXPECT_EQ((*tables)[1].id, 1);
+  EXPECT_EQ((*tables)[1].dim, 4);
+  EXPECT_EQ((*tables)[1].initializer.kind, InitializerKind::kNormal);
+  EXPECT_GT((*tables)[1].initializer.scale, 0.0f);
+  auto eight = TableOptionsFromJob(Parse("model { kind: KIND_FM }"));
+  ASSERT_TRUE(eight.ok());
+  EXPECT_EQ((*eight)[1].dim, 8);
+}
+
+TEST(TableConfigTest, ZeroFieldsTakeDocumentedDefaults) {
+  auto tables = TableOptionsFromJob(Parse(R"(
+    tables { id: 0 optimizer { kind: KIND_ADAM } }
+    tables { id: 1 dim: 3 dense: true num_keys: 5
+             optimizer { kind: KIND_ADAGRAD weight_min: -1 weight_max: 2 } }
+    tables { id: 2 optimizer { kind: KIND_SGD learning_rate: 0.3 } }
+  )"));
+  ASSERT_TRUE(tables.ok()) << tables.status();
+  const OptimizerConfig& adam = (*tables)[0].optimizer;
+  EXPECT_FLOAT_EQ(adam.learning_rate, 0.001f);
+  EXPECT_FLOAT_EQ(adam.beta1, 0.9f);
+  EXPECT_FLOAT_EQ(adam.beta2, 0.999f);
+  EXPECT_FLOAT_EQ(adam.epsilon, 1e-8f);
+  const OptimizerConfig& adagrad = (*tables)[1].optimizer;
+  EXPECT_FLOAT_EQ(adagrad.learning_rate, 0.05f);
+  EXPECT_EQ(adagrad.weight_min, -1.0f);
+  EXPECT_EQ(adagrad.weight_max, 2.0f);
+  EXPECT_TRUE((*tables)[1].dense);
+  EXPECT_EQ((*tables)[1].num_keys, 5u);
+  EXPECT_FLOAT_EQ((*tables)[2].optimizer.learning_rate, 0.3f);
+}
+
+TEST(TableConfigTest, BadValuesNameTheirField) {
+  struct Case {
+    std::string text;
+    std::string field;
+  };
+  for (const Case& c : {
+           Case{"tables { id: -1 }", "tables[0].id"},
+           Case{"tables { id: 0 } tables { id: 0 }", "tables[1].id"},
+           Case{"tables { dim: -2 }", "tables[0].dim"},
+           Case{"tables { dense: true }", "tables[0].num_keys"},
+           Case{"tables { num_keys: 3 }", "tables[0].num_keys"},
+           Case{"tables { initializer { scale: -1 } }",
+                "tables[0].initializer.scale"},
+           Case{"tables { optimizer { learning_rate: -0.1 } }",
+                "tables[0].optimizer.learning_rate"},
+           Case{"tables { optimizer { beta1: 1 } }",
+                "tables[0].optimizer.beta1"},
+           Case{"tables { optimizer { ftrl_l1: nan } }",
+                "tables[0].optimizer.ftrl_l1"},
+           Case{"tables { optimizer { weight_min: 2 weight_max: 1 } }",
+                "tables[0].optimizer.weight_min"},
+           Case{"tables { id: 1 }", "needs table 0"},
+           Case{"tables { dim: 2 }", "table 0 has dim 2"},
+           Case{"model { kind: KIND_FM fm_dim: 4 } tables { id: 0 } "
+                "tables { id: 1 dim: 8 }",
+                "table 1 has dim 8, the model needs 4"},
+           Case{"model { fm_dim: -1 }", "model.fm_dim"},
+       }) {
+    auto tables = TableOptionsFromJob(Parse(c.text));
+    EXPECT_EQ(tables.status().code(), absl::StatusCode::kInvalidArgument)
+        << c.text;
+    EXPECT_THAT(std::string(tables.status().message()), HasSubstr(c.field))
+        << c.text;
+  }
+  pb::JobConfig bad_kind;
+  bad_kind.add_tables()->mutable_optimizer()->set_kind(
+      static_cast<pb::OptimizerProto::Kind>(9));
+  EXPECT_THAT(std::string(TableOptionsFromJob(bad_kind).status().message()),
+              HasSubstr("tables[0].optimizer.kind"));
+  auto tau = MaxDelayFromJob(Parse("consistency { max_delay: -2 }"));
+  EXPECT_EQ(tau.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(tau.status().message()),
+              HasSubstr("consistency.max_delay"));
+  EXPECT_EQ(*MaxDelayFromJob(Parse("consistency { max_delay: -1 }")), -1);
+}
+
+}  // namespace
+}  // namespace petrel

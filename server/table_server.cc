@@ -1,0 +1,264 @@
+#include "server/table_server.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "glog/logging.h"
+
+#include "server/table_config.h"
+#include "van/message.h"
+
+namespace petrel {
+namespace {
+
+absl::Status CheckServerOptions(const TableServerOptions& o) {
+  if (o.num_threads < 0 || o.num_threads > 256) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_threads = ", o.num_threads, " is not in 0..256"));
+  }
+  if (o.num_shards < 0 || o.num_shards > 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_shards = ", o.num_shards, " is not in 0..1024"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TableServer>> TableServer::Create(
+    const pb::JobConfig& job, int num_workers, MetricsRegistry* metrics,
+    TableServerOptions options) {
+  if (num_workers < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_workers = ", num_workers, " is not >= 1"));
+  }
+  absl::Status s = CheckServerOptions(options);
+  if (!s.ok()) return s;
+  absl::StatusOr<int64_t> tau = MaxDelayFromJob(job);
+  if (!tau.ok()) return tau.status();
+  absl::StatusOr<std::vector<TableOptions>> tables = TableOptionsFromJob(job);
+  if (!tables.ok()) return tables.status();
+  if (options.num_threads == 0) {
+    options.num_threads = std::clamp(
+        static_cast<int>(std::thread::hardware_concurrency()), 1, 256);
+  }
+  if (options.num_shards == 0) {
+    options.num_shards = std::min(1024, 2 * options.num_threads);
+  }
+  std::unique_ptr<TableServer> server(
+      new TableServer(num_workers, *tau, options, metrics));
+  for (TableOptions& t : *tables) {
+    t.num_shards = options.num_shards;
+    t.rows_per_slab = options.rows_per_slab;
+    t.parallel_min_keys = options.parallel_min_keys;
+    absl::StatusOr<std::unique_ptr<Table>> table = Table::Create(t, metrics);
+    if (!table.ok()) {
+      return absl::Status(
+          table.status().code(),
+          absl::StrCat("table ", t.id, ": ", table.status().message()));
+    }
+    server->tables_[t.id] = *std::move(table);
+  }
+  return server;
+}
+
+TableServer::TableServer(int num_workers, int64_t max_delay,
+                         TableServerOptions options, MetricsRegistry* metrics)
+    : num_workers_(num_workers),
+      max_delay_(max_delay),
+      options_(options),
+      pool_(options.num_threads),
+      runner_([this](int n, const std::function<void(int)>& fn) {
+        pool_.Run(n, fn);
+      }),
+      clocks_(num_workers, 0) {
+  if (metrics != nullptr) {
+    held_gauge_ =
+        metrics->GetGauge("petrel_server_held_pulls",
+                          "Pulls waiting for slower workers (bounded delay).");
+    min_clock_gauge_ =
+        metrics->GetGauge("petrel_server_min_clock",
+                          "Smallest clock of the workers still in the job.");
+  }
+}
+
+TableServer::~TableServer() { Stop(); }
+
+absl::Status TableServer::Start() { return pool_.Start(); }
+
+void TableServer::Stop() { pool_.Stop(); }
+
+KVServer<float>::Handler TableServer::handler() {
+  return [this](const KVMeta& meta, const KVPairs<float>& data,
+                KVServer<float>* server) { Handle(meta, data, server); };
+}
+
+int64_t TableServer::min_clock() const {
+  absl::MutexLock lock(&mu_);
+  return min_clock_;
+}
+
+size_t TableServer::num_held_pulls() const {
+  absl::MutexLock lock(&mu_);
+  return held_.size();
+}
+
+const Table* TableServer::table(int id) const {
+  auto it = tables_.find(id);
+  return it == tables_.end() ? nullptr : it->second.get();
+}
+
+void TableServer::Handle(const KVMeta& meta, const KVPairs<float>& data,
+                         KVServer<float>* server) {
+  if (meta.clock_advance) {
+    HandleClock(meta, server);
+    return;
+  }
+  auto it = tables_.find(meta.table_id);
+  if (it == tables_.end()) {
+    std::vector<int> ids;
+    for (const auto& [id, table] : tables_) ids.push_back(id);
+    std::sort(ids.begin(), ids.end());
+    server
+        ->ResponseError(meta,
+                        absl::NotFoundError(absl::StrCat(
+                            "table ", meta.table_id, " is not served (tables: ",
+                            absl::StrJoin(ids, ", "), ")")))
+        .IgnoreError();
+    return;
+  }
+  Table* table = it->second.get();
+  if (meta.push) {
+    absl::Status s = ApplyPush(table, data);
+    if (!s.ok()) {
+      LOG_EVERY_T(WARNING, 1.0)
+          << "push from node " << meta.sender << ": " << s;
+      server->ResponseError(meta, s).IgnoreError();
+      return;
+    }
+  }
+  if (!meta.pull) {
+    server->Response(meta).IgnoreError();
+    return;
+  }
+  int64_t min_clock;
+  {
+    absl::MutexLock lock(&mu_);
+    min_clock = min_clock_;
+    if (MustHold(meta.clock, min_clock)) {
+      if (held_.size() < options_.max_held_pulls) {
+        held_.push_back(HeldPull{meta, data.keys});
+        if (held_gauge_ != nullptr) held_gauge_->Set(held_.size());
+        return;
+      }
+    }
+  }
+  if (MustHold(meta.clock, min_clock)) {
+    server
+        ->ResponseError(meta, absl::ResourceExhaustedError(absl::StrCat(
+                                  "more than ", options_.max_held_pulls,
+                                  " pulls wait for slower workers")))
+        .IgnoreError();
+    return;
+  }
+  AnswerPull(meta, data.keys, table, server, min_clock);
+}
+
+absl::Status TableServer::ApplyPush(Table* table, const KVPairs<float>& data) {
+  for (int len : data.lens) {
+    if (len != table->dim()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("push to table ", table->id(), " has a key with ", len,
+                       " values; the table's dim is ", table->dim()));
+    }
+  }
+  return table->Push(absl::MakeConstSpan(data.keys.data(), data.keys.size()),
+                     absl::MakeConstSpan(data.vals.data(), data.vals.size()),
+                     runner_);
+}
+
+void TableServer::AnswerPull(const KVMeta& meta, const SArray<Key>& keys,
+                             Table* table, KVServer<float>* server,
+                             int64_t min_clock) {
+  KVPairs<float> out;
+  out.keys = keys;
+  out.vals = SArray<float>(keys.size() * table->dim());
+  absl::Status s =
+      table->Pull(absl::MakeConstSpan(keys.data(), keys.size()),
+                  absl::MakeSpan(out.vals.data(), out.vals.size()), runner_);
+  if (!s.ok()) {
+    LOG_EVERY_T(WARNING, 1.0) << "pull from node " << meta.sender << ": " << s;
+    server->ResponseError(meta, s).IgnoreError();
+    return;
+  }
+  absl::Status sent = server->Response(meta, out, min_clock);
+  if (!sent.ok()) {
+    LOG_EVERY_T(WARNING, 1.0) << "pull response: " << sent;
+  }
+}
+
+bool TableServer::MustHold(int64_t clock, int64_t min_clock) const {
+  return max_delay_ >= 0 && clock >= 0 && clock - max_delay_ > min_clock;
+}
+
+int64_t TableServer::ComputeMinClock() const {
+  int64_t m = kAllWorkersLeft;
+  for (int64_t c : clocks_) {
+    if (c >= 0) m = std::min(m, c);
+  }
+  return m;
+}
+
+void TableServer::HandleClock(const KVMeta& meta, KVServer<float>* server) {
+  const int rank = IdToRank(meta.sender);
+  if (!IsWorkerId(meta.sender) || rank >= num_workers_ || meta.clock < -1) {
+    server
+        ->ResponseError(meta,
+                        absl::InvalidArgumentError(absl::StrCat(
+                            "clock ", meta.clock, " from node ", meta.sender,
+                            ": not a worker of this job or below -1")))
+        .IgnoreError();
+    return;
+  }
+  int64_t min_clock;
+  {
+    absl::MutexLock lock(&mu_);
+    int64_t& clock = clocks_[rank];
+    if (meta.clock == -1) {
+      clock = -1;
+    } else if (clock != -1) {
+      clock = std::max(clock, meta.clock);
+    }
+    min_clock_ = ComputeMinClock();
+    min_clock = min_clock_;
+    if (min_clock_gauge_ != nullptr) {
+      min_clock_gauge_->Set(static_cast<double>(min_clock));
+    }
+  }
+  VLOG(2) << "worker " << rank << " clock " << meta.clock << ", min clock "
+          << min_clock;
+  ReleaseHeld(server, min_clock);
+  server->Response(meta).IgnoreError();
+}
+
+void TableServer::ReleaseHeld(KVServer<float>* server, int64_t min_clock) {
+  std::vector<HeldPull> ready;
+  {
+    absl::MutexLock lock(&mu_);
+    auto keep = std::stable_partition(
+        held_.begin(), held_.end(),
+        [&](const HeldPull& p) { return !MustHold(p.meta.clock, min_clock); });
+    ready.assign(std::make_move_iterator(held_.begin()),
+                 std::make_move_iterator(keep));
+    held_.erase(held_.begin(), keep);
+    if (held_gauge_ != nullptr) held_gauge_->Set(held_.size());
+  }
+  for (const HeldPull& p : ready) {
+    AnswerPull(p.meta, p.keys, tables_.at(p.meta.table_id).get(), server,
+               min_clock);
+  }
+}
+
+}  // namespace petrel

@@ -1,0 +1,140 @@
+// TableServer: the KVServer<float> request handler of training jobs. It holds
+// one Table per table of the job config (server/table_config.h gives the
+// defaults), applies pushes with each table's optimizer, answers pulls, and
+// enforces bounded-delay consistency.
+//
+//   KVServer<float> kv(/*app_id=*/0, postoffice);
+//   auto tables = TableServer::Create(job, num_workers, postoffice->metrics());
+//   PETREL_RETURN_IF_ERROR(tables.status());
+//   PETREL_RETURN_IF_ERROR((*tables)->Start());
+//   kv.set_request_handler((*tables)->handler());
+//   PETREL_RETURN_IF_ERROR(kv.Start());
+//
+// Requests (KVMeta):
+//   push       table_id, keys and dim values per key (lens empty or all dim):
+//              applied before the handler returns, in parallel over the
+//              table's shards when large (>= parallel_min_keys keys).
+//   pull       answered with the keys' weights and min_clock, or held (see
+//              below). A sparse table creates missing rows.
+//   clock      clock_advance, no keys: sets the sender's clock (monotone;
+//              -1 = the worker left, for good) and acknowledges.
+//   An unknown table, a bad layout or a dense key out of range is answered
+//   with ResponseError (the worker's Wait returns it), never applied.
+//
+// Bounded delay with tau = consistency.max_delay: each worker's clock is the
+// number of batches it completed (workers not heard from yet are at 0). A
+// pull with clock c >= 0 is answered once min_clock >= c - tau, where
+// min_clock is the smallest clock of the workers still in the job
+// (kAllWorkersLeft when none is). Until then it is held, without a thread
+// waiting: clock requests release the held pulls they satisfy, in arrival
+// order. tau = -1 (infinity) or a pull clock of -1 never waits.
+//
+// Thread safety: Handle (and the handler()) runs on one thread at a time, as
+// KVServer calls it. min_clock() and num_held_pulls() are thread-safe;
+// table() must not run concurrently with Handle. Start and Stop from the
+// owner; Stop is idempotent and the destructor calls it.
+#ifndef PETREL_SERVER_TABLE_SERVER_H_
+#define PETREL_SERVER_TABLE_SERVER_H_
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+#include "proto/job.pb.h"
+#include "server/kv_server.h"
+#include "server/shard_pool.h"
+#include "server/table.h"
+#include "van/metrics.h"
+
+namespace petrel {
+
+struct TableServerOptions {
+  // Threads applying a large request (the handler's thread included).
+  // Default 0 = std::thread::hardware_concurrency(); 1..256.
+  int num_threads = 0;
+  // Internal shards per sparse table. Default 0 = 2 * num_threads; 1..1024.
+  int num_shards = 0;
+  // Requests with fewer keys run on the handler's thread. Default 4096.
+  size_t parallel_min_keys = 4096;
+  // Most pulls held for the bound at once; more are answered with
+  // ResourceExhausted. Default 65536.
+  size_t max_held_pulls = 65536;
+  // Rows per slab of every table. Default 4096.
+  int rows_per_slab = 4096;
+};
+
+class TableServer {
+ public:
+  // The min_clock reported once every worker has left.
+  static constexpr int64_t kAllWorkersLeft =
+      std::numeric_limits<int64_t>::max();
+
+  // Builds the tables of `job` (InvalidArgument naming the bad field).
+  // `num_workers` >= 1 is the job's worker count (ranks 0..num_workers-1
+  // send clocks). `metrics` may be null; when set it must outlive this.
+  static absl::StatusOr<std::unique_ptr<TableServer>> Create(
+      const pb::JobConfig& job, int num_workers, MetricsRegistry* metrics,
+      TableServerOptions options = {});
+  ~TableServer();
+  TableServer(const TableServer&) = delete;
+  TableServer& operator=(const TableServer&) = delete;
+
+  // Starts the shard threads. Before Start, everything runs inline.
+  absl::Status Start();
+  void Stop();
+
+  // The KVServer handler: calls Handle. This object must outlive its use.
+  KVServer<float>::Handler handler();
+  void Handle(const KVMeta& meta, const KVPairs<float>& data,
+              KVServer<float>* server);
+
+  // The smallest clock of the workers still in the job.
+  int64_t min_clock() const;
+  size_t num_held_pulls() const;
+  // tau; -1 = infinity.
+  int64_t max_delay() const { return max_delay_; }
+  // The table `id`, or null.
+  const Table* table(int id) const;
+
+ private:
+  struct HeldPull {
+    KVMeta meta;
+    SArray<Key> keys;
+  };
+
+  TableServer(int num_workers, int64_t max_delay, TableServerOptions options,
+              MetricsRegistry* metrics);
+  void HandleClock(const KVMeta& meta, KVServer<float>* server);
+  absl::Status ApplyPush(Table* table, const KVPairs<float>& data);
+  void AnswerPull(const KVMeta& meta, const SArray<Key>& keys, Table* table,
+                  KVServer<float>* server, int64_t min_clock);
+  // True when a pull at `clock` must wait for slower workers.
+  bool MustHold(int64_t clock, int64_t min_clock) const;
+  // Answers the held pulls `min_clock` now allows.
+  void ReleaseHeld(KVServer<float>* server, int64_t min_clock);
+  int64_t ComputeMinClock() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const int num_workers_;
+  const int64_t max_delay_;
+  const TableServerOptions options_;
+  ShardPool pool_;
+  ParallelRunner runner_;
+  absl::flat_hash_map<int, std::unique_ptr<Table>> tables_;
+  Gauge* held_gauge_ = nullptr;
+  Gauge* min_clock_gauge_ = nullptr;
+
+  mutable absl::Mutex mu_;
+  // Per worker rank: its clock, or -1 once it left.
+  std::vector<int64_t> clocks_ ABSL_GUARDED_BY(mu_);
+  int64_t min_clock_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<HeldPull> held_ ABSL_GUARDED_BY(mu_);  // arrival order
+};
+
+}  // namespace petrel
+
+#endif  // PETREL_SERVER_TABLE_SERVER_H_

@@ -1,0 +1,202 @@
+// Exactly-once push under message faults: a LocalCluster whose servers and
+// workers send through FaultVans that drop, duplicate, delay and reorder
+// data messages in both directions. Customers resend unanswered requests and
+// servers recognise resent pushes, so after every push completed the stored
+// sums must be exact: no push lost, none applied twice.
+#include <algorithm>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+#include "server/kv_server.h"
+#include "tests/harness/local_cluster.h"
+#include "van/testing/fault_van.h"
+#include "worker/kv_worker.h"
+
+namespace petrel {
+namespace {
+
+constexpr int kNumServers = 2;
+constexpr int kNumWorkers = 2;
+constexpr int kNumKeys = 100;
+constexpr int kKeysPerPush = 10;
+constexpr int kValsPerKey = 2;
+constexpr size_t kInFlight = 8;
+constexpr absl::Duration kTimeout = absl::Seconds(30);
+
+// The value worker `w` pushes for `key` in round `r`: small integers, so
+// float sums are exact, and different per key, so a push applied to the
+// wrong key shows.
+float PushValue(int w, int r, Key key) {
+  return static_cast<float>((w + 1) * (1 + r % 3) + static_cast<int>(key % 11));
+}
+
+// Keys of round `r`: kKeysPerPush distinct keys out of 0..kNumKeys-1.
+SArray<Key> RoundKeys(int r) {
+  SArray<Key> keys(kKeysPerPush);
+  for (int j = 0; j < kKeysPerPush; ++j) {
+    keys[j] = static_cast<Key>((r * 7 + j * 10) % kNumKeys);
+  }
+  return keys;
+}
+
+class ExactlyOnceTest : public ::testing::Test {
+ protected:
+  // Starts the cluster with `faults` on every server and worker van (the
+  // scheduler's is left alone), then the KV apps with resends every 30 ms.
+  void StartCluster(const FaultOptions& faults) {
+    LocalClusterOptions o;
+    o.num_servers = kNumServers;
+    o.num_workers = kNumWorkers;
+    o.van_factory = [this, faults](pb::Role role, int rank, VanOptions vo,
+                                   MetricsRegistry* metrics) {
+      std::unique_ptr<Van> van =
+          std::make_unique<LoopbackVan>(&network_, vo, metrics);
+      if (role == pb::ROLE_SCHEDULER) return van;
+      FaultOptions f = faults;
+      f.seed = static_cast<uint64_t>(role) * 1000 + static_cast<uint64_t>(rank);
+      auto fault = std::make_unique<FaultVan>(std::move(van), f);
+      (role == pb::ROLE_SERVER ? server_vans_ : worker_vans_)
+          .push_back(fault.get());
+      return std::unique_ptr<Van>(std::move(fault));
+    };
+    cluster_ = std::make_unique<LocalCluster>(o);
+    ASSERT_TRUE(cluster_->Start().ok());
+    CustomerOptions co;
+    co.resend_timeout = absl::Milliseconds(30);
+    co.max_resends = 100;
+    for (int i = 0; i < kNumServers; ++i) {
+      handlers_.push_back(std::make_unique<KVStoreHandler<float>>());
+      servers_.push_back(
+          std::make_unique<KVServer<float>>(0, cluster_->server(i), co));
+      servers_.back()->set_request_handler(std::ref(*handlers_.back()));
+      ASSERT_TRUE(servers_.back()->Start().ok());
+    }
+    for (int i = 0; i < kNumWorkers; ++i) {
+      workers_.push_back(
+          std::make_unique<KVWorker<float>>(0, 0, cluster_->worker(i), co));
+      ASSERT_TRUE(workers_.back()->Start().ok());
+    }
+  }
+
+  // Worker `w` pushes `rounds` times with up to kInFlight requests open,
+  // waits for all, passes the worker barrier, then pulls every key and
+  // checks the sums of all workers' pushes.
+  void RunWorker(int w, int rounds) {
+    KVWorker<float>& kv = *workers_[w];
+    std::deque<int> open;
+    for (int r = 0; r < rounds; ++r) {
+      SArray<float> vals(kKeysPerPush * kValsPerKey);
+      SArray<Key> keys = RoundKeys(r);
+      for (int j = 0; j < kKeysPerPush; ++j) {
+        vals[j * kValsPerKey] = PushValue(w, r, keys[j]);
+        vals[j * kValsPerKey + 1] = 2 * PushValue(w, r, keys[j]);
+      }
+      open.push_back(kv.Push(keys, vals));
+      if (open.size() >= kInFlight) {
+        ASSERT_TRUE(kv.Wait(open.front(), kTimeout).ok()) << "round " << r;
+        open.pop_front();
+      }
+    }
+    for (int ts : open) ASSERT_TRUE(kv.Wait(ts, kTimeout).ok());
+    ASSERT_TRUE(cluster_->worker(w)->Barrier(kWorkerGroup, kTimeout).ok());
+
+    SArray<Key> keys(kNumKeys);
+    for (int k = 0; k < kNumKeys; ++k) keys[k] = static_cast<Key>(k);
+    SArray<float> got;
+    ASSERT_TRUE(kv.Wait(kv.Pull(keys, &got), kTimeout).ok());
+    std::vector<float> want = ExpectedSums(rounds);
+    EXPECT_EQ(got.ToVector(), want) << "worker " << w;
+  }
+
+  static std::vector<float> ExpectedSums(int rounds) {
+    std::vector<float> sums(kNumKeys * kValsPerKey, 0);
+    for (int w = 0; w < kNumWorkers; ++w) {
+      for (int r = 0; r < rounds; ++r) {
+        SArray<Key> keys = RoundKeys(r);
+        for (int j = 0; j < kKeysPerPush; ++j) {
+          sums[keys[j] * kValsPerKey] += PushValue(w, r, keys[j]);
+          sums[keys[j] * kValsPerKey + 1] += 2 * PushValue(w, r, keys[j]);
+        }
+      }
+    }
+    return sums;
+  }
+
+  void RunAllWorkers(int rounds) {
+    std::vector<std::thread> threads;
+    for (int w = 0; w < kNumWorkers; ++w) {
+      threads.emplace_back([this, w, rounds] { RunWorker(w, rounds); });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+
+  static FaultStats Total(const std::vector<FaultVan*>& vans) {
+    FaultStats total;
+    for (FaultVan* v : vans) {
+      FaultStats s = v->stats();
+      total.sent += s.sent;
+      total.dropped += s.dropped;
+      total.duplicated += s.duplicated;
+      total.delayed += s.delayed;
+      total.reordered += s.reordered;
+    }
+    return total;
+  }
+
+  void TearDown() override {
+    if (cluster_ != nullptr) {
+      EXPECT_TRUE(cluster_->Finish().ok());
+    }
+    workers_.clear();
+    servers_.clear();
+    cluster_.reset();
+  }
+
+  LoopbackNetwork network_;
+  // Owned by the cluster's Postoffices.
+  std::vector<FaultVan*> server_vans_;
+  std::vector<FaultVan*> worker_vans_;
+  std::unique_ptr<LocalCluster> cluster_;
+  std::vector<std::unique_ptr<KVStoreHandler<float>>> handlers_;
+  std::vector<std::unique_ptr<KVServer<float>>> servers_;
+  std::vector<std::unique_ptr<KVWorker<float>>> workers_;
+};
+
+TEST_F(ExactlyOnceTest, DropsAndDuplicatesKeepSumsExact) {
+  FaultOptions f;
+  f.drop_probability = 0.05;
+  f.duplicate_probability = 0.05;
+  StartCluster(f);
+  if (HasFatalFailure()) return;
+  RunAllWorkers(/*rounds=*/300);
+  // Requests and responses both met faults.
+  FaultStats requests = Total(worker_vans_);
+  FaultStats responses = Total(server_vans_);
+  EXPECT_GT(requests.dropped, 0);
+  EXPECT_GT(requests.duplicated, 0);
+  EXPECT_GT(responses.dropped, 0);
+  EXPECT_GT(responses.duplicated, 0);
+}
+
+TEST_F(ExactlyOnceTest, DelaysAndReorderingKeepSumsExact) {
+  FaultOptions f;
+  f.delay_probability = 0.1;
+  f.max_delay = absl::Milliseconds(50);  // beyond resend_timeout: resends
+  f.reorder_probability = 0.1;
+  f.duplicate_probability = 0.02;
+  StartCluster(f);
+  if (HasFatalFailure()) return;
+  RunAllWorkers(/*rounds=*/200);
+  FaultStats all = Total(worker_vans_);
+  FaultStats responses = Total(server_vans_);
+  EXPECT_GT(all.delayed + responses.delayed, 0);
+  EXPECT_GT(all.reordered + responses.reordered, 0);
+}
+
+}  // namespace
+}  // namespace petrel

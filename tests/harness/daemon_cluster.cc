@@ -1,0 +1,204 @@
+#include "tests/harness/daemon_cluster.h"
+
+#include <cstdlib>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace petrel {
+namespace {
+
+int IntOr(const std::map<std::string, std::string>& kv, const std::string& key,
+          int fallback) {
+  auto it = kv.find(key);
+  int v;
+  return it != kv.end() && absl::SimpleAtoi(it->second, &v) ? v : fallback;
+}
+
+}  // namespace
+
+absl::StatusOr<Announce> ParseAnnounce(const std::string& line) {
+  std::map<std::string, std::string> kv = ParseKeyValues(line);
+  Announce a;
+  a.port = IntOr(kv, "port", -1);
+  if (a.port <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no port in announce line '", line, "'"));
+  }
+  a.metrics_port = IntOr(kv, "metrics_port", -1);
+  a.id = IntOr(kv, "id", -1);
+  a.rank = IntOr(kv, "rank", -1);
+  return a;
+}
+
+std::vector<std::string> LoopbackFlags() {
+  return {"--bind=127.0.0.1", "--advertise_host=127.0.0.1"};
+}
+
+absl::StatusOr<std::unique_ptr<Subprocess>> StartProgram(
+    std::vector<std::string> argv,
+    std::vector<std::pair<std::string, std::string>> env) {
+  Subprocess::Options options;
+  options.argv = std::move(argv);
+  options.env = std::move(env);
+  return Subprocess::Start(std::move(options));
+}
+
+DaemonCluster::DaemonCluster(Options options) : options_(std::move(options)) {}
+
+absl::StatusOr<Subprocess*> DaemonCluster::Start(
+    std::string name, std::vector<std::string> argv,
+    std::vector<std::pair<std::string, std::string>> env) {
+  absl::StatusOr<std::unique_ptr<Subprocess>> proc =
+      StartProgram(std::move(argv), std::move(env));
+  if (!proc.ok()) return proc.status();
+  procs_.push_back(Proc{std::move(name), *std::move(proc)});
+  return procs_.back().proc.get();
+}
+
+absl::Status DaemonCluster::StartScheduler() {
+  std::vector<std::string> argv = {
+      options_.bin_dir + "/petrel-scheduler", "--port=0",
+      absl::StrCat("--num_servers=", options_.num_servers),
+      absl::StrCat("--num_workers=", options_.num_workers)};
+  for (const std::string& f : LoopbackFlags()) argv.push_back(f);
+  for (const std::string& f : options_.flags) argv.push_back(f);
+  for (const std::string& f : options_.scheduler_flags) argv.push_back(f);
+  absl::StatusOr<Subprocess*> proc = Start("scheduler", std::move(argv), {});
+  if (!proc.ok()) return proc.status();
+  absl::StatusOr<std::string> line =
+      (*proc)->WaitForLine("PETREL_LISTEN ", options_.announce_timeout);
+  if (!line.ok()) return line.status();
+  absl::StatusOr<Announce> announce = ParseAnnounce(*line);
+  if (!announce.ok()) return announce.status();
+  scheduler_ = *announce;
+  return absl::OkStatus();
+}
+
+std::string DaemonCluster::scheduler_address() const {
+  return absl::StrCat("127.0.0.1:", scheduler_.port);
+}
+
+std::vector<std::string> DaemonCluster::NodeFlags() const {
+  std::vector<std::string> flags = {
+      "--scheduler=" + scheduler_address(),
+      absl::StrCat("--num_servers=", options_.num_servers),
+      absl::StrCat("--num_workers=", options_.num_workers)};
+  for (const std::string& f : LoopbackFlags()) flags.push_back(f);
+  for (const std::string& f : options_.flags) flags.push_back(f);
+  return flags;
+}
+
+absl::StatusOr<Subprocess*> DaemonCluster::StartNode(
+    const std::string& program, std::vector<std::string> args,
+    std::vector<std::pair<std::string, std::string>> env) {
+  std::vector<std::string> argv = {options_.bin_dir + "/" + program};
+  for (const std::string& f : NodeFlags()) argv.push_back(f);
+  for (std::string& a : args) argv.push_back(std::move(a));
+  return Start(absl::StrCat(program, "#", procs_.size()), std::move(argv),
+               std::move(env));
+}
+
+absl::StatusOr<Announce> DaemonCluster::WaitReady(Subprocess* node) {
+  absl::StatusOr<std::string> line =
+      node->WaitForLine("PETREL_READY ", options_.announce_timeout);
+  if (!line.ok()) return line.status();
+  return ParseAnnounce(*line);
+}
+
+absl::StatusOr<std::map<std::string, int>> DaemonCluster::WaitAll(
+    absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::map<std::string, int> codes;
+  for (Proc& p : procs_) {
+    absl::StatusOr<int> code =
+        p.proc->Wait(std::max(deadline - absl::Now(), absl::ZeroDuration()));
+    if (!code.ok()) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          p.name, " still running after ", absl::FormatDuration(timeout), ": ",
+          code.status().message()));
+    }
+    codes[p.name] = *code;
+  }
+  return codes;
+}
+
+std::string DaemonCluster::Output() const {
+  std::string out;
+  for (const Proc& p : procs_) {
+    absl::StrAppend(&out, "----- ", p.name, " -----\n", p.proc->Output());
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> HttpGet(int port, const std::string& path,
+                                    absl::Duration timeout) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::UnavailableError("socket() failed");
+  timeval tv = absl::ToTimeval(timeout);
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return absl::UnavailableError(
+        absl::StrCat("cannot connect to port ", port));
+  }
+  std::string request =
+      absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+  bool sent = write(fd, request.data(), request.size()) ==
+              static_cast<ssize_t>(request.size());
+  std::string reply;
+  char buf[4096];
+  for (ssize_t n; sent && (n = read(fd, buf, sizeof(buf))) > 0;) {
+    reply.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  size_t body = reply.find("\r\n\r\n");
+  if (!absl::StartsWith(reply, "HTTP/1.") || body == std::string::npos) {
+    return absl::UnavailableError(
+        absl::StrCat("no HTTP reply from port ", port, ": '", reply, "'"));
+  }
+  if (reply.find(" 200 ") > reply.find("\r\n")) {
+    return absl::InternalError(
+        absl::StrCat("GET ", path, ": ", reply.substr(0, reply.find("\r\n"))));
+  }
+  return reply.substr(body + 4);
+}
+
+std::map<std::string, double> SumMetric(const std::string& text,
+                                        const std::string& name,
+                                        const std::string& label) {
+  std::map<std::string, double> sums;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::StartsWith(line, name) || line.size() <= name.size()) continue;
+    char next = line[name.size()];
+    if (next != '{' && next != ' ') continue;
+    std::string key;
+    std::string needle = absl::StrCat(label, "=\"");
+    size_t at = label.empty() ? std::string::npos : line.find(needle);
+    if (at != std::string::npos) {
+      size_t begin = at + needle.size();
+      key = std::string(line.substr(begin, line.find('"', begin) - begin));
+    }
+    double value;
+    size_t space = line.rfind(' ');
+    if (space != absl::string_view::npos &&
+        absl::SimpleAtod(line.substr(space + 1), &value)) {
+      sums[key] += value;
+    }
+  }
+  return sums;
+}
+
+}  // namespace petrel

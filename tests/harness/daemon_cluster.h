@@ -1,0 +1,121 @@
+// DaemonCluster: runs the real Petrel daemons of one job (petrel-scheduler,
+// petrel-server, petrel-worker or any node program) from a build tree as
+// child processes on 127.0.0.1, for multi-process tests. The scheduler takes
+// a free port (--port=0) and its PETREL_LISTEN line tells the port; every
+// node gets --scheduler, the loopback flags and the job's counts.
+//
+// Also: ParseAnnounce for PETREL_LISTEN / PETREL_READY lines, HttpGet for a
+// daemon's /metrics endpoint and SumMetric to read counters from it.
+//
+// Thread safety: not thread-safe; use from the test thread. Destroying the
+// cluster SIGKILLs every process still running.
+#ifndef PETREL_TESTS_HARNESS_DAEMON_CLUSTER_H_
+#define PETREL_TESTS_HARNESS_DAEMON_CLUSTER_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+#include "tools/launch/subprocess.h"
+
+namespace petrel {
+
+// What a daemon's PETREL_LISTEN / PETREL_READY line says. id and rank are
+// -1 on the scheduler's line; metrics_port is -1 when disabled.
+struct Announce {
+  int port = 0;
+  int metrics_port = -1;
+  int id = -1;
+  int rank = -1;
+};
+
+// InvalidArgument when the line lacks a numeric port.
+absl::StatusOr<Announce> ParseAnnounce(const std::string& line);
+
+class DaemonCluster {
+ public:
+  struct Options {
+    // Directory holding the binaries. Required.
+    std::string bin_dir;
+    // The job's counts, passed to every daemon. Default 1 and 1.
+    int num_servers = 1;
+    int num_workers = 1;
+    // Extra flags for every daemon (e.g. --join_timeout_s=3). Default none.
+    std::vector<std::string> flags;
+    // Extra flags for the scheduler only. Default none.
+    std::vector<std::string> scheduler_flags;
+    // How long a daemon has to print its announce line. Default 60 s.
+    absl::Duration announce_timeout = absl::Seconds(60);
+  };
+
+  explicit DaemonCluster(Options options);
+  DaemonCluster(const DaemonCluster&) = delete;
+  DaemonCluster& operator=(const DaemonCluster&) = delete;
+  ~DaemonCluster() = default;
+
+  // Starts petrel-scheduler --port=0 and reads its port from PETREL_LISTEN.
+  absl::Status StartScheduler();
+  // Starts bin_dir/`program` as a node of the job with `args` appended
+  // (after the common flags, so they win) and `env` added. Returns the
+  // process, owned by the cluster. REQUIRES: StartScheduler succeeded.
+  absl::StatusOr<Subprocess*> StartNode(
+      const std::string& program, std::vector<std::string> args = {},
+      std::vector<std::pair<std::string, std::string>> env = {});
+  // Reads the node's PETREL_READY line.
+  absl::StatusOr<Announce> WaitReady(Subprocess* node);
+
+  Subprocess* scheduler() const { return procs_.front().proc.get(); }
+  const Announce& scheduler_announce() const { return scheduler_; }
+  std::string scheduler_address() const;
+  // The flags a node of this job gets (scheduler address, counts, loopback).
+  std::vector<std::string> NodeFlags() const;
+
+  // Waits until every process exited, at most `timeout` in all. Returns the
+  // exit codes keyed by name ("scheduler", "petrel-server#1", ...) or
+  // DeadlineExceeded naming one still running.
+  absl::StatusOr<std::map<std::string, int>> WaitAll(absl::Duration timeout);
+  // Every process's output, each under its name, for failure messages.
+  std::string Output() const;
+
+ private:
+  struct Proc {
+    std::string name;
+    std::unique_ptr<Subprocess> proc;
+  };
+  absl::StatusOr<Subprocess*> Start(
+      std::string name, std::vector<std::string> argv,
+      std::vector<std::pair<std::string, std::string>> env);
+
+  const Options options_;
+  Announce scheduler_;
+  std::vector<Proc> procs_;  // the scheduler first
+};
+
+// The flags that keep a daemon on loopback: --bind and --advertise_host.
+std::vector<std::string> LoopbackFlags();
+
+// Starts `argv` (argv[0] a path) with `env` added; output is kept.
+absl::StatusOr<std::unique_ptr<Subprocess>> StartProgram(
+    std::vector<std::string> argv,
+    std::vector<std::pair<std::string, std::string>> env = {});
+
+// GET http://127.0.0.1:`port``path` (HTTP/1.0); returns the body of a 200
+// reply. Unavailable when the connection fails, Internal for another status.
+absl::StatusOr<std::string> HttpGet(int port, const std::string& path,
+                                    absl::Duration timeout = absl::Seconds(10));
+
+// Sums the samples of Prometheus metric `name` in `text`, by the value of
+// label `label` ("" for unlabelled samples).
+std::map<std::string, double> SumMetric(const std::string& text,
+                                        const std::string& name,
+                                        const std::string& label);
+
+}  // namespace petrel
+
+#endif  // PETREL_TESTS_HARNESS_DAEMON_CLUSTER_H_

@@ -1,0 +1,63 @@
+// petrel-launch end to end with the real daemons: a check job on 2 servers
+// and 2 workers succeeds with prefixed output, and a failing worker command
+// stops the whole job with exit 1.
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+#include "tests/harness/daemon_cluster.h"
+
+namespace petrel {
+namespace {
+
+constexpr absl::Duration kExitTimeout = absl::Seconds(90);
+
+std::string Bin(const std::string& name) {
+  return std::string(PETREL_BIN_DIR) + "/" + name;
+}
+
+TEST(LaunchTest, CheckJobRunsEndToEndWithPrefixedOutput) {
+  absl::StatusOr<std::unique_ptr<Subprocess>> launch =
+      StartProgram({Bin("petrel-launch"), "--num_servers=2", "--num_workers=2",
+                    "--timeout_s=80", "--", "petrel-worker", "--job=check",
+                    "--bind=127.0.0.1"});
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  absl::StatusOr<int> code = (*launch)->Wait(kExitTimeout);
+  ASSERT_TRUE(code.ok()) << code.status();
+  const std::string out = (*launch)->Output();
+  EXPECT_EQ(*code, 0) << out;
+  EXPECT_TRUE(absl::StrContains(out, "[scheduler] PETREL_LISTEN")) << out;
+  EXPECT_TRUE(absl::StrContains(out, "[server 1] PETREL_READY role=server"))
+      << out;
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_TRUE(absl::StrContains(
+        out, absl::StrCat("[worker ", rank, "] check rank=", rank,
+                          " keys=1000 rounds=10 ok=true")))
+        << out;
+  }
+}
+
+TEST(LaunchTest, FailingWorkerStopsTheJobWithExitOne) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::unique_ptr<Subprocess>> launch = StartProgram(
+      {Bin("petrel-launch"), "--num_servers=2", "--num_workers=2",
+       "--timeout_s=80", "--grace_period_s=5", "--", "/bin/false"});
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  absl::StatusOr<int> code = (*launch)->Wait(kExitTimeout);
+  ASSERT_TRUE(code.ok()) << code.status();
+  const std::string out = (*launch)->Output();
+  EXPECT_EQ(*code, 1) << out;
+  EXPECT_TRUE(absl::StrContains(out, "exited with code 1")) << out;
+  // It stopped the daemons (the scheduler reports the signal) rather than
+  // waiting for their join timeout (60 s).
+  EXPECT_TRUE(
+      absl::StrContains(out, "[scheduler] petrel-scheduler: SIGTERM received"))
+      << out;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(45)) << out;
+}
+
+}  // namespace
+}  // namespace petrel

@@ -1,0 +1,186 @@
+#include "tools/datagen/generator.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+#include "worker/reader.h"
+
+namespace petrel {
+namespace datagen {
+namespace {
+
+std::string TempPath(absl::string_view name) {
+  const ::testing::TestInfo* test =
+      ::testing::UnitTest::GetInstance()->current_test_info();
+  return absl::StrCat(::testing::TempDir(), test->test_suite_name(), ".",
+                      test->name(), ".", getpid(), ".", name);
+}
+
+Generator Make(DataFormat format, uint64_t seed = 7,
+               bool interactions = false) {
+  DatagenOptions options;
+  options.format = format;
+  options.seed = seed;
+  options.interactions = interactions;
+  absl::StatusOr<Generator> generator = Generator::Create(options);
+  EXPECT_TRUE(generator.ok()) << generator.status();
+  return *std::move(generator);
+}
+
+std::string Text(const Generator& generator, uint64_t stream, int64_t count,
+                 SplitStats* stats = nullptr,
+                 std::vector<Example>* examples = nullptr) {
+  std::string text;
+  SplitStats local;
+  generator.Generate(stream, count, &text, stats ? stats : &local, examples);
+  return text;
+}
+
+TEST(GeneratorTest, OutputIsDeterministicBySeedAndStream) {
+  for (DataFormat format : {DataFormat::kLibsvm, DataFormat::kCriteo}) {
+    const Generator generator = Make(format, 7);
+    const std::string a = Text(generator, 0, 1000);
+    EXPECT_EQ(a, Text(Make(format, 7), 0, 1000));
+    EXPECT_NE(a, Text(Make(format, 8), 0, 1000));
+    EXPECT_NE(a, Text(generator, 1, 1000));
+    // A shorter run is a prefix of a longer one.
+    const std::string prefix = Text(generator, 0, 300);
+    EXPECT_EQ(prefix, a.substr(0, prefix.size()));
+  }
+}
+
+TEST(GeneratorTest, WriteFileWritesWhatGenerateReturns) {
+  const Generator generator = Make(DataFormat::kCriteo);
+  const std::string path = TempPath("out.tsv");
+  absl::StatusOr<SplitStats> stats = generator.WriteFile(path, 1, 5000);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  std::stringstream written;
+  written << std::ifstream(path).rdbuf();
+  SplitStats expected;
+  EXPECT_EQ(written.str(), Text(generator, 1, 5000, &expected));
+  EXPECT_EQ(stats->examples, 5000);
+  EXPECT_EQ(stats->positives, expected.positives);
+  EXPECT_FALSE(generator.WriteFile("/nonexistent-dir/x", 0, 1).ok());
+  std::remove(path.c_str());
+}
+
+// Reads `text` back with the reader of `format` and checks that it returns
+// exactly the generator's examples, whose ground truth it reproduces.
+void ExpectReaderSeesExamples(DataFormat format) {
+  const Generator generator = Make(format);
+  std::vector<Example> examples;
+  const std::string path = TempPath("data");
+  std::ofstream(path) << Text(generator, 0, 3000, nullptr, &examples);
+  ReaderOptions options;
+  options.format = format;
+  options.files = {path};
+  absl::StatusOr<std::unique_ptr<Reader>> reader = OpenReader(options);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  Batch batch;
+  size_t next = 0;
+  while ((*reader)->Next(512, &batch).value_or(false)) {
+    for (size_t i = 0; i < batch.size(); ++i, ++next) {
+      ASSERT_LT(next, examples.size());
+      const Example& want = examples[next];
+      const auto first = batch.offsets[i], last = batch.offsets[i + 1];
+      const std::vector<uint64_t> keys(batch.keys.begin() + first,
+                                       batch.keys.begin() + last);
+      const std::vector<float> values(batch.values.begin() + first,
+                                      batch.values.begin() + last);
+      ASSERT_EQ(batch.labels[i], want.label) << "example " << next;
+      ASSERT_EQ(keys, want.keys) << "example " << next;
+      ASSERT_EQ(values, want.values) << "example " << next;
+      const double logit = std::log(want.probability / (1 - want.probability));
+      ASSERT_NEAR(generator.GroundTruthLogit(keys, values), logit, 1e-6);
+    }
+  }
+  EXPECT_EQ(next, examples.size());
+  EXPECT_EQ((*reader)->malformed_lines(), 0);
+  std::remove(path.c_str());
+}
+
+TEST(GeneratorTest, CriteoOutputReadsBackAsTheGroundTruthFeatures) {
+  ExpectReaderSeesExamples(DataFormat::kCriteo);
+}
+
+TEST(GeneratorTest, LibsvmOutputReadsBackAsTheGroundTruthFeatures) {
+  ExpectReaderSeesExamples(DataFormat::kLibsvm);
+}
+
+TEST(GeneratorTest, FormatsShareLabelsAndProbabilities) {
+  std::vector<Example> libsvm, criteo;
+  Text(Make(DataFormat::kLibsvm), 0, 1000, nullptr, &libsvm);
+  Text(Make(DataFormat::kCriteo), 0, 1000, nullptr, &criteo);
+  ASSERT_EQ(libsvm.size(), criteo.size());
+  for (size_t i = 0; i < libsvm.size(); ++i) {
+    EXPECT_EQ(libsvm[i].label, criteo[i].label);
+    EXPECT_EQ(libsvm[i].probability, criteo[i].probability);
+  }
+}
+
+TEST(GeneratorTest, LabelsFollowTheTrueProbabilities) {
+  SplitStats stats;
+  std::vector<Example> examples;
+  Text(Make(DataFormat::kLibsvm), 0, 20000, &stats, &examples);
+  double mean_p = 0, logloss = 0;
+  for (const Example& e : examples) {
+    mean_p += e.probability;
+    logloss -= e.label ? std::log(e.probability) : std::log1p(-e.probability);
+  }
+  mean_p /= examples.size();
+  logloss /= examples.size();
+  EXPECT_NEAR(stats.positive_rate(), 0.25, 0.02);
+  EXPECT_NEAR(mean_p, 0.25, 0.02);
+  EXPECT_NEAR(stats.positive_rate(), mean_p, 0.015);
+  // The true model's log loss on the labels estimates the mean entropy.
+  EXPECT_NEAR(logloss, stats.bayes_logloss(), 0.015);
+  // Learnable: well below the best constant predictor, but noisy.
+  EXPECT_LT(stats.bayes_logloss(), stats.constant_logloss() - 0.05);
+  EXPECT_GT(stats.bayes_logloss(), 0.2);
+}
+
+TEST(GeneratorTest, InteractionsChangeTheGroundTruth) {
+  SplitStats plain, with;
+  std::vector<Example> a, b;
+  Text(Make(DataFormat::kCriteo, 7, false), 0, 2000, &plain, &a);
+  const std::string text =
+      Text(Make(DataFormat::kCriteo, 7, true), 0, 2000, &with, &b);
+  EXPECT_EQ(text, Text(Make(DataFormat::kCriteo, 7, true), 0, 2000));
+  int differ = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].keys, b[i].keys);
+    differ += a[i].probability != b[i].probability;
+  }
+  EXPECT_GT(differ, 1000);
+  EXPECT_LT(with.bayes_logloss(), with.constant_logloss());
+}
+
+TEST(GeneratorTest, CreateRejectsBadOptions) {
+  DatagenOptions options;
+  options.index_bits = 70;
+  EXPECT_EQ(Generator::Create(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options = DatagenOptions();
+  options.positive_rate = 1;
+  EXPECT_EQ(Generator::Create(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options = DatagenOptions();
+  options.weight_stddev = -1;
+  EXPECT_FALSE(Generator::Create(options).ok());
+  options = DatagenOptions();
+  options.zipf_exponent = 0;
+  EXPECT_FALSE(Generator::Create(options).ok());
+}
+
+}  // namespace
+}  // namespace datagen
+}  // namespace petrel

@@ -1,0 +1,312 @@
+#include "van/customer.h"
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+#include "tests/harness/local_cluster.h"
+#include "van/loopback_van.h"
+#include "van/postoffice.h"
+
+namespace petrel {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr int kApp = 1;
+
+// A Postoffice that never starts: enough for Customer's bookkeeping.
+struct OfflineNode {
+  OfflineNode()
+      : po(PostofficeOptions(),
+           std::make_unique<LoopbackVan>(&network, VanOptions(), &metrics),
+           &metrics) {}
+  LoopbackNetwork network;
+  MetricsRegistry metrics;
+  Postoffice po;
+};
+
+Message Request(int sender, int customer_id, uint64_t seq) {
+  Message m;
+  m.meta.set_request(true);
+  m.meta.set_sender(sender);
+  m.meta.set_customer_id(customer_id);
+  m.meta.set_seq(seq);
+  return m;
+}
+
+Message Response(int sender, int timestamp) {
+  Message m;
+  m.meta.set_request(false);
+  m.meta.set_sender(sender);
+  m.meta.set_timestamp(timestamp);
+  return m;
+}
+
+TEST(CustomerTest, DetectsDuplicateRequestsPerSenderAndCustomer) {
+  OfflineNode node;
+  Customer c(kApp, 0, &node.po);
+  std::vector<bool> dups;
+  c.set_request_handler(
+      [&](Message&&, bool duplicate) { dups.push_back(duplicate); });
+  c.Accept(Request(9, 0, 1));
+  c.Accept(Request(9, 0, 1));   // same sender, customer and seq
+  c.Accept(Request(11, 0, 1));  // another sender
+  c.Accept(Request(9, 1, 1));   // another customer of the same sender
+  c.Accept(Request(9, 0, 3));   // ahead of 2
+  c.Accept(Request(9, 0, 2));   // fills the gap
+  c.Accept(Request(9, 0, 3));
+  c.Accept(Request(9, 0, 2));
+  c.Accept(Request(9, 0, 0));  // seq 0: not sequenced, never a duplicate
+  c.Accept(Request(9, 0, 0));
+  EXPECT_EQ(dups, (std::vector<bool>{false, true, false, false, false, false,
+                                     true, true, false, false}));
+}
+
+TEST(CustomerTest, WaitTimeoutNamesNodesThatDidNotAnswer) {
+  OfflineNode node;
+  Customer c(kApp, 0, &node.po);
+  int ts = c.NewRequest({8, 10, 9});
+  c.Accept(Response(10, ts));
+  absl::Status s = c.Wait(ts, absl::Milliseconds(50));
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(s.message(), HasSubstr("node(s) 8 (server 0), 9 (worker 0)"));
+  EXPECT_THAT(s.message(), Not(HasSubstr("10")));
+  EXPECT_FALSE(c.IsComplete(ts));
+  // A late answer still completes the request.
+  c.Accept(Response(8, ts));
+  c.Accept(Response(9, ts));
+  EXPECT_TRUE(c.Wait(ts, absl::Seconds(10)).ok());
+  EXPECT_TRUE(c.IsComplete(ts));
+}
+
+TEST(CustomerTest, IgnoresDuplicateAndUnexpectedResponses) {
+  OfflineNode node;
+  Customer c(kApp, 0, &node.po);
+  int responses = 0;
+  int completions = 0;
+  c.set_response_handler([&](Message&&) { ++responses; });
+  int ts = c.NewRequest({8, 10}, [&](int) { ++completions; });
+  c.Accept(Response(8, ts));
+  c.Accept(Response(8, ts));      // duplicate
+  c.Accept(Response(12, ts));     // not asked
+  c.Accept(Response(8, ts + 1));  // no such request
+  EXPECT_EQ(responses, 1);
+  EXPECT_EQ(completions, 0);
+  EXPECT_FALSE(c.IsComplete(ts));
+  c.Accept(Response(10, ts));
+  c.Accept(Response(10, ts));  // after completion
+  EXPECT_EQ(responses, 2);
+  EXPECT_EQ(completions, 1);
+  EXPECT_TRUE(c.IsComplete(ts));
+}
+
+TEST(CustomerTest, RequestWithoutRecipientsCompletesAtOnce) {
+  OfflineNode node;
+  Customer c(kApp, 0, &node.po);
+  int completed = -1;
+  int ts = c.NewRequest({}, [&](int t) { completed = t; });
+  EXPECT_EQ(completed, ts);
+  EXPECT_TRUE(c.Wait(ts, absl::ZeroDuration()).ok());
+}
+
+TEST(CustomerTest, CompletionHandlerRunsBeforeWaitReturns) {
+  OfflineNode node;
+  Customer c(kApp, 0, &node.po);
+  absl::Notification entered, release;
+  std::atomic<bool> finished{false};
+  int ts = c.NewRequest({8}, [&](int) {
+    entered.Notify();
+    release.WaitForNotification();
+    finished = true;
+  });
+  std::thread van([&] { c.Accept(Response(8, ts)); });
+  entered.WaitForNotification();
+  // The handler is still running: the request is not complete yet.
+  EXPECT_EQ(c.Wait(ts, absl::Milliseconds(50)).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_FALSE(c.IsComplete(ts));
+  release.Notify();
+  EXPECT_TRUE(c.Wait(ts, absl::Seconds(10)).ok());
+  EXPECT_TRUE(finished);
+  van.join();
+}
+
+TEST(CustomerTest, StartRejectsTakenIds) {
+  OfflineNode node;
+  Customer a(kApp, 0, &node.po);
+  Customer b(kApp, 0, &node.po);
+  ASSERT_TRUE(a.Start().ok());
+  EXPECT_EQ(b.Start().code(), absl::StatusCode::kAlreadyExists);
+  Customer other_customer(kApp, 1, &node.po);
+  EXPECT_TRUE(other_customer.Start().ok());
+}
+
+// What a server-side customer saw of one request.
+struct Seen {
+  int sender;
+  int customer_id;
+  int timestamp;
+  uint64_t seq;
+  bool duplicate;
+};
+
+// A server-side customer that records requests and answers them, except
+// the first copy of each timestamp listed in `drop`.
+class EchoServer {
+ public:
+  EchoServer(Postoffice* po, std::vector<int> drop = {})
+      : customer_(kApp, 0, po), drop_(std::move(drop)) {
+    customer_.set_request_handler([this](Message&& msg, bool duplicate) {
+      bool answer = true;
+      {
+        absl::MutexLock lock(&mu_);
+        seen_.push_back(Seen{msg.meta.sender(), msg.meta.customer_id(),
+                             msg.meta.timestamp(), msg.meta.seq(), duplicate});
+        auto it = std::find(drop_.begin(), drop_.end(), msg.meta.timestamp());
+        if (it != drop_.end() && !duplicate) answer = false;
+      }
+      if (answer) customer_.SendResponse(msg, Message()).IgnoreError();
+    });
+    EXPECT_TRUE(customer_.Start().ok());
+  }
+  std::vector<Seen> seen() {
+    absl::MutexLock lock(&mu_);
+    return seen_;
+  }
+  bool WaitForSeen(size_t n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) -> bool {
+      return seen_.size() >= n;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(10));
+  }
+
+ private:
+  Customer customer_;
+  absl::Mutex mu_;
+  std::vector<Seen> seen_ ABSL_GUARDED_BY(mu_);
+  std::vector<int> drop_;
+};
+
+LocalClusterOptions TwoServers() {
+  LocalClusterOptions o;
+  o.num_servers = 2;
+  o.num_workers = 1;
+  return o;
+}
+
+// Opens a request to `recipients` and sends one message to each.
+int SendTo(Customer& c, const std::vector<int>& recipients) {
+  int ts = c.NewRequest(recipients);
+  for (int r : recipients) {
+    Message m;
+    m.meta.set_recipient(r);
+    m.meta.set_timestamp(ts);
+    EXPECT_TRUE(c.SendRequest(std::move(m)).ok());
+  }
+  return ts;
+}
+
+std::vector<uint64_t> Seqs(const std::vector<Seen>& seen) {
+  std::vector<uint64_t> out;
+  for (const Seen& s : seen) out.push_back(s.seq);
+  return out;
+}
+
+TEST(CustomerTest, NumbersRequestsPerRecipient) {
+  LocalCluster cluster(TwoServers());
+  ASSERT_TRUE(cluster.Start().ok());
+  EchoServer s0(cluster.server(0));
+  EchoServer s1(cluster.server(1));
+  Customer c(kApp, 0, cluster.worker(0));
+  ASSERT_TRUE(c.Start().ok());
+  for (const std::vector<int>& to :
+       std::vector<std::vector<int>>{{8}, {8, 10}, {10}, {8}}) {
+    ASSERT_TRUE(c.Wait(SendTo(c, to), absl::Seconds(10)).ok());
+  }
+  EXPECT_EQ(Seqs(s0.seen()), (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(Seqs(s1.seen()), (std::vector<uint64_t>{1, 2}));
+  // Another customer of the same worker numbers its own stream, and the
+  // server does not take its seq 1 for a duplicate.
+  Customer c1(kApp, 1, cluster.worker(0));
+  ASSERT_TRUE(c1.Start().ok());
+  ASSERT_TRUE(c1.Wait(SendTo(c1, {8}), absl::Seconds(10)).ok());
+  std::vector<Seen> seen = s0.seen();
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[3].customer_id, 1);
+  EXPECT_EQ(seen[3].seq, 1u);
+  EXPECT_FALSE(seen[3].duplicate);
+  for (const Seen& s : seen) EXPECT_EQ(s.sender, 9);
+  EXPECT_TRUE(cluster.Finish().ok());
+}
+
+TEST(CustomerTest, TickResendsOnlyAfterResendTimeout) {
+  LocalCluster cluster(TwoServers());
+  ASSERT_TRUE(cluster.Start().ok());
+  EchoServer s0(cluster.server(0), /*drop=*/{0});
+  CustomerOptions options;
+  options.resend_timeout = absl::Hours(1);  // the van's ticks never resend
+  Customer c(kApp, 0, cluster.worker(0), options);
+  ASSERT_TRUE(c.Start().ok());
+  int dropped = SendTo(c, {8});
+  ASSERT_EQ(dropped, 0);
+  ASSERT_TRUE(s0.WaitForSeen(1));
+  c.Tick(absl::Now());  // too early: nothing is resent
+  // Messages arrive in order, so a resend would show up before this one.
+  ASSERT_TRUE(c.Wait(SendTo(c, {8}), absl::Seconds(10)).ok());
+  ASSERT_EQ(s0.seen().size(), 2u);
+  EXPECT_FALSE(c.IsComplete(dropped));
+  c.Tick(absl::Now() + absl::Hours(2));
+  ASSERT_TRUE(c.Wait(dropped, absl::Seconds(10)).ok());
+  std::vector<Seen> seen = s0.seen();
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[2].timestamp, dropped);
+  EXPECT_EQ(seen[2].seq, seen[0].seq);  // the same message again
+  EXPECT_TRUE(seen[2].duplicate);
+  EXPECT_TRUE(cluster.Finish().ok());
+}
+
+TEST(CustomerTest, ResendsUnansweredRequestOnTicks) {
+  LocalCluster cluster(TwoServers());
+  ASSERT_TRUE(cluster.Start().ok());
+  EchoServer s0(cluster.server(0), /*drop=*/{0});
+  EchoServer s1(cluster.server(1));
+  CustomerOptions options;
+  options.resend_timeout = absl::Milliseconds(30);
+  Customer c(kApp, 0, cluster.worker(0), options);
+  ASSERT_TRUE(c.Start().ok());
+  int ts = SendTo(c, {8, 10});
+  ASSERT_TRUE(c.Wait(ts, absl::Seconds(10)).ok());
+  std::vector<Seen> seen = s0.seen();
+  ASSERT_GE(seen.size(), 2u);
+  EXPECT_FALSE(seen[0].duplicate);
+  EXPECT_TRUE(seen[1].duplicate);
+  EXPECT_EQ(seen[1].seq, seen[0].seq);
+  EXPECT_TRUE(cluster.Finish().ok());
+}
+
+TEST(CustomerTest, WaitNamesServerThatNeverAnswersOverNetwork) {
+  LocalCluster cluster(TwoServers());
+  ASSERT_TRUE(cluster.Start().ok());
+  EchoServer s0(cluster.server(0), /*drop=*/{0});
+  EchoServer s1(cluster.server(1));
+  Customer c(kApp, 0, cluster.worker(0));
+  ASSERT_TRUE(c.Start().ok());
+  int ts = SendTo(c, {8, 10});
+  ASSERT_TRUE(s1.WaitForSeen(1));
+  absl::Status s = c.Wait(ts, absl::Milliseconds(200));
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(s.message(), HasSubstr("node(s) 8 (server 0)"));
+  EXPECT_TRUE(cluster.Finish().ok());
+}
+
+}  // namespace
+}  // namespace petrel

@@ -1,0 +1,428 @@
+#include "van/wire_codec.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace petrel {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int kServer = 8;
+constexpr int kWorker = 9;
+
+// A server (node 8) receiving from the worker bound to the connection.
+DecodeContext ServerContext() {
+  DecodeContext c;
+  c.my_id = kServer;
+  c.expected_sender = kWorker;
+  return c;
+}
+
+Message DataMessage() {
+  Message m;
+  m.meta.set_sender(kWorker);
+  m.meta.set_recipient(kServer);
+  m.meta.set_request(true);
+  return m;
+}
+
+Message KvMessage(std::vector<uint64_t> keys, std::vector<float> vals) {
+  Message m = DataMessage();
+  m.meta.set_kv(true);
+  m.AddData(SArray<uint64_t>(std::move(keys)));
+  m.AddData(SArray<float>(std::move(vals)));
+  return m;
+}
+
+absl::StatusOr<Message> Decode(const Message& m,
+                               const DecodeContext& c = ServerContext()) {
+  return DecodeMessage(EncodeHeader(m.meta), m.data, c);
+}
+
+// A header frame with `meta_bytes` behind a prefix declaring `declared`.
+Buffer RawHeader(const std::string& meta_bytes, uint32_t declared,
+                 uint32_t magic = kWireMagic, uint16_t version = kWireVersion) {
+  std::string out(kWirePrefixBytes, '\0');
+  std::memcpy(&out[0], &magic, 4);
+  std::memcpy(&out[4], &version, 2);
+  std::memcpy(&out[8], &declared, 4);
+  out += meta_bytes;
+  return Buffer::CopyOf(out.data(), out.size());
+}
+
+Buffer RawHeader(const std::string& meta_bytes) {
+  return RawHeader(meta_bytes, static_cast<uint32_t>(meta_bytes.size()));
+}
+
+absl::StatusCode CodeOf(const absl::StatusOr<Message>& r) {
+  return r.status().code();
+}
+
+TEST(WireCodecTest, RoundTripPreservesMetaAndFrames) {
+  Message m = KvMessage({3, 1, 2}, {1.5f, 2.5f, 3.5f});
+  m.meta.set_app_id(2);
+  m.meta.set_customer_id(3);
+  m.meta.set_timestamp(17);
+  m.meta.set_push(true);
+  m.meta.set_head(5);
+  m.meta.set_seq(99);
+  m.meta.set_body("hello");
+  auto r = Decode(m);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->meta.SerializeAsString(), m.meta.SerializeAsString());
+  ASSERT_EQ(r->data.size(), 2u);
+  EXPECT_EQ(SArray<uint64_t>(r->data[0]).ToVector(),
+            (std::vector<uint64_t>{3, 1, 2}));
+  EXPECT_EQ(SArray<float>(r->data[1]).ToVector(),
+            (std::vector<float>{1.5f, 2.5f, 3.5f}));
+  // Aligned frames are passed on without copying.
+  EXPECT_EQ(r->data[0].data(), m.data[0].data());
+  EXPECT_EQ(r->data[1].data(), m.data[1].data());
+}
+
+TEST(WireCodecTest, RoundTripOfControlMessage) {
+  Message m;
+  m.meta.set_sender(kSchedulerId);
+  m.meta.set_recipient(kServer);
+  pb::Control* c = m.meta.mutable_control();
+  c->set_cmd(pb::COMMAND_ADD_NODE);
+  c->add_nodes()->set_host("127.0.0.1");
+  c->add_ranges(0);
+  c->add_range_owners(0);
+  DecodeContext ctx;
+  ctx.my_id = kServer;
+  ctx.expected_sender = kSchedulerId;
+  auto r = Decode(m, ctx);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->meta.SerializeAsString(), m.meta.SerializeAsString());
+  EXPECT_TRUE(r->data.empty());
+}
+
+TEST(WireCodecTest, RealignsMisalignedFrames) {
+  std::vector<uint64_t> keys = {1, 2, 3, 0xFFFFFFFFFFFFFFFFull};
+  Buffer storage = Buffer::Allocate(keys.size() * 8 + 1);
+  std::memcpy(storage.mutable_data() + 1, keys.data(), keys.size() * 8);
+  Buffer misaligned = storage.Slice(1, keys.size() * 8);
+  ASSERT_NE(reinterpret_cast<uintptr_t>(misaligned.data()) % 8, 0u);
+  Message m = DataMessage();
+  m.meta.add_data_types(pb::DATA_TYPE_UINT64);
+  m.data.push_back(misaligned);
+  auto r = Decode(m);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(r->data[0].data()) % 8, 0u);
+  EXPECT_EQ(SArray<uint64_t>(r->data[0]).ToVector(), keys);
+}
+
+TEST(WireCodecTest, RejectsShortHeader) {
+  Buffer h = Buffer::CopyOf("PTRL", 4);
+  auto r = DecodeMessage(h, {}, ServerContext());
+  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("4 bytes"));
+}
+
+TEST(WireCodecTest, RejectsBadMagic) {
+  std::string meta = DataMessage().meta.SerializeAsString();
+  auto r = DecodeMessage(
+      RawHeader(meta, static_cast<uint32_t>(meta.size()), 0x12345678), {},
+      ServerContext());
+  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("magic"));
+}
+
+TEST(WireCodecTest, RejectsWrongVersion) {
+  std::string meta = DataMessage().meta.SerializeAsString();
+  auto r = DecodeMessage(
+      RawHeader(meta, static_cast<uint32_t>(meta.size()), kWireMagic, 2), {},
+      ServerContext());
+  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("version 2"));
+}
+
+TEST(WireCodecTest, RejectsMetaLengthMismatch) {
+  std::string meta = DataMessage().meta.SerializeAsString();
+  for (uint32_t declared :
+       {static_cast<uint32_t>(meta.size() + 1),
+        static_cast<uint32_t>(meta.size() - 1), 0xFFFFFFFFu}) {
+    auto r = DecodeMessage(RawHeader(meta, declared), {}, ServerContext());
+    EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument) << declared;
+  }
+}
+
+TEST(WireCodecTest, RejectsMetaOverLimit) {
+  Message m = DataMessage();
+  m.meta.set_body(std::string(100, 'x'));
+  DecodeContext c = ServerContext();
+  c.limits.max_meta_bytes = 64;
+  EXPECT_EQ(CodeOf(Decode(m, c)), absl::StatusCode::kResourceExhausted);
+  c.limits.max_meta_bytes = 1000;
+  EXPECT_TRUE(Decode(m, c).ok());
+}
+
+TEST(WireCodecTest, RejectsMetaThatDoesNotParse) {
+  // Field number 0 is never valid in a protobuf message.
+  auto r =
+      DecodeMessage(RawHeader(std::string("\x00\x01", 2)), {}, ServerContext());
+  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("parse"));
+}
+
+TEST(WireCodecTest, RejectsTooManyFrames) {
+  Message m = DataMessage();
+  for (int i = 0; i < 5; ++i) m.AddData(SArray<int32_t>{1});
+  DecodeContext c = ServerContext();
+  c.limits.max_frames = 4;
+  EXPECT_EQ(CodeOf(Decode(m, c)), absl::StatusCode::kResourceExhausted);
+  c.limits.max_frames = 5;
+  EXPECT_TRUE(Decode(m, c).ok());
+}
+
+TEST(WireCodecTest, RejectsDataTypeCountMismatch) {
+  Message m = DataMessage();
+  m.AddData(SArray<int32_t>{1});
+  m.data.push_back(Buffer::CopyOf("abcd", 4));  // no data type for it
+  auto r = Decode(m);
+  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("1 data types for 2 frames"));
+}
+
+TEST(WireCodecTest, RejectsUnknownDataType) {
+  Message m = DataMessage();
+  // Field 13 (data_types) as a varint with the unknown value 99.
+  std::string meta = m.meta.SerializeAsString() + "\x68\x63";
+  std::vector<Buffer> frames = {Buffer::CopyOf("abcdefgh", 8)};
+  auto r = DecodeMessage(RawHeader(meta), frames, ServerContext());
+  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("unknown data type"));
+}
+
+TEST(WireCodecTest, RejectsFrameSizeNotMultipleOfElement) {
+  Message m = DataMessage();
+  m.meta.add_data_types(pb::DATA_TYPE_DOUBLE);
+  m.data.push_back(Buffer::Allocate(13));
+  auto r = Decode(m);
+  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("13 bytes, not a multiple of 8"));
+}
+
+TEST(WireCodecTest, RejectsTotalOverMaxMessageBytes) {
+  Message m = DataMessage();
+  m.AddData(SArray<float>(100, 1.0f));  // 400 bytes
+  m.AddData(SArray<float>(100, 1.0f));  // 800 in total
+  DecodeContext c = ServerContext();
+  c.limits.max_message_bytes = 799;
+  EXPECT_EQ(CodeOf(Decode(m, c)), absl::StatusCode::kResourceExhausted);
+  c.limits.max_message_bytes = 800;
+  EXPECT_TRUE(Decode(m, c).ok());
+}
+
+TEST(WireCodecTest, RejectsSenderNotMatchingConnection) {
+  Message m = DataMessage();
+  m.meta.set_sender(11);  // the connection belongs to node 9
+  auto r = Decode(m);
+  EXPECT_EQ(CodeOf(r), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(r.status().message(), HasSubstr("sender id 11"));
+}
+
+TEST(WireCodecTest, RejectsDataFromUnknownConnection) {
+  DecodeContext c = ServerContext();
+  c.expected_sender = -1;
+  EXPECT_EQ(CodeOf(Decode(DataMessage(), c)),
+            absl::StatusCode::kPermissionDenied);
+  c.is_scheduler = true;
+  c.my_id = kSchedulerId;
+  Message m = DataMessage();
+  m.meta.set_recipient(kSchedulerId);
+  EXPECT_EQ(CodeOf(Decode(m, c)), absl::StatusCode::kPermissionDenied);
+}
+
+Message JoinRequest() {
+  Message m;
+  m.meta.set_sender(kEmptyNodeId);
+  m.meta.set_recipient(kSchedulerId);
+  m.meta.set_request(true);
+  m.meta.mutable_control()->set_cmd(pb::COMMAND_ADD_NODE);
+  m.meta.mutable_control()->add_nodes()->set_role(pb::ROLE_SERVER);
+  return m;
+}
+
+TEST(WireCodecTest, AcceptsJoinRequestOnlyAtScheduler) {
+  DecodeContext scheduler;
+  scheduler.my_id = kSchedulerId;
+  scheduler.is_scheduler = true;
+  EXPECT_TRUE(Decode(JoinRequest(), scheduler).ok());
+  DecodeContext node;
+  node.my_id = kServer;
+  Message m = JoinRequest();
+  m.meta.set_recipient(kServer);
+  EXPECT_EQ(CodeOf(Decode(m, node)), absl::StatusCode::kPermissionDenied);
+  // A join request must come from a node without an id.
+  m = JoinRequest();
+  m.meta.set_sender(kWorker);
+  EXPECT_EQ(CodeOf(Decode(m, scheduler)), absl::StatusCode::kPermissionDenied);
+}
+
+TEST(WireCodecTest, AcceptsJoinReplyOnlyWhileWithoutId) {
+  for (pb::Command cmd :
+       {pb::COMMAND_ADD_NODE, pb::COMMAND_REJECT, pb::COMMAND_TERMINATE}) {
+    Message m;
+    m.meta.set_sender(kSchedulerId);
+    m.meta.set_recipient(-1);  // the scheduler's temporary route
+    m.meta.mutable_control()->set_cmd(cmd);
+    DecodeContext joining;  // my_id 0, connection unknown
+    EXPECT_TRUE(Decode(m, joining).ok()) << pb::Command_Name(cmd);
+    DecodeContext joined;
+    joined.my_id = kWorker;
+    m.meta.set_recipient(kWorker);
+    EXPECT_EQ(CodeOf(Decode(m, joined)), absl::StatusCode::kPermissionDenied)
+        << pb::Command_Name(cmd);
+  }
+  // Other commands are no join reply.
+  Message barrier;
+  barrier.meta.set_sender(kSchedulerId);
+  barrier.meta.mutable_control()->set_cmd(pb::COMMAND_BARRIER);
+  EXPECT_EQ(CodeOf(Decode(barrier, DecodeContext())),
+            absl::StatusCode::kPermissionDenied);
+}
+
+TEST(WireCodecTest, RejectsRecipientMismatch) {
+  Message m = DataMessage();
+  m.meta.set_recipient(10);
+  auto r = Decode(m);
+  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("recipient 10"));
+}
+
+TEST(WireCodecTest, RejectsNegativeAppCustomerOrTimestamp) {
+  for (int field = 0; field < 3; ++field) {
+    Message m = DataMessage();
+    if (field == 0) m.meta.set_app_id(-1);
+    if (field == 1) m.meta.set_customer_id(-1);
+    if (field == 2) m.meta.set_timestamp(-1);
+    EXPECT_EQ(CodeOf(Decode(m)), absl::StatusCode::kInvalidArgument) << field;
+  }
+}
+
+// A control message from the scheduler to a joined server.
+Message ControlMessage(pb::Command cmd) {
+  Message m;
+  m.meta.set_sender(kSchedulerId);
+  m.meta.set_recipient(kServer);
+  m.meta.mutable_control()->set_cmd(cmd);
+  return m;
+}
+
+DecodeContext FromScheduler() {
+  DecodeContext c;
+  c.my_id = kServer;
+  c.expected_sender = kSchedulerId;
+  return c;
+}
+
+TEST(WireCodecTest, RejectsUnknownControlCommand) {
+  EXPECT_TRUE(
+      Decode(ControlMessage(pb::COMMAND_BARRIER), FromScheduler()).ok());
+  EXPECT_EQ(CodeOf(Decode(ControlMessage(static_cast<pb::Command>(99)),
+                          FromScheduler())),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CodeOf(Decode(ControlMessage(pb::COMMAND_NONE), FromScheduler())),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(WireCodecTest, RejectsTooManyNodes) {
+  Message m = ControlMessage(pb::COMMAND_ADD_NODE);
+  for (int i = 0; i < 3; ++i) m.meta.mutable_control()->add_nodes();
+  DecodeContext c = FromScheduler();
+  c.limits.max_nodes = 2;
+  EXPECT_EQ(CodeOf(Decode(m, c)), absl::StatusCode::kResourceExhausted);
+  c.limits.max_nodes = 3;
+  EXPECT_TRUE(Decode(m, c).ok());
+}
+
+TEST(WireCodecTest, RejectsRangesOwnersMismatch) {
+  Message m = ControlMessage(pb::COMMAND_ADD_NODE);
+  m.meta.mutable_control()->add_ranges(0);
+  m.meta.mutable_control()->add_ranges(100);
+  m.meta.mutable_control()->add_range_owners(0);
+  auto r = Decode(m, FromScheduler());
+  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("2 ranges but 1 owners"));
+}
+
+TEST(WireCodecTest, AcceptsWellFormedKv) {
+  EXPECT_TRUE(Decode(KvMessage({1, 2}, {1, 2, 3, 4})).ok());
+  EXPECT_TRUE(Decode(KvMessage({1, 2}, {})).ok());
+  Message keys_only = DataMessage();
+  keys_only.meta.set_kv(true);
+  keys_only.AddData(SArray<uint64_t>{1, 2});
+  EXPECT_TRUE(Decode(keys_only).ok());
+}
+
+TEST(WireCodecTest, RejectsKvFirstFrameNotUint64) {
+  Message m = DataMessage();
+  m.meta.set_kv(true);
+  m.AddData(SArray<int64_t>{1, 2});
+  m.AddData(SArray<float>{1, 2});
+  EXPECT_EQ(CodeOf(Decode(m)), absl::StatusCode::kInvalidArgument);
+  Message none = DataMessage();
+  none.meta.set_kv(true);
+  EXPECT_EQ(CodeOf(Decode(none)), absl::StatusCode::kInvalidArgument);
+}
+
+Message KvWithLens(std::vector<uint64_t> keys, std::vector<float> vals,
+                   std::vector<int32_t> lens) {
+  Message m = KvMessage(std::move(keys), std::move(vals));
+  m.AddData(SArray<int32_t>(std::move(lens)));
+  return m;
+}
+
+TEST(WireCodecTest, AcceptsKvWithLens) {
+  EXPECT_TRUE(Decode(KvWithLens({1, 2, 3}, {1, 2, 3}, {0, 1, 2})).ok());
+}
+
+TEST(WireCodecTest, RejectsKvLensFrameNotInt32) {
+  Message m = KvMessage({1, 2}, {1, 2});
+  m.AddData(SArray<int64_t>{1, 1});
+  auto r = Decode(m);
+  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("int32"));
+}
+
+TEST(WireCodecTest, RejectsKvLensCountMismatch) {
+  auto r = Decode(KvWithLens({1, 2}, {1, 2}, {2}));
+  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("1 lens for 2 keys"));
+}
+
+TEST(WireCodecTest, RejectsKvNegativeLength) {
+  auto r = Decode(KvWithLens({1, 2}, {1, 2}, {3, -1}));
+  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("negative length -1"));
+}
+
+TEST(WireCodecTest, RejectsKvLensSumMismatch) {
+  auto r = Decode(KvWithLens({1, 2}, {1, 2, 3}, {1, 1}));
+  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("lens sum to 2 but 3"));
+}
+
+TEST(WireCodecTest, RejectsKvValuesNotDividingKeys) {
+  auto r = Decode(KvMessage({1, 2}, {1, 2, 3}));
+  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("3 values do not divide"));
+  EXPECT_EQ(CodeOf(Decode(KvMessage({}, {1}))),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(WireCodecTest, RejectsKvWithMoreThanThreeFrames) {
+  Message m = KvWithLens({1}, {1}, {1});
+  m.AddData(SArray<int32_t>{1});
+  EXPECT_EQ(CodeOf(Decode(m)), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace petrel

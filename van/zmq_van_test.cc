@@ -1,0 +1,258 @@
+#include "van/zmq_van.h"
+
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace petrel {
+namespace {
+
+using ::testing::HasSubstr;
+
+bool WaitUntil(const std::function<bool()>& cond,
+               absl::Duration timeout = absl::Seconds(10)) {
+  absl::Time deadline = absl::Now() + timeout;
+  while (!cond()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
+}
+
+VanOptions Local() {
+  VanOptions o;
+  o.bind_host = "127.0.0.1";
+  o.port = 0;
+  o.tick_interval = absl::Milliseconds(10);
+  return o;
+}
+
+// One ZmqVan acting as node `id`, recording what it receives.
+class Endpoint {
+ public:
+  explicit Endpoint(int id, VanOptions options = Local())
+      : van_(std::make_unique<ZmqVan>(options, &metrics_)) {
+    van_->set_my_id(id);
+  }
+  absl::Status Start() {
+    return van_->Start(
+        [this](Message&& msg) {
+          absl::MutexLock lock(&mu_);
+          got_.push_back(std::move(msg));
+        },
+        nullptr);
+  }
+  pb::Node Self() const {
+    pb::Node n;
+    n.set_id(van_->my_id());
+    n.set_host("127.0.0.1");
+    n.set_port(van_->port());
+    n.set_transport_id(van_->transport_id());
+    return n;
+  }
+  // Routes to `peer` and accepts its messages.
+  void Connect(const Endpoint& peer) { van_->Connect(peer.Self()); }
+
+  bool WaitForMessages(size_t n, absl::Duration timeout = absl::Seconds(10)) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) -> bool {
+      return got_.size() >= n;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
+  }
+  std::vector<Message> got() {
+    absl::MutexLock lock(&mu_);
+    return got_;
+  }
+  double Rejected(const std::string& reason) {
+    return metrics_
+        .Value("petrel_van_messages_rejected_total", {{"reason", reason}})
+        .value_or(0);
+  }
+  ZmqVan& van() { return *van_; }
+
+ private:
+  MetricsRegistry metrics_;
+  std::unique_ptr<ZmqVan> van_;
+  absl::Mutex mu_;
+  std::vector<Message> got_ ABSL_GUARDED_BY(mu_);
+};
+
+Message To(int sender, int recipient, int head = 0) {
+  Message m;
+  m.meta.set_sender(sender);
+  m.meta.set_recipient(recipient);
+  m.meta.set_request(true);
+  m.meta.set_head(head);
+  return m;
+}
+
+TEST(ZmqVanTest, PortZeroBindsARealPort) {
+  Endpoint a(8), b(9);
+  ASSERT_TRUE(a.Start().ok());
+  ASSERT_TRUE(b.Start().ok());
+  EXPECT_GT(a.van().port(), 0);
+  EXPECT_GT(b.van().port(), 0);
+  EXPECT_NE(a.van().port(), b.van().port());
+}
+
+TEST(ZmqVanTest, ExchangesLargeFrames) {
+  Endpoint server(8), worker(9);
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_TRUE(worker.Start().ok());
+  server.Connect(worker);
+  worker.Connect(server);
+  const size_t kKeys = 1 << 20;  // 8 MiB of keys, 16 MiB of values
+  SArray<uint64_t> keys(kKeys);
+  SArray<float> vals(4 * kKeys);
+  for (size_t i = 0; i < kKeys; ++i) keys[i] = i * 3;
+  for (size_t i = 0; i < vals.size(); ++i) vals[i] = static_cast<float>(i);
+  Message m = To(9, 8);
+  m.meta.set_kv(true);
+  m.AddData(keys);
+  m.AddData(vals);
+  ASSERT_TRUE(worker.van().Send(std::move(m)).ok());
+  ASSERT_TRUE(server.WaitForMessages(1));
+  Message got = server.got()[0];
+  EXPECT_EQ(got.meta.sender(), 9);
+  ASSERT_EQ(got.data.size(), 2u);
+  ASSERT_EQ(got.data[0].size(), keys.buffer().size());
+  ASSERT_EQ(got.data[1].size(), vals.buffer().size());
+  EXPECT_EQ(std::memcmp(got.data[0].data(), keys.data(), got.data[0].size()),
+            0);
+  EXPECT_EQ(std::memcmp(got.data[1].data(), vals.data(), got.data[1].size()),
+            0);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(got.data[0].data()) % 8, 0u);
+  // ZeroMQ sent our buffers without copying and released them afterwards.
+  EXPECT_TRUE(
+      WaitUntil([&] { return keys.buffer().owner().use_count() == 1; }));
+  EXPECT_TRUE(
+      WaitUntil([&] { return vals.buffer().owner().use_count() == 1; }));
+  // And the other way.
+  ASSERT_TRUE(server.van().Send(To(8, 9, 42)).ok());
+  ASSERT_TRUE(worker.WaitForMessages(1));
+  EXPECT_EQ(worker.got()[0].meta.head(), 42);
+}
+
+TEST(ZmqVanTest, PortInUseIsUnavailableNamingThePort) {
+  Endpoint a(8);
+  ASSERT_TRUE(a.Start().ok());
+  VanOptions o = Local();
+  o.port = a.van().port();
+  Endpoint b(9, o);
+  absl::Status s = b.Start();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("port ", o.port)));
+}
+
+TEST(ZmqVanTest, SendOutsideStartIsFailedPrecondition) {
+  Endpoint a(8);
+  EXPECT_EQ(a.van().Send(To(8, 9)).code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(a.Start().ok());
+  a.van().Stop();
+  EXPECT_EQ(a.van().Send(To(8, 9)).code(),
+            absl::StatusCode::kFailedPrecondition);
+  a.van().Stop();  // idempotent
+}
+
+TEST(ZmqVanTest, CountsMessageToUnknownRecipient) {
+  Endpoint a(8);
+  ASSERT_TRUE(a.Start().ok());
+  ASSERT_TRUE(a.van().Send(To(8, 99)).ok());
+  EXPECT_TRUE(WaitUntil([&] { return a.Rejected("no_route") == 1; }));
+}
+
+TEST(ZmqVanTest, RejectsMessagesFromUnknownConnectionsAndSpoofedSenders) {
+  Endpoint server(8), worker(9), stranger(11);
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_TRUE(worker.Start().ok());
+  ASSERT_TRUE(stranger.Start().ok());
+  server.Connect(worker);
+  worker.Connect(server);
+  stranger.Connect(server);  // the server does not know it
+  ASSERT_TRUE(stranger.van().Send(To(11, 8)).ok());
+  ASSERT_TRUE(
+      WaitUntil([&] { return server.Rejected("permission_denied") == 1; }));
+  // A known connection claiming another node's id.
+  ASSERT_TRUE(worker.van().Send(To(11, 8)).ok());
+  ASSERT_TRUE(
+      WaitUntil([&] { return server.Rejected("permission_denied") == 2; }));
+  // The van goes on delivering good messages, and only those.
+  ASSERT_TRUE(worker.van().Send(To(9, 8, 7)).ok());
+  ASSERT_TRUE(server.WaitForMessages(1));
+  std::vector<Message> got = server.got();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].meta.head(), 7);
+}
+
+// Sends small messages from `from` until `to` has received one.
+bool SendUntilReceived(Endpoint& from, Endpoint& to, int sender,
+                       int recipient) {
+  for (int i = 0; i < 100; ++i) {
+    if (!from.van().Send(To(sender, recipient, 1000 + i)).ok()) return false;
+    if (to.WaitForMessages(1, absl::Milliseconds(100))) return true;
+  }
+  return false;
+}
+
+TEST(ZmqVanTest, DropsFrameOverMaxMessageBytes) {
+  VanOptions small = Local();
+  small.limits.max_message_bytes = 1 << 20;
+  Endpoint server(8, small), worker(9);
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_TRUE(worker.Start().ok());
+  server.Connect(worker);
+  worker.Connect(server);
+  Message big = To(9, 8);
+  big.AddData(SArray<char>(2 << 20, 'x'));
+  ASSERT_TRUE(worker.van().Send(std::move(big)).ok());
+  ASSERT_TRUE(SendUntilReceived(worker, server, 9, 8));
+  for (const Message& m : server.got()) {
+    EXPECT_TRUE(m.data.empty());
+    EXPECT_GE(m.meta.head(), 1000);
+  }
+}
+
+TEST(ZmqVanTest, RejectsMessageWhoseFramesTogetherExceedTheLimit) {
+  VanOptions small = Local();
+  small.limits.max_message_bytes = 1 << 20;
+  Endpoint server(8, small), worker(9);
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_TRUE(worker.Start().ok());
+  server.Connect(worker);
+  worker.Connect(server);
+  Message m = To(9, 8);
+  m.AddData(SArray<char>(600 << 10, 'a'));
+  m.AddData(SArray<char>(600 << 10, 'b'));
+  ASSERT_TRUE(worker.van().Send(std::move(m)).ok());
+  ASSERT_TRUE(
+      WaitUntil([&] { return server.Rejected("resource_exhausted") == 1; }));
+  ASSERT_TRUE(worker.van().Send(To(9, 8, 5)).ok());
+  ASSERT_TRUE(server.WaitForMessages(1));
+  EXPECT_EQ(server.got().size(), 1u);
+  EXPECT_EQ(server.got()[0].meta.head(), 5);
+}
+
+TEST(ZmqVanTest, AcceptsLimitsAboveTwoGiB) {
+  VanOptions big = Local();
+  big.limits.max_message_bytes = int64_t{5} << 30;
+  Endpoint server(8, big), worker(9, big);
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_TRUE(worker.Start().ok());
+  server.Connect(worker);
+  worker.Connect(server);
+  Message m = To(9, 8);
+  m.AddData(SArray<char>(3 << 20, 'z'));
+  ASSERT_TRUE(worker.van().Send(std::move(m)).ok());
+  ASSERT_TRUE(server.WaitForMessages(1));
+  EXPECT_EQ(server.got()[0].data[0].size(), size_t{3} << 20);
+}
+
+}  // namespace
+}  // namespace petrel

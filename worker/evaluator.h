@@ -1,0 +1,32 @@
+// Evaluation of a model on a job's test files: reads every test example,
+// pulls the rows it needs (no consistency bound), predicts, and computes
+// logloss and AUC over all of them.
+//
+// Thread safety: call from the trainer's thread.
+#ifndef PETREL_WORKER_EVALUATOR_H_
+#define PETREL_WORKER_EVALUATOR_H_
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+#include "proto/job.pb.h"
+#include "worker/kv_worker.h"
+#include "worker/model.h"
+
+namespace petrel {
+
+struct EvalResult {
+  double logloss = 0;
+  double auc = 0;
+  int64_t examples = 0;
+};
+
+// Evaluates `model` with rows pulled through `kv` on job.data().test().
+// InvalidArgument when there are no test files or no test examples.
+absl::StatusOr<EvalResult> Evaluate(const pb::JobConfig& job,
+                                    KVWorker<float>* kv, Model* model,
+                                    absl::Duration timeout);
+
+}  // namespace petrel
+
+#endif  // PETREL_WORKER_EVALUATOR_H_

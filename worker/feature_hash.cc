@@ -1,0 +1,97 @@
+#include "worker/feature_hash.h"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+namespace petrel {
+namespace {}  // namespace
+
+uint64_t Mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+namespace {
+
+constexpr uint64_t kMul1 = 0x87c37b91114253d5ULL;
+constexpr uint64_t kMul2 = 0x4cf5ad432745937fULL;
+
+// Little-endian load of n <= 8 bytes.
+uint64_t Load(const unsigned char* p, size_t n) {
+  uint64_t x = 0;
+  for (size_t i = 0; i < n; ++i) x |= uint64_t{p[i]} << (8 * i);
+  return x;
+}
+
+uint64_t Load8(const unsigned char* p) {
+  uint64_t x;
+  std::memcpy(&x, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  x = __builtin_bswap64(x);
+#endif
+  return x;
+}
+
+uint64_t Round(uint64_t h, uint64_t block) {
+  block *= kMul1;
+  block = (block << 31) | (block >> 33);
+  h ^= block * kMul2;
+  h = (h << 27) | (h >> 37);
+  return h * 5 + 0x52dce729;
+}
+
+}  // namespace
+
+uint64_t HashFeature(uint32_t field, absl::string_view value) {
+  const auto* p = reinterpret_cast<const unsigned char*>(value.data());
+  size_t n = value.size();
+  uint64_t h = Mix64((uint64_t{field} << 32) ^ n ^ 0x9e3779b97f4a7c15ULL);
+  for (; n >= 8; p += 8, n -= 8) h = Round(h, Load8(p));
+  if (n > 0) h = Round(h, Load(p, n));
+  return Mix64(h);
+}
+
+namespace {
+
+int64_t ComputeBucket(int64_t value) {
+  if (value <= 2) return value;
+  const double l = std::log(static_cast<double>(value));
+  return static_cast<int64_t>(std::floor(l * l));
+}
+
+// Buckets of the common small values, computed once (thread-safe static).
+constexpr int kBucketTableSize = 4096;
+const std::array<int32_t, kBucketTableSize>& BucketTable() {
+  static const std::array<int32_t, kBucketTableSize> table = [] {
+    std::array<int32_t, kBucketTableSize> t;
+    for (int v = 0; v < kBucketTableSize; ++v) {
+      t[v] = static_cast<int32_t>(ComputeBucket(v));
+    }
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+int64_t CriteoIntegerBucket(int64_t value) {
+  if (value >= 0 && value < kBucketTableSize) return BucketTable()[value];
+  return ComputeBucket(value);
+}
+
+uint64_t CriteoIntegerKey(uint32_t field, int64_t value) {
+  char buf[32] = {'S', 'P'};
+  char* begin = buf + 2;
+  if (value > 2) begin = buf;
+  auto result =
+      std::to_chars(begin, buf + sizeof(buf), CriteoIntegerBucket(value));
+  return HashFeature(field, absl::string_view(buf, result.ptr - buf));
+}
+
+}  // namespace petrel

@@ -1,0 +1,254 @@
+#include "worker/kv_slicer.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace petrel {
+namespace {
+
+KeyRangeMap Map(int servers) {
+  return KeyRangeMap::Uniform(servers, 4).value();
+}
+
+// Keys 0..n-1 shuffled a little, with key 5 repeated at the end.
+SArray<Key> SomeKeys(int n) {
+  std::vector<Key> keys;
+  for (int i = 0; i < n; ++i) keys.push_back(static_cast<Key>((i * 7) % n));
+  keys.push_back(5);
+  return SArray<Key>(std::move(keys));
+}
+
+// Two values per key: (10 * i, 10 * i + 1) for the key at position i.
+SArray<float> TwoEach(size_t n) {
+  SArray<float> v(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    v[2 * i] = 10.0f * i;
+    v[2 * i + 1] = 10.0f * i + 1;
+  }
+  return v;
+}
+
+// The answer a server would give to `slice`: the values it was sent.
+PulledPart Echo(const KVSlice& slice) {
+  PulledPart part;
+  part.keys = slice.keys;
+  part.vals = slice.vals;
+  part.lens = slice.lens;
+  return part;
+}
+
+TEST(KVSlicerTest, SlicesByOwnerAndRemembersPositions) {
+  KeyRangeMap ranges = Map(3);
+  SArray<Key> keys = SomeKeys(100);
+  SArray<float> vals = TwoEach(keys.size());
+  auto slices = SliceRequest(ranges, keys, vals.buffer(), sizeof(float), {});
+  ASSERT_TRUE(slices.ok()) << slices.status();
+  ASSERT_EQ(slices->size(), 3u);
+  std::vector<int> covered(keys.size(), 0);
+  for (const KVSlice& s : *slices) {
+    ASSERT_EQ(s.positions.size(), s.keys.size());
+    SArray<float> sv(s.vals);
+    ASSERT_EQ(sv.size(), 2 * s.keys.size());
+    for (size_t j = 0; j < s.keys.size(); ++j) {
+      EXPECT_EQ(ranges.OwnerOf(s.keys[j]), s.server_rank);
+      uint32_t pos = s.positions[j];
+      EXPECT_EQ(keys[pos], s.keys[j]);
+      EXPECT_EQ(sv[2 * j], vals[2 * pos]);
+      EXPECT_EQ(sv[2 * j + 1], vals[2 * pos + 1]);
+      ++covered[pos];
+      if (j > 0) {
+        EXPECT_LT(s.positions[j - 1], pos);  // caller order kept
+      }
+    }
+  }
+  for (int c : covered) EXPECT_EQ(c, 1);
+}
+
+TEST(KVSlicerTest, SingleServerReusesCallerBuffers) {
+  SArray<Key> keys = SomeKeys(50);
+  SArray<float> vals = TwoEach(keys.size());
+  SArray<int> lens(keys.size(), 2);
+  auto slices = SliceRequest(Map(1), keys, vals.buffer(), sizeof(float), lens);
+  ASSERT_TRUE(slices.ok()) << slices.status();
+  ASSERT_EQ(slices->size(), 1u);
+  const KVSlice& s = (*slices)[0];
+  EXPECT_EQ(s.keys.data(), keys.data());
+  EXPECT_EQ(s.vals.data(), vals.buffer().data());
+  EXPECT_EQ(s.lens.data(), lens.data());
+  EXPECT_TRUE(s.positions.empty());
+}
+
+TEST(KVSlicerTest, KeysOfOneServerAmongSeveralAreNotCopied) {
+  KeyRangeMap ranges = Map(3);
+  std::vector<Key> owned;
+  for (Key k = 0; owned.size() < 20; ++k) {
+    if (ranges.OwnerOf(k) == 2) owned.push_back(k);
+  }
+  SArray<Key> keys(std::move(owned));
+  SArray<double> vals(keys.size(), 1.0);
+  auto slices = SliceRequest(ranges, keys, vals.buffer(), sizeof(double), {});
+  ASSERT_TRUE(slices.ok()) << slices.status();
+  ASSERT_EQ(slices->size(), 1u);
+  EXPECT_EQ((*slices)[0].server_rank, 2);
+  EXPECT_EQ((*slices)[0].keys.data(), keys.data());
+  EXPECT_EQ((*slices)[0].vals.data(), vals.buffer().data());
+}
+
+TEST(KVSlicerTest, SlicesVariableLengthValues) {
+  KeyRangeMap ranges = Map(3);
+  SArray<Key> keys = SomeKeys(30);
+  SArray<int> lens(keys.size());
+  std::vector<int32_t> flat;
+  std::vector<std::vector<int32_t>> want(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    lens[i] = static_cast<int>(i % 4);  // 0..3 values
+    for (int j = 0; j < lens[i]; ++j) {
+      want[i].push_back(static_cast<int32_t>(100 * i + j));
+      flat.push_back(want[i].back());
+    }
+  }
+  SArray<int32_t> vals(std::move(flat));
+  auto slices = SliceRequest(ranges, keys, vals.buffer(), 4, lens);
+  ASSERT_TRUE(slices.ok()) << slices.status();
+  for (const KVSlice& s : *slices) {
+    ASSERT_EQ(s.lens.size(), s.keys.size());
+    SArray<int32_t> sv(s.vals);
+    size_t off = 0;
+    for (size_t j = 0; j < s.keys.size(); ++j) {
+      uint32_t pos = s.positions[j];
+      ASSERT_EQ(s.lens[j], lens[pos]);
+      std::vector<int32_t> got(sv.begin() + off, sv.begin() + off + s.lens[j]);
+      EXPECT_EQ(got, want[pos]);
+      off += s.lens[j];
+    }
+    EXPECT_EQ(off, sv.size());
+  }
+  // Merged back, the values are in the caller's order with the same lens.
+  std::vector<PulledPart> parts;
+  for (const KVSlice& s : *slices) parts.push_back(Echo(s));
+  Buffer out;
+  SArray<int> out_lens;
+  ASSERT_TRUE(
+      MergePulled(*slices, parts, keys.size(), 4, &out, &out_lens).ok());
+  EXPECT_EQ(out_lens.ToVector(), lens.ToVector());
+  EXPECT_EQ(SArray<int32_t>(out).ToVector(), vals.ToVector());
+}
+
+TEST(KVSlicerTest, EmptyRequestHasNoSlices) {
+  auto slices = SliceRequest(Map(3), SArray<Key>(), Buffer(), 4, {});
+  ASSERT_TRUE(slices.ok());
+  EXPECT_TRUE(slices->empty());
+}
+
+TEST(KVSlicerTest, RejectsBadInputs) {
+  KeyRangeMap ranges = Map(2);
+  SArray<Key> keys = {1, 2, 3};
+  auto code = [&](const Buffer& vals, size_t elem, const SArray<int>& lens) {
+    return SliceRequest(ranges, keys, vals, elem, lens).status().code();
+  };
+  const auto kBad = absl::StatusCode::kInvalidArgument;
+  SArray<float> seven(7, 1.0f);
+  EXPECT_EQ(code(seven.buffer(), 4, {}), kBad);          // 7 over 3 keys
+  EXPECT_EQ(code(seven.buffer(), 4, {1, 2}), kBad);      // 2 lens, 3 keys
+  EXPECT_EQ(code(seven.buffer(), 4, {1, 2, 3}), kBad);   // sum 6, not 7
+  EXPECT_EQ(code(seven.buffer(), 4, {8, -1, 0}), kBad);  // negative
+  EXPECT_EQ(code(Buffer::Allocate(5), 4, {}), kBad);     // partial element
+  EXPECT_EQ(SliceRequest(ranges, SArray<Key>(), seven.buffer(), 4, {})
+                .status()
+                .code(),
+            kBad);  // values without keys
+  EXPECT_TRUE(SliceRequest(ranges, keys, seven.buffer(), 4, {1, 2, 4}).ok());
+  EXPECT_TRUE(SliceRequest(ranges, keys, Buffer(), 4, {}).ok());  // a pull
+}
+
+TEST(KVSlicerTest, MergeRestoresCallerOrder) {
+  SArray<Key> keys = SomeKeys(100);
+  SArray<float> vals = TwoEach(keys.size());
+  auto slices = SliceRequest(Map(3), keys, vals.buffer(), sizeof(float), {});
+  ASSERT_TRUE(slices.ok());
+  std::vector<PulledPart> parts;
+  for (const KVSlice& s : *slices) parts.push_back(Echo(s));
+  Buffer out;
+  ASSERT_TRUE(
+      MergePulled(*slices, parts, keys.size(), sizeof(float), &out, nullptr)
+          .ok());
+  EXPECT_EQ(SArray<float>(out).ToVector(), vals.ToVector());
+}
+
+TEST(KVSlicerTest, MergeWritesInPlaceWhenPresized) {
+  SArray<Key> keys = SomeKeys(100);
+  SArray<float> vals = TwoEach(keys.size());
+  for (int servers : {1, 3}) {
+    auto slices =
+        SliceRequest(Map(servers), keys, vals.buffer(), sizeof(float), {});
+    ASSERT_TRUE(slices.ok());
+    std::vector<PulledPart> parts;
+    for (const KVSlice& s : *slices) parts.push_back(Echo(s));
+    SArray<float> dst(vals.size(), -1.0f);
+    Buffer out = dst.buffer();
+    ASSERT_TRUE(
+        MergePulled(*slices, parts, keys.size(), sizeof(float), &out, nullptr)
+            .ok());
+    EXPECT_EQ(out.data(), dst.buffer().data()) << servers;
+    EXPECT_EQ(dst.ToVector(), vals.ToVector()) << servers;
+  }
+}
+
+TEST(KVSlicerTest, MergeOfSingleAnswerSharesItsBuffer) {
+  SArray<Key> keys = SomeKeys(10);
+  SArray<float> vals = TwoEach(keys.size());
+  auto slices = SliceRequest(Map(1), keys, Buffer(), sizeof(float), {});
+  ASSERT_TRUE(slices.ok());
+  PulledPart part;
+  part.keys = keys;
+  part.vals = vals.buffer();
+  Buffer out;
+  ASSERT_TRUE(
+      MergePulled(*slices, {part}, keys.size(), sizeof(float), &out, nullptr)
+          .ok());
+  EXPECT_EQ(out.data(), vals.buffer().data());
+  EXPECT_EQ(out.size(), vals.buffer().size());
+}
+
+TEST(KVSlicerTest, MergeRejectsMismatchedAnswers) {
+  SArray<Key> keys = SomeKeys(40);
+  auto slices = SliceRequest(Map(2), keys, Buffer(), sizeof(float), {});
+  ASSERT_TRUE(slices.ok());
+  ASSERT_EQ(slices->size(), 2u);
+  auto merge = [&](const std::vector<PulledPart>& parts, SArray<int>* lens) {
+    Buffer out;
+    return MergePulled(*slices, parts, keys.size(), sizeof(float), &out, lens)
+        .code();
+  };
+  auto answer = [](const KVSlice& s, size_t per_key) {
+    PulledPart p;
+    p.keys = s.keys;
+    p.vals = SArray<float>(per_key * s.keys.size(), 1.0f).buffer();
+    return p;
+  };
+  const auto kBad = absl::StatusCode::kInvalidArgument;
+  std::vector<PulledPart> good = {answer((*slices)[0], 2),
+                                  answer((*slices)[1], 2)};
+  EXPECT_EQ(merge(good, nullptr), absl::StatusCode::kOk);
+  // Too few keys.
+  std::vector<PulledPart> parts = good;
+  parts[1].keys = (*slices)[1].keys.Segment(0, (*slices)[1].keys.size() - 1);
+  EXPECT_EQ(merge(parts, nullptr), kBad);
+  // Values that do not divide over the keys.
+  parts = good;
+  parts[0].vals = SArray<float>(2 * (*slices)[0].keys.size() + 1).buffer();
+  EXPECT_EQ(merge(parts, nullptr), kBad);
+  // Different widths per server need lens.
+  parts = {answer((*slices)[0], 2), answer((*slices)[1], 3)};
+  EXPECT_EQ(merge(parts, nullptr), kBad);
+  SArray<int> lens;
+  EXPECT_EQ(merge(parts, &lens), absl::StatusCode::kOk);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_EQ(lens[i],
+              Map(2).OwnerOf(keys[i]) == (*slices)[0].server_rank ? 2 : 3);
+  }
+}
+
+}  // namespace
+}  // namespace petrel

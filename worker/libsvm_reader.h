@@ -1,0 +1,34 @@
+// The libsvm text format: `label idx:val idx:val ... [# comment]`.
+//
+// Labels are 0/1 or -1/+1 (-1 is read as 0), in any float spelling ("+1",
+// "1.0"). Indices are decimal uint64 (kept as keys, in file order, without
+// sorting or deduplication); values are finite floats. Tokens are separated
+// by spaces or tabs; `qid:N` is ignored; everything after '#' is a comment.
+//
+// Thread-safe (pure functions).
+#ifndef PETREL_WORKER_LIBSVM_READER_H_
+#define PETREL_WORKER_LIBSVM_READER_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+#include "worker/batch.h"
+#include "worker/reader.h"
+
+namespace petrel {
+
+// A LineParser (worker/text_reader.h) for libsvm. InvalidArgument kinds:
+// label not a number / not 0, 1 or -1; a feature without ':'; an index that
+// is not a non-negative integer or overflows 64 bits; a value that is not a
+// finite float.
+absl::StatusOr<bool> ParseLibsvmLine(absl::string_view line, Batch* batch);
+
+// Opens a libsvm Reader over options' files (options.format is ignored).
+absl::StatusOr<std::unique_ptr<Reader>> OpenLibsvmReader(
+    const ReaderOptions& options);
+
+}  // namespace petrel
+
+#endif  // PETREL_WORKER_LIBSVM_READER_H_

@@ -1,0 +1,113 @@
+#include "worker/model.h"
+
+#include "absl/strings/str_cat.h"
+
+#include "kernels/fm.h"
+#include "kernels/lr.h"
+#include "kernels/sigmoid_cross_entropy.h"
+#include "van/status_macros.h"
+
+namespace petrel {
+namespace {
+
+// Logistic regression and FM share one implementation: FM with k = 0 is LR
+// without the factor table.
+class FactorizationMachine : public Model {
+ public:
+  explicit FactorizationMachine(int k) : k_(k) {
+    tables_.push_back(ModelTable{kLinearTable, 1, true});
+    if (k_ > 0) tables_.push_back(ModelTable{kFactorTable, k_, false});
+  }
+
+  const std::vector<ModelTable>& tables() const override { return tables_; }
+
+  absl::StatusOr<double> ForwardBackward(
+      const SparseBatchView& batch, absl::Span<const float> labels,
+      const std::vector<absl::Span<const float>>& rows,
+      std::vector<float>* probs,
+      std::vector<std::vector<float>>* grads) override {
+    size_t n = batch.num_examples();
+    PETREL_RETURN_IF_ERROR(Logits(batch, rows));
+    probs->resize(n);
+    dlogits_.resize(n);
+    double loss = 0;
+    PETREL_RETURN_IF_ERROR(
+        SigmoidCrossEntropy(logits_, labels, absl::MakeSpan(*probs),
+                            absl::MakeSpan(dlogits_), &loss));
+    grads->resize(tables_.size());
+    size_t unique = rows[0].size() - 1;
+    std::vector<float>& g0 = (*grads)[0];
+    g0.resize(unique + 1);
+    float grad_bias = 0;
+    if (k_ == 0) {
+      PETREL_RETURN_IF_ERROR(LrBackward(
+          batch, dlogits_, absl::MakeSpan(g0.data(), unique), &grad_bias));
+    } else {
+      std::vector<float>& g1 = (*grads)[1];
+      g1.resize(unique * k_);
+      PETREL_RETURN_IF_ERROR(FmBackward(batch, Params(rows), sum_vx_, dlogits_,
+                                        absl::MakeSpan(g0.data(), unique),
+                                        absl::MakeSpan(g1), &grad_bias));
+    }
+    g0[unique] = grad_bias;
+    return loss;
+  }
+
+  absl::Status Predict(const SparseBatchView& batch,
+                       const std::vector<absl::Span<const float>>& rows,
+                       std::vector<float>* probs) override {
+    PETREL_RETURN_IF_ERROR(Logits(batch, rows));
+    size_t n = batch.num_examples();
+    probs->resize(n);
+    dlogits_.resize(n);
+    zeros_.assign(n, 0.0f);
+    double loss = 0;
+    return SigmoidCrossEntropy(logits_, zeros_, absl::MakeSpan(*probs),
+                               absl::MakeSpan(dlogits_), &loss);
+  }
+
+ private:
+  FmParams Params(const std::vector<absl::Span<const float>>& rows) const {
+    FmParams p;
+    size_t unique = rows[0].size() - 1;
+    p.w = rows[0].subspan(0, unique);
+    p.bias = rows[0][unique];
+    p.k = static_cast<size_t>(k_);
+    if (k_ > 0) p.v = rows[1];
+    return p;
+  }
+
+  absl::Status Logits(const SparseBatchView& batch,
+                      const std::vector<absl::Span<const float>>& rows) {
+    if (rows.size() != tables_.size() || rows[0].empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model needs rows of ", tables_.size(), " tables, got ",
+                       rows.size()));
+    }
+    size_t n = batch.num_examples();
+    logits_.resize(n);
+    if (k_ == 0) {
+      size_t unique = rows[0].size() - 1;
+      return LrForward(batch, rows[0].subspan(0, unique), rows[0][unique],
+                       absl::MakeSpan(logits_));
+    }
+    sum_vx_.resize(n * k_);
+    return FmForward(batch, Params(rows), absl::MakeSpan(logits_),
+                     absl::MakeSpan(sum_vx_));
+  }
+
+  const int k_;
+  std::vector<ModelTable> tables_;
+  std::vector<float> logits_;
+  std::vector<float> dlogits_;
+  std::vector<float> sum_vx_;
+  std::vector<float> zeros_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> Model::Create(int fm_dim) {
+  return std::make_unique<FactorizationMachine>(fm_dim);
+}
+
+}  // namespace petrel

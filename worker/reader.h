@@ -1,0 +1,80 @@
+// Training-data readers: the Reader interface and the factory that opens
+// one worker's share of a list of text files.
+//
+// Sharding: the files are viewed as one concatenated byte stream of T bytes
+// (sizes taken when the reader is opened). Worker r of n owns the byte range
+// [T*r/n, T*(r+1)/n) and reads every line that starts in it, so each line is
+// read by exactly one worker and one big file can feed many workers. A line
+// never spans two files; a last line without '\n' counts.
+//
+// Formats (a blank line, or in libsvm a line that is only a comment, is
+// skipped silently and not counted as malformed):
+//   libsvm: `label idx:val idx:val ... [# comment]`, label 0/1 or -1/+1
+//           (-1 -> 0), `qid:N` ignored, keys = idx (uint64), values finite.
+//   Criteo: TSV `label \t I1..I13 \t C1..C26`; empty fields are missing (no
+//           feature); integer field i -> key CriteoIntegerKey(i, v) value 1,
+//           categorical field j -> key HashFeature(13 + j, text) value 1
+//           (see worker/feature_hash.h).
+#ifndef PETREL_WORKER_READER_H_
+#define PETREL_WORKER_READER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include "worker/batch.h"
+
+namespace petrel {
+
+enum class DataFormat { kLibsvm, kCriteo };
+
+struct ReaderOptions {
+  DataFormat format = DataFormat::kLibsvm;  // default libsvm
+  std::vector<std::string> files;           // required, at least one
+  int worker_rank = 0;                      // default 0; 0 <= rank < workers
+  int num_workers = 1;                      // default 1; >= 1
+  // Default false: a malformed line is an error. When true it is skipped,
+  // counted in malformed_lines() and logged (the first few only).
+  bool skip_malformed = false;
+  // Size of the read buffer; grows for longer lines. Default 1 MiB; >= 16.
+  size_t read_buffer_bytes = 1 << 20;
+};
+
+// Reads one worker's share of the examples, in file order.
+// Thread safety: not thread-safe; use one Reader per thread.
+class Reader {
+ public:
+  Reader() = default;
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+  virtual ~Reader();
+
+  // Clears *batch and reads up to max_examples (>= 1) examples into it.
+  // Returns true when *batch holds at least one example, false (with *batch
+  // empty) at the end of this worker's share. Errors: InvalidArgument
+  // "FILE:LINE: what is wrong" for a malformed line when not skipping;
+  // DataLoss when a file is unreadable or shorter than when it was opened.
+  // After an error the batch contents are unspecified.
+  virtual absl::StatusOr<bool> Next(int max_examples, Batch* batch) = 0;
+
+  // Starts this worker's share again from its first line (next epoch).
+  // Keeps the malformed-line count.
+  virtual absl::Status Rewind() = 0;
+
+  // Malformed lines skipped so far (0 unless skip_malformed).
+  virtual int64_t malformed_lines() const = 0;
+};
+
+// Opens `options.worker_rank`'s share of `options.files`. Returns
+// InvalidArgument for bad options (no files, rank out of range), NotFound
+// for a missing file, DataLoss for a file that cannot be read.
+absl::StatusOr<std::unique_ptr<Reader>> OpenReader(
+    const ReaderOptions& options);
+
+}  // namespace petrel
+
+#endif  // PETREL_WORKER_READER_H_

@@ -1,0 +1,209 @@
+#include "worker/reader.h"
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
+
+#include "worker/feature_hash.h"
+
+namespace petrel {
+namespace {
+
+std::string WriteTempFile(absl::string_view name, absl::string_view content) {
+  const ::testing::TestInfo* test =
+      ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string path = absl::StrCat(::testing::TempDir(), test->test_suite_name(),
+                                  ".", test->name(), ".", getpid(), ".", name);
+  std::ofstream(path, std::ios::binary) << content;
+  return path;
+}
+
+ReaderOptions Options(DataFormat format, std::vector<std::string> files,
+                      int rank = 0, int workers = 1) {
+  ReaderOptions options;
+  options.format = format;
+  options.files = std::move(files);
+  options.worker_rank = rank;
+  options.num_workers = workers;
+  options.read_buffer_bytes = 64;  // exercise refills and growth
+  return options;
+}
+
+// All examples of a reader as "label:key,key,..." strings, read in batches
+// of `batch_size`; checks that every batch but the last is full.
+std::vector<std::string> ReadAll(Reader* reader, int batch_size) {
+  std::vector<std::string> examples;
+  Batch batch;
+  bool saw_partial = false;
+  while (true) {
+    absl::StatusOr<bool> more = reader->Next(batch_size, &batch);
+    EXPECT_TRUE(more.ok()) << more.status();
+    if (!more.ok() || !*more) break;
+    EXPECT_FALSE(saw_partial) << "a partial batch before the end";
+    saw_partial = batch.size() < static_cast<size_t>(batch_size);
+    EXPECT_LE(batch.size(), static_cast<size_t>(batch_size));
+    for (size_t i = 0; i < batch.size(); ++i) {
+      std::vector<uint64_t> keys(batch.keys.begin() + batch.offsets[i],
+                                 batch.keys.begin() + batch.offsets[i + 1]);
+      examples.push_back(
+          absl::StrCat(batch.labels[i], ":", absl::StrJoin(keys, ",")));
+    }
+  }
+  EXPECT_EQ(batch.size(), 0u);
+  return examples;
+}
+
+std::string LibsvmLines(int begin, int end) {
+  std::string text;
+  for (int i = begin; i < end; ++i) {
+    absl::StrAppend(&text, i % 2 ? "+1" : "-1", " ", i, ":1 ", 1000 + i,
+                    ":0.5\n");
+  }
+  return text;
+}
+
+TEST(ReaderTest, ThreeWorkersReadEveryExampleOnce) {
+  std::string last = LibsvmLines(40, 57);
+  last.pop_back();  // no trailing newline
+  const std::vector<std::string> files = {
+      WriteTempFile("a", LibsvmLines(0, 30)),
+      WriteTempFile("b", LibsvmLines(30, 40)), WriteTempFile("c", last)};
+  std::vector<std::string> all =
+      ReadAll(OpenReader(Options(DataFormat::kLibsvm, files))->get(), 7);
+  ASSERT_EQ(all.size(), 57u);
+  EXPECT_EQ(all[0], "0:0,1000");
+  EXPECT_EQ(all[55], "1:55,1055");
+  EXPECT_EQ(all[56], "0:56,1056");
+  std::vector<std::string> joined;
+  for (int rank = 0; rank < 3; ++rank) {
+    auto reader = OpenReader(Options(DataFormat::kLibsvm, files, rank, 3));
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    std::vector<std::string> share = ReadAll(reader->get(), 4);
+    EXPECT_GT(share.size(), 10u) << "rank " << rank;
+    joined.insert(joined.end(), share.begin(), share.end());
+  }
+  EXPECT_EQ(joined, all);
+}
+
+TEST(ReaderTest, CriteoSharesCoverTheFile) {
+  std::string text;
+  for (int i = 0; i < 50; ++i) {
+    std::vector<std::string> fields(40);
+    fields[0] = i % 3 ? "0" : "1";
+    fields[1] = absl::StrCat(i);
+    fields[14] = absl::StrCat("c", i);
+    absl::StrAppend(&text, absl::StrJoin(fields, "\t"), "\n");
+  }
+  const std::string file = WriteTempFile("criteo", text);
+  std::vector<std::string> all =
+      ReadAll(OpenReader(Options(DataFormat::kCriteo, {file}))->get(), 16);
+  ASSERT_EQ(all.size(), 50u);
+  EXPECT_EQ(all[7], absl::StrCat("0:", CriteoIntegerKey(0, 7), ",",
+                                 HashFeature(13, "c7")));
+  std::vector<std::string> joined;
+  for (int rank = 0; rank < 3; ++rank) {
+    auto reader = OpenReader(Options(DataFormat::kCriteo, {file}, rank, 3));
+    ASSERT_TRUE(reader.ok());
+    std::vector<std::string> share = ReadAll(reader->get(), 5);
+    joined.insert(joined.end(), share.begin(), share.end());
+  }
+  EXPECT_EQ(joined, all);
+}
+
+TEST(ReaderTest, RewindReadsTheShareAgain) {
+  const std::string file = WriteTempFile("r", LibsvmLines(0, 20));
+  auto reader = OpenReader(Options(DataFormat::kLibsvm, {file}, 1, 2));
+  ASSERT_TRUE(reader.ok());
+  std::vector<std::string> first = ReadAll(reader->get(), 3);
+  EXPECT_GT(first.size(), 5u);
+  EXPECT_LT(first.size(), 15u);
+  ASSERT_TRUE((*reader)->Rewind().ok());
+  EXPECT_EQ(ReadAll(reader->get(), 6), first);
+}
+
+TEST(ReaderTest, MalformedLineNamesFileAndLine) {
+  // The bad line is in the second worker's share, which starts mid-file.
+  const std::string file = WriteTempFile(
+      "bad", LibsvmLines(0, 12) + "1 4:x\n" + LibsvmLines(13, 20));
+  auto reader = OpenReader(Options(DataFormat::kLibsvm, {file}, 1, 2));
+  ASSERT_TRUE(reader.ok());
+  Batch batch;
+  absl::StatusOr<bool> more;
+  do {
+    more = (*reader)->Next(2, &batch);
+  } while (more.ok() && *more);
+  EXPECT_EQ(more.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(more.status().message(),
+            absl::StrCat(file,
+                         ":13: value 'x' of index 4 is not a finite "
+                         "float"));
+}
+
+TEST(ReaderTest, CriteoMalformedLineNamesFileAndLine) {
+  std::vector<std::string> fields(40);
+  fields[0] = "1";
+  const std::string good = absl::StrJoin(fields, "\t") + "\n";
+  const std::string file = WriteTempFile("bad", good + good + "1\t2\n" + good);
+  auto reader = OpenReader(Options(DataFormat::kCriteo, {file}));
+  ASSERT_TRUE(reader.ok());
+  Batch batch;
+  absl::StatusOr<bool> more = (*reader)->Next(10, &batch);
+  EXPECT_EQ(more.status().message(),
+            absl::StrCat(file,
+                         ":3: line has 2 tab-separated fields, "
+                         "expected 40"));
+}
+
+TEST(ReaderTest, SkipsAndCountsMalformedLines) {
+  const std::string file = WriteTempFile(
+      "skip", "1 1:1\n2 1:1\n\n0 2:2\n1 x:1\n# comment\n0 3:3 4:oops\n1 5:5");
+  ReaderOptions options = Options(DataFormat::kLibsvm, {file});
+  options.skip_malformed = true;
+  auto reader = OpenReader(options);
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ(ReadAll(reader->get(), 2),
+            (std::vector<std::string>{"1:1", "0:2", "1:5"}));
+  EXPECT_EQ((*reader)->malformed_lines(), 3);
+  ASSERT_TRUE((*reader)->Rewind().ok());
+  ReadAll(reader->get(), 2);
+  EXPECT_EQ((*reader)->malformed_lines(), 6);
+}
+
+TEST(ReaderTest, TruncatedFileIsDataLoss) {
+  const std::string file = WriteTempFile("t", LibsvmLines(0, 50));
+  auto reader = OpenReader(Options(DataFormat::kLibsvm, {file}));
+  ASSERT_TRUE(reader.ok());
+  ASSERT_EQ(truncate(file.c_str(), 100), 0);
+  Batch batch;
+  absl::StatusOr<bool> more;
+  do {
+    more = (*reader)->Next(8, &batch);
+  } while (more.ok() && *more);
+  EXPECT_EQ(more.status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(ReaderTest, RejectsBadOptions) {
+  const std::string file = WriteTempFile("ok", "1 1:1\n");
+  EXPECT_EQ(OpenReader(Options(DataFormat::kLibsvm, {})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      OpenReader(Options(DataFormat::kCriteo, {file}, 3, 3)).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      OpenReader(Options(DataFormat::kLibsvm, {file + "x"})).status().code(),
+      absl::StatusCode::kNotFound);
+  auto reader = OpenReader(Options(DataFormat::kLibsvm, {file}));
+  ASSERT_TRUE(reader.ok());
+  Batch batch;
+  EXPECT_EQ((*reader)->Next(0, &batch).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace petrel

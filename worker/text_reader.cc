@@ -1,0 +1,54 @@
+#include "worker/text_reader.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+
+namespace petrel {
+
+TextReader::TextReader(std::unique_ptr<ShardedLineReader> lines,
+                       LineParser parser, bool skip_malformed)
+    : lines_(std::move(lines)),
+      parser_(parser),
+      skip_malformed_(skip_malformed) {}
+
+absl::Status TextReader::LineError(const absl::Status& parse_error) {
+  absl::StatusOr<int64_t> line = lines_->line_number();
+  if (!line.ok()) return line.status();
+  return absl::InvalidArgumentError(
+      absl::StrCat(lines_->file(), ":", *line, ": ", parse_error.message()));
+}
+
+absl::StatusOr<bool> TextReader::Next(int max_examples, Batch* batch) {
+  batch->Clear();
+  if (max_examples < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_examples ", max_examples, " is below 1"));
+  }
+  absl::string_view line;
+  while (batch->size() < static_cast<size_t>(max_examples)) {
+    absl::StatusOr<bool> more = lines_->NextLine(&line);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    const size_t examples = batch->size();
+    absl::StatusOr<bool> parsed = parser_(line, batch);
+    if (parsed.ok()) continue;
+    absl::Status error = LineError(parsed.status());
+    if (!skip_malformed_ ||
+        error.code() != absl::StatusCode::kInvalidArgument) {
+      return error;
+    }
+    batch->Truncate(examples);
+    ++malformed_lines_;
+    LOG_FIRST_N(WARNING, 10) << "skipping malformed line: " << error.message();
+  }
+  return batch->size() > 0;
+}
+
+absl::Status TextReader::Rewind() {
+  lines_->Rewind();
+  return absl::OkStatus();
+}
+
+}  // namespace petrel

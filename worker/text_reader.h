@@ -1,0 +1,50 @@
+// TextReader: the Reader for line-oriented formats. It takes lines from a
+// ShardedLineReader, hands each to a format's line parser, and turns parser
+// errors into "FILE:LINE: ..." errors or skipped, counted lines.
+//
+// Thread safety: not thread-safe.
+#ifndef PETREL_WORKER_TEXT_READER_H_
+#define PETREL_WORKER_TEXT_READER_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+#include "worker/batch.h"
+#include "worker/reader.h"
+#include "worker/sharded_line_reader.h"
+
+namespace petrel {
+
+// Appends the example on `line` to *batch and returns true, or returns false
+// for a line without an example (blank or comment only) and leaves *batch
+// as it was. InvalidArgument describing the problem (without file or line)
+// for a malformed line; *batch may then hold part of the example.
+using LineParser = absl::StatusOr<bool> (*)(absl::string_view line,
+                                            Batch* batch);
+
+class TextReader : public Reader {
+ public:
+  TextReader(std::unique_ptr<ShardedLineReader> lines, LineParser parser,
+             bool skip_malformed);
+
+  absl::StatusOr<bool> Next(int max_examples, Batch* batch) override;
+  absl::Status Rewind() override;
+  int64_t malformed_lines() const override { return malformed_lines_; }
+
+ private:
+  // The error for a parser failure on the current line: file, line, message.
+  absl::Status LineError(const absl::Status& parse_error);
+
+  std::unique_ptr<ShardedLineReader> lines_;
+  const LineParser parser_;
+  const bool skip_malformed_;
+  int64_t malformed_lines_ = 0;
+};
+
+}  // namespace petrel
+
+#endif  // PETREL_WORKER_TEXT_READER_H_

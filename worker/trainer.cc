@@ -1,0 +1,326 @@
+#include "worker/trainer.h"
+
+#include <cstdio>
+#include <fstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+#include "kernels/dedup.h"
+#include "van/simple_app.h"
+#include "van/status_macros.h"
+#include "worker/eval_metrics.h"
+#include "worker/evaluator.h"
+#include "worker/kv_worker.h"
+#include "worker/model.h"
+#include "worker/reader.h"
+
+namespace petrel {
+namespace {
+
+constexpr int kTrainApp = 0;
+constexpr int kStatsApp = 1;
+
+DataFormat FormatOf(const pb::DataConfig& data) {
+  return data.format() == pb::DataConfig::FORMAT_CRITEO ? DataFormat::kCriteo
+                                                        : DataFormat::kLibsvm;
+}
+
+// One batch on its way through the pipeline.
+struct Step {
+  Batch batch;
+  std::vector<uint64_t> unique;
+  std::vector<uint32_t> inverse;
+  std::vector<SArray<Key>> keys;    // per model table
+  std::vector<SArray<float>> rows;  // per model table, filled by the pull
+  std::vector<int> pulls;           // timestamps
+  int epoch = 0;
+};
+
+class Trainer {
+ public:
+  Trainer(const TrainerOptions& options, Postoffice* po)
+      : options_(options),
+        job_(options.job),
+        po_(po),
+        kv_(kTrainApp, 0, po),
+        stats_(kStatsApp, 0, po),
+        model_(Model::Create(job_.model().kind() == pb::ModelConfig::KIND_FM
+                                 ? job_.model().fm_dim()
+                                 : 0)) {}
+
+  absl::StatusOr<TrainResult> Run();
+
+ private:
+  absl::Status Start();
+  absl::StatusOr<bool> Prepare(int64_t clock, Step* step);
+  absl::Status Compute(int64_t clock, Step* step);
+  void MaybeReportProgress(bool force);
+  absl::Status GatherStats(TrainResult* result);
+  void Print(const std::string& line) { options_.print(line); }
+
+  const TrainerOptions& options_;
+  const pb::JobConfig& job_;
+  Postoffice* const po_;
+  KVWorker<float> kv_;
+  SimpleApp stats_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Reader> reader_;
+  int epoch_ = 0;
+  std::vector<int> last_pushes_;
+  std::vector<float> probs_;
+  std::vector<std::vector<float>> grads_;
+  RunningLogLoss loss_;
+  int64_t batches_ = 0;
+  absl::Time start_;
+  absl::Time last_progress_;
+  std::unique_ptr<std::ofstream> csv_;
+
+  absl::Mutex stats_mu_;
+  int stats_reports_ ABSL_GUARDED_BY(stats_mu_) = 0;
+  int64_t stats_examples_ ABSL_GUARDED_BY(stats_mu_) = 0;
+  double stats_max_seconds_ ABSL_GUARDED_BY(stats_mu_) = 0;
+};
+
+absl::Status Trainer::Start() {
+  PETREL_RETURN_IF_ERROR(kv_.Start());
+  stats_.set_request_handler([this](const SimpleData& d, SimpleApp* app) {
+    int64_t examples = 0;
+    double seconds = 0;
+    if (!d.duplicate &&
+        std::sscanf(d.body.c_str(), "%ld %lf", &examples, &seconds) == 2) {
+      absl::MutexLock lock(&stats_mu_);
+      ++stats_reports_;
+      stats_examples_ += examples;
+      stats_max_seconds_ = std::max(stats_max_seconds_, seconds);
+    }
+    app->Response(d).IgnoreError();
+  });
+  PETREL_RETURN_IF_ERROR(stats_.Start());
+  ReaderOptions ro;
+  ro.format = FormatOf(job_.data());
+  ro.files.assign(job_.data().train().begin(), job_.data().train().end());
+  ro.worker_rank = po_->my_rank();
+  ro.num_workers = po_->num_workers();
+  ro.skip_malformed = job_.data().skip_malformed();
+  PETREL_ASSIGN_OR_RETURN(reader_, OpenReader(ro));
+  // Every worker has registered its apps (the stats app above) before
+  // any of them can finish and report.
+  PETREL_RETURN_IF_ERROR(po_->Barrier(kWorkerGroup, options_.timeout));
+  if (po_->my_rank() == 0 && !job_.train().progress_csv().empty()) {
+    csv_ = std::make_unique<std::ofstream>(job_.train().progress_csv());
+    if (!*csv_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot write progress_csv ", job_.train().progress_csv()));
+    }
+    *csv_ << "elapsed_s,epoch,batches,examples,examples_per_s,train_logloss,"
+             "test_logloss,test_auc\n";
+  }
+  return absl::OkStatus();
+}
+
+// Reads the next batch (rewinding between epochs), collects its unique keys
+// and sends the pulls for clock `clock`. False when the data is exhausted.
+absl::StatusOr<bool> Trainer::Prepare(int64_t clock, Step* step) {
+  const int batch_size = job_.train().batch_size();
+  PETREL_ASSIGN_OR_RETURN(bool more, reader_->Next(batch_size, &step->batch));
+  while (!more || step->batch.size() == 0) {
+    if (epoch_ + 1 >= job_.train().epochs()) return false;
+    ++epoch_;
+    PETREL_RETURN_IF_ERROR(reader_->Rewind());
+    PETREL_ASSIGN_OR_RETURN(more, reader_->Next(batch_size, &step->batch));
+    if (more && step->batch.size() > 0) break;
+    if (!more) return false;  // an empty share
+  }
+  step->epoch = epoch_;
+  PETREL_RETURN_IF_ERROR(
+      Dedup(step->batch.keys, &step->unique, &step->inverse));
+  std::vector<uint64_t> with_bias(step->unique);
+  with_bias.push_back(kBiasKey);
+  SArray<Key> keys0(std::move(with_bias));
+  const auto& tables = model_->tables();
+  step->keys.assign(tables.size(), SArray<Key>());
+  step->rows.assign(tables.size(), SArray<float>());
+  step->pulls.assign(tables.size(), 0);
+  for (size_t t = 0; t < tables.size(); ++t) {
+    step->keys[t] =
+        tables[t].with_bias ? keys0 : keys0.Segment(0, step->unique.size());
+    KVRequestOptions opts;
+    opts.table_id = tables[t].id;
+    opts.clock = clock;
+    step->pulls[t] = kv_.Pull(step->keys[t], &step->rows[t], opts);
+  }
+  return true;
+}
+
+absl::Status Trainer::Compute(int64_t clock, Step* step) {
+  const auto& tables = model_->tables();
+  std::vector<absl::Span<const float>> rows;
+  for (size_t t = 0; t < tables.size(); ++t) {
+    PETREL_RETURN_IF_ERROR(kv_.Wait(step->pulls[t], options_.timeout));
+    rows.emplace_back(step->rows[t].data(), step->rows[t].size());
+  }
+  SparseBatchView view{step->batch.offsets, step->inverse, step->batch.values};
+  PETREL_ASSIGN_OR_RETURN(
+      double loss, model_->ForwardBackward(view, step->batch.labels, rows,
+                                           &probs_, &grads_));
+  loss_.AddSum(loss, static_cast<int64_t>(step->batch.size()));
+  // At most one batch of pushes in flight: wait for the previous one.
+  for (int ts : last_pushes_) {
+    PETREL_RETURN_IF_ERROR(kv_.Wait(ts, options_.timeout));
+  }
+  last_pushes_.clear();
+  for (size_t t = 0; t < tables.size(); ++t) {
+    KVRequestOptions opts;
+    opts.table_id = tables[t].id;
+    last_pushes_.push_back(
+        kv_.Push(step->keys[t], SArray<float>(std::move(grads_[t])), opts));
+  }
+  last_pushes_.push_back(kv_.Clock(clock + 1));
+  ++batches_;
+  return absl::OkStatus();
+}
+
+void Trainer::MaybeReportProgress(bool force) {
+  absl::Time now = absl::Now();
+  absl::Duration interval = absl::Seconds(job_.train().progress_interval_s());
+  if (!force && now - last_progress_ < interval) return;
+  last_progress_ = now;
+  double elapsed = absl::ToDoubleSeconds(now - start_);
+  double rate = elapsed > 0 ? loss_.total_examples() / elapsed : 0;
+  Print(absl::StrFormat(
+      "progress worker=%d epoch=%d batches=%d examples=%d examples_per_s=%.0f "
+      "train_logloss=%.5f elapsed_s=%.1f",
+      po_->my_rank(), epoch_ + 1, batches_, loss_.total_examples(), rate,
+      loss_.window_logloss(), elapsed));
+  if (csv_) {
+    *csv_ << absl::StrFormat("%.3f,%d,%d,%d,%.0f,%.6f,,\n", elapsed, epoch_ + 1,
+                             batches_, loss_.total_examples(), rate,
+                             loss_.window_logloss());
+  }
+}
+
+absl::Status Trainer::GatherStats(TrainResult* result) {
+  if (po_->my_rank() != 0) {
+    int ts = stats_.Request(
+        0, absl::StrCat(result->train_examples, " ", result->train_seconds),
+        WorkerRankToId(0));
+    return stats_.Wait(ts, options_.timeout);
+  }
+  absl::MutexLock lock(&stats_mu_);
+  auto all = [this]() ABSL_SHARED_LOCKS_REQUIRED(stats_mu_) -> bool {
+    return stats_reports_ >= po_->num_workers() - 1;
+  };
+  if (!stats_mu_.AwaitWithTimeout(absl::Condition(&all), options_.timeout)) {
+    return absl::DeadlineExceededError("workers did not report their counts");
+  }
+  result->total_train_examples = result->train_examples + stats_examples_;
+  double seconds = std::max(result->train_seconds, stats_max_seconds_);
+  result->examples_per_s =
+      seconds > 0 ? result->total_train_examples / seconds : 0;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TrainResult> Trainer::Run() {
+  PETREL_RETURN_IF_ERROR(Start());
+  start_ = last_progress_ = absl::Now();
+  Step a, b;
+  Step* cur = &a;
+  Step* next = &b;
+  int64_t clock = 0;
+  PETREL_ASSIGN_OR_RETURN(bool have, Prepare(clock, cur));
+  while (have) {
+    PETREL_ASSIGN_OR_RETURN(bool have_next, Prepare(clock + 1, next));
+    PETREL_RETURN_IF_ERROR(Compute(clock, cur));
+    ++clock;
+    MaybeReportProgress(false);
+    const int every = job_.train().eval_every_batches();
+    if (every > 0 && po_->my_rank() == 0 && batches_ % every == 0) {
+      PETREL_ASSIGN_OR_RETURN(
+          EvalResult eval,
+          Evaluate(job_, &kv_, model_.get(), options_.timeout));
+      Print(absl::StrFormat("eval batches=%d test_logloss=%.5f test_auc=%.5f",
+                            batches_, eval.logloss, eval.auc));
+    }
+    std::swap(cur, next);
+    have = have_next;
+  }
+  for (int ts : last_pushes_) {
+    PETREL_RETURN_IF_ERROR(kv_.Wait(ts, options_.timeout));
+  }
+  TrainResult result;
+  result.train_examples = loss_.total_examples();
+  result.train_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
+  result.train_logloss = loss_.total_logloss();
+  MaybeReportProgress(true);
+  // Leave the clock so nobody waits for this worker any more.
+  PETREL_RETURN_IF_ERROR(kv_.Wait(kv_.Clock(-1), options_.timeout));
+  PETREL_RETURN_IF_ERROR(GatherStats(&result));
+  PETREL_RETURN_IF_ERROR(po_->Barrier(kWorkerGroup, options_.timeout));
+  if (po_->my_rank() != 0) return result;
+  PETREL_ASSIGN_OR_RETURN(EvalResult eval,
+                          Evaluate(job_, &kv_, model_.get(), options_.timeout));
+  result.test_logloss = eval.logloss;
+  result.test_auc = eval.auc;
+  result.test_examples = eval.examples;
+  if (csv_) {
+    *csv_ << absl::StrFormat("%.3f,%d,%d,%d,%.0f,%.6f,%.6f,%.6f\n",
+                             result.train_seconds, epoch_ + 1, batches_,
+                             result.total_train_examples, result.examples_per_s,
+                             result.train_logloss, eval.logloss, eval.auc);
+  }
+  Print(absl::StrFormat(
+      "final test_logloss=%.4f test_auc=%.4f examples_per_s=%.0f "
+      "train_examples=%d test_examples=%d train_logloss=%.4f",
+      eval.logloss, eval.auc, result.examples_per_s,
+      result.total_train_examples, eval.examples, result.train_logloss));
+  return result;
+}
+
+}  // namespace
+
+absl::Status ResolveTrainDefaults(pb::JobConfig* job) {
+  pb::TrainConfig* t = job->mutable_train();
+  if (t->batch_size() == 0) t->set_batch_size(1024);
+  if (t->epochs() == 0) t->set_epochs(1);
+  if (t->progress_interval_s() == 0) t->set_progress_interval_s(2.0f);
+  if (job->model().fm_dim() == 0) job->mutable_model()->set_fm_dim(8);
+  if (t->batch_size() < 1 || t->batch_size() > (1 << 24)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "train.batch_size = ", t->batch_size(), " is not in 1..2^24"));
+  }
+  if (t->epochs() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("train.epochs = ", t->epochs(), " must be >= 1"));
+  }
+  if (t->eval_every_batches() < 0 || t->progress_interval_s() < 0) {
+    return absl::InvalidArgumentError(
+        "train.eval_every_batches and train.progress_interval_s must be >= 0");
+  }
+  if (job->model().fm_dim() < 1 || job->model().fm_dim() > 1024) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.fm_dim = ", job->model().fm_dim(), " is not in 1..1024"));
+  }
+  if (job->data().train().empty()) {
+    return absl::InvalidArgumentError(
+        "data.train: no training files (--train)");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TrainResult> RunTrainer(const TrainerOptions& options,
+                                       Postoffice* postoffice) {
+  TrainerOptions resolved = options;
+  PETREL_RETURN_IF_ERROR(ResolveTrainDefaults(&resolved.job));
+  if (!resolved.print) {
+    resolved.print = [](const std::string& line) {
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    };
+  }
+  Trainer trainer(resolved, postoffice);
+  return trainer.Run();
+}
+
+}  // namespace petrel

@@ -1,0 +1,196 @@
+// petrel-worker: the host for Petrel's built-in worker jobs. It joins the
+// cluster as a worker, runs one job and reports it on stdout.
+//
+//   petrel-worker --scheduler=HOST:PORT [--job=check] [--rounds=10]
+//       [--num_keys=1000] [--inflight=4] [--timeout_s=60]
+//
+// Jobs:
+//   check  Pushes (rank + 1) to keys 0..num_keys-1 for --rounds rounds, meets
+//          the other workers at a barrier, pulls every key and checks the
+//          exact sum rounds * W * (W + 1) / 2 (see worker/check_job.h).
+//          Prints "check rank=R keys=N rounds=K ok=true".
+//   train  Trains the model of a job config (--config=FILE; --train,
+//          --test, --epochs, --batch_size override it) on this worker's share
+//          of the training files; worker 0 evaluates on the test files and
+//          prints "final test_logloss=... test_auc=... examples_per_s=...".
+//
+// Exit codes: 0 the job passed and the cluster ended cleanly; 1 a runtime
+// failure (a wrong sum, a deadline, a failed job, SIGTERM/SIGINT: one line
+// on stderr says which); 2 bad flags or configuration.
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+
+#include "van/config_file.h"
+#include "van/node_flags.h"
+#include "van/signal_watcher.h"
+#include "worker/check_job.h"
+#include "worker/kv_worker.h"
+#include "worker/trainer.h"
+
+DEFINE_string(job, "check", "Job to run: check or train. Default check.");
+DEFINE_string(config, "",
+              "train: the job config (protobuf text format, proto/job.proto). "
+              "Default empty: defaults plus the flags below.");
+DEFINE_string(train, "",
+              "train: training files, comma-separated; overrides data.train.");
+DEFINE_string(test, "",
+              "train: test files, comma-separated; overrides data.test.");
+DEFINE_int32(epochs, 0, "train: epochs; overrides train.epochs when > 0.");
+DEFINE_int32(batch_size, 0,
+             "train: examples per batch; overrides train.batch_size when > 0.");
+DEFINE_string(progress_csv, "",
+              "train: write the progress series as CSV here (worker 0); "
+              "overrides train.progress_csv.");
+DEFINE_int32(rounds, 10,
+             "check: push rounds (>= 1; rounds * W * (W + 1) / 2 < 2^24). "
+             "Default 10.");
+DEFINE_int32(num_keys, 1000,
+             "check: keys 0..num_keys-1 (1..2^24). Default 1000.");
+DEFINE_int32(inflight, 4,
+             "check: push requests outstanding at once (1..1024). Default 4.");
+DEFINE_int32(timeout_s, 60,
+             "Deadline in seconds of every wait: each request, the barrier "
+             "and the end of the job (1..86400). Default 60.");
+
+namespace {
+
+constexpr int kExitFailed = 1;
+constexpr int kExitBadFlags = 2;
+
+int Fail(int code, const absl::Status& status) {
+  std::fprintf(stderr, "petrel-worker: %s\n",
+               std::string(status.message()).c_str());
+  return code;
+}
+
+absl::StatusOr<petrel::pb::JobConfig> TrainConfigFromFlags() {
+  petrel::pb::JobConfig job;
+  if (!FLAGS_config.empty()) {
+    absl::Status s = petrel::ParseTextProtoFile(FLAGS_config, &job);
+    if (!s.ok()) return s;
+  }
+  if (!FLAGS_train.empty()) {
+    job.mutable_data()->clear_train();
+    for (absl::string_view f : absl::StrSplit(FLAGS_train, ',')) {
+      job.mutable_data()->add_train(std::string(f));
+    }
+  }
+  if (!FLAGS_test.empty()) {
+    job.mutable_data()->clear_test();
+    for (absl::string_view f : absl::StrSplit(FLAGS_test, ',')) {
+      job.mutable_data()->add_test(std::string(f));
+    }
+  }
+  if (FLAGS_epochs < 0 || FLAGS_batch_size < 0) {
+    return absl::InvalidArgumentError("--epochs and --batch_size must be >= 0");
+  }
+  if (FLAGS_epochs > 0) job.mutable_train()->set_epochs(FLAGS_epochs);
+  if (FLAGS_batch_size > 0)
+    job.mutable_train()->set_batch_size(FLAGS_batch_size);
+  if (!FLAGS_progress_csv.empty()) {
+    job.mutable_train()->set_progress_csv(FLAGS_progress_csv);
+  }
+  absl::Status s = petrel::ResolveTrainDefaults(&job);
+  if (!s.ok()) return s;
+  return job;
+}
+
+absl::StatusOr<petrel::CheckJobOptions> JobOptionsFromFlags() {
+  if (FLAGS_timeout_s < 1 || FLAGS_timeout_s > 86400) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--timeout_s: ", FLAGS_timeout_s, " is not in 1..86400"));
+  }
+  petrel::CheckJobOptions options;
+  options.num_keys = FLAGS_num_keys;
+  options.rounds = FLAGS_rounds;
+  options.inflight = FLAGS_inflight;
+  options.timeout = absl::Seconds(FLAGS_timeout_s);
+  absl::Status s = petrel::ValidateCheckJobOptions(options);
+  if (!s.ok()) return s;
+  return options;
+}
+
+// Joins, trains and ends the worker's part of the cluster.
+absl::Status RunTrain(petrel::NodeRuntime& runtime,
+                      const petrel::pb::JobConfig& job) {
+  absl::Status s = runtime.Start();
+  if (!s.ok()) return s;
+  petrel::TrainerOptions options;
+  options.job = job;
+  options.timeout = absl::Seconds(FLAGS_timeout_s);
+  absl::StatusOr<petrel::TrainResult> result =
+      petrel::RunTrainer(options, runtime.postoffice());
+  if (!result.ok()) return result.status();
+  return runtime.postoffice()->Finish(options.timeout);
+}
+
+// Joins, runs the job and ends the worker's part of the cluster.
+absl::Status RunWorker(petrel::NodeRuntime& runtime,
+                       const petrel::CheckJobOptions& options) {
+  petrel::Postoffice* po = runtime.postoffice();
+  petrel::KVWorker<float> kv(/*app_id=*/0, /*customer_id=*/0, po);
+  absl::Status s = kv.Start();
+  if (s.ok()) s = runtime.Start();
+  if (!s.ok()) return s;
+  absl::StatusOr<std::string> line = petrel::RunCheckJob(po, &kv, options);
+  if (!line.ok()) return line.status();
+  std::printf("%s\n", line->c_str());
+  std::fflush(stdout);
+  return po->Finish(options.timeout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "runs a built-in Petrel worker job.\n"
+      "  petrel-worker --scheduler=HOST:PORT [--job=check] [--rounds=10] "
+      "[--num_keys=1000]");
+  if (int code = petrel::ParseNodeCommandLine(&argc, &argv); code >= 0) {
+    return code;
+  }
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  petrel::SignalWatcher signals;
+  absl::StatusOr<petrel::NodeSettings> settings =
+      petrel::NodeSettingsFromFlags(petrel::pb::ROLE_WORKER);
+  if (!settings.ok()) return Fail(kExitBadFlags, settings.status());
+  if (FLAGS_job != "check" && FLAGS_job != "train") {
+    return Fail(kExitBadFlags, absl::InvalidArgumentError(absl::StrCat(
+                                   "--job: unknown job '", FLAGS_job,
+                                   "' (jobs: check, train)")));
+  }
+  if (FLAGS_timeout_s < 1 || FLAGS_timeout_s > 86400) {
+    return Fail(kExitBadFlags,
+                absl::InvalidArgumentError(absl::StrCat(
+                    "--timeout_s: ", FLAGS_timeout_s, " is not in 1..86400")));
+  }
+  absl::StatusOr<petrel::CheckJobOptions> options;
+  absl::StatusOr<petrel::pb::JobConfig> job;
+  if (FLAGS_job == "check") {
+    options = JobOptionsFromFlags();
+    if (!options.ok()) return Fail(kExitBadFlags, options.status());
+  } else {
+    job = TrainConfigFromFlags();
+    if (!job.ok()) return Fail(kExitBadFlags, job.status());
+  }
+
+  petrel::NodeRuntime runtime(*settings);
+  signals.Start([&](const std::string& name) {
+    runtime.postoffice()->Interrupt(name + " received");
+  });
+  absl::Status status = FLAGS_job == "check" ? RunWorker(runtime, *options)
+                                             : RunTrain(runtime, *job);
+  runtime.Stop();
+  signals.Stop();
+  if (!status.ok()) {
+    return Fail(petrel::ExitCodeFor(status) == 2 ? kExitBadFlags : kExitFailed,
+                status);
+  }
+  return 0;
+}
