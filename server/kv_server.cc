@@ -197,9 +197,39 @@ KVPairs<Val> KVStoreHandler<Val>::Lookup(const SArray<Key>& keys) const {
 }
 
 template <typename Val>
+absl::Status KVStoreHandler<Val>::CheckWidths(const KVPairs<Val>& data) const {
+  if (mode_ == Mode::kAssign) return absl::OkStatus();
+  size_t n = data.keys.size();
+  size_t width = n == 0 ? 0 : data.vals.size() / n;
+  for (size_t i = 0; i < n; ++i) {
+    size_t len = data.lens.empty() ? width : static_cast<size_t>(data.lens[i]);
+    auto it = store_.find(data.keys[i]);
+    if (it != store_.end() && it->second.size() != len) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("key ", data.keys[i], " has ", it->second.size(),
+                       " values, push has ", len));
+    }
+  }
+  return absl::OkStatus();
+}
+
+template <typename Val>
 void KVStoreHandler<Val>::operator()(const KVMeta& meta,
                                      const KVPairs<Val>& data,
                                      KVServer<Val>* server) {
+  if (meta.push && !meta.pull) {
+    // Acknowledge before summing: this thread applies the push before it
+    // handles any later request, so nothing a client can observe changes,
+    // and the sum overlaps the acknowledgement's trip and the next request.
+    absl::Status valid = CheckWidths(data);
+    absl::Status s = valid.ok() ? server->Response(meta)
+                                : server->ResponseError(meta, valid);
+    if (!s.ok()) {
+      LOG_EVERY_T(WARNING, 1.0) << "response: " << s;
+    }
+    if (valid.ok()) Apply(data).IgnoreError();
+    return;
+  }
   if (meta.push) {
     absl::Status s = Apply(data);
     if (!s.ok()) {

@@ -95,6 +95,8 @@ class KVStoreHandler {
 
  private:
   absl::Status Apply(const KVPairs<Val>& data);
+  // InvalidArgument when a pushed width disagrees with a stored row's.
+  absl::Status CheckWidths(const KVPairs<Val>& data) const;
   KVPairs<Val> Lookup(const SArray<Key>& keys) const;
 
   Mode mode_;

@@ -1,11 +1,12 @@
 #include "van/node_runtime.h"
 
-#include <malloc.h>
-
 #include <cstdio>
+
+#include <malloc.h>
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+
 #include "van/status_macros.h"
 #include "van/zmq_van.h"
 
@@ -52,11 +53,12 @@ absl::Status NodeRuntime::Start() {
                 metrics_port());
   } else {
     PETREL_RETURN_IF_ERROR(postoffice_->Start());
-    std::printf("PETREL_READY role=%s id=%d rank=%d host=%s port=%d "
-                "metrics_port=%d\n",
-                role, postoffice_->my_id(), postoffice_->my_rank(),
-                postoffice_->advertise_host().c_str(), postoffice_->port(),
-                metrics_port());
+    std::printf(
+        "PETREL_READY role=%s id=%d rank=%d host=%s port=%d "
+        "metrics_port=%d\n",
+        role, postoffice_->my_id(), postoffice_->my_rank(),
+        postoffice_->advertise_host().c_str(), postoffice_->port(),
+        metrics_port());
   }
   std::fflush(stdout);
   return absl::OkStatus();
@@ -68,9 +70,30 @@ void NodeRuntime::Stop() {
 }
 
 void TuneAllocatorForLargeMessages() {
-  // 1 GiB: below this, freed blocks go back to the heap and are reused.
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // Large message buffers are allocated by ZeroMQ's I/O thread and freed by
+  // whichever thread drops the last Buffer. Without these settings glibc
+  // maps each one afresh (mmap, page faults on every byte, munmap): a
+  // non-main arena is a heap of at most 64 MiB, so a bigger block is always
+  // mapped, and M_MMAP_THRESHOLD cannot be raised above 32 MiB (mallopt
+  // rejects larger values). So: one arena (the sbrk heap, which can hold
+  // blocks of any size), no mmap at all, and freed memory at the top of the
+  // heap kept up to 1 GiB, so that the next message reuses pages that are
+  // already mapped.
+  struct Setting {
+    int param;
+    int value;
+    const char* name;
+  };
+  const Setting settings[] = {{M_ARENA_MAX, 1, "M_ARENA_MAX"},
+                              {M_MMAP_MAX, 0, "M_MMAP_MAX"},
+                              {M_TRIM_THRESHOLD, 1 << 30, "M_TRIM_THRESHOLD"},
+                              {M_TOP_PAD, 64 << 20, "M_TOP_PAD"}};
+  for (const Setting& s : settings) {
+    if (mallopt(s.param, s.value) != 1) {
+      LOG(WARNING) << "mallopt(" << s.name << ", " << s.value
+                   << ") failed; large messages may be slower";
+    }
+  }
 }
 
 int ExitCodeFor(const absl::Status& status) {

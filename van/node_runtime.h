@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+
 #include "van/metrics.h"
 #include "van/metrics_http_server.h"
 #include "van/postoffice.h"
@@ -51,9 +52,10 @@ class NodeRuntime {
   std::unique_ptr<Postoffice> postoffice_;
 };
 
-// Raises glibc's mmap and trim thresholds so that large message buffers are
-// reused from the heap instead of being mapped (and page-faulted) afresh for
-// every message. Process-wide: call once from main.
+// Sets glibc's allocator up so that large message buffers are reused from
+// the heap instead of being mapped (and page-faulted) afresh for every
+// message: one arena, no mmap, freed memory kept up to 1 GiB. Process-wide:
+// call once from main, before starting threads.
 void TuneAllocatorForLargeMessages();
 
 // 0 for OK, 2 for InvalidArgument (bad flags or configuration), 1 otherwise.

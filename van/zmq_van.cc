@@ -2,11 +2,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <deque>
 
 #include <sys/eventfd.h>
 #include <unistd.h>
 #include <zmq.h>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
@@ -97,7 +99,9 @@ void ZmqVan::Stop() {
 }
 
 void ZmqVan::CloseSockets() {
-  for (auto& [id, peer] : peers_) zmq_close(peer.socket);
+  absl::flat_hash_set<void*> sockets;
+  for (auto& [id, peer] : peers_) sockets.insert(peer.socket);
+  for (void* socket : sockets) zmq_close(socket);
   peers_.clear();
   if (router_ != nullptr) zmq_close(router_);
   router_ = nullptr;
@@ -124,7 +128,7 @@ absl::Status ZmqVan::Send(Message msg) {
   frames.reserve(msg.data.size() + 1);
   frames.push_back(EncodeHeader(msg.meta));
   for (Buffer& b : msg.data) frames.push_back(std::move(b));
-  if (OnIoThread()) {
+  if (OnIoThread()) {  // a handler replying: straight to the socket
     DoSend(msg.meta.recipient(), frames);
     return absl::OkStatus();
   }
@@ -156,33 +160,6 @@ absl::Status ZmqVan::Enqueue(Op op) {
   return absl::OkStatus();
 }
 
-void ZmqVan::IoLoop() {
-  io_thread_id_ = std::this_thread::get_id();
-  absl::Time next_tick = absl::Now() + options().tick_interval;
-  while (!stop_) {
-    zmq_pollitem_t items[2] = {{router_, 0, ZMQ_POLLIN, 0},
-                               {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
-    int64_t wait_ms = absl::ToInt64Milliseconds(next_tick - absl::Now());
-    int rc = zmq_poll(items, 2, wait_ms < 0 ? 0 : static_cast<long>(wait_ms));
-    if (rc < 0 && errno != EINTR) {
-      LOG_EVERY_T(ERROR, 1.0) << "zmq_poll: " << zmq_strerror(errno);
-    }
-    if (rc > 0 && (items[1].revents & ZMQ_POLLIN)) DrainQueue();
-    if (rc > 0 && (items[0].revents & ZMQ_POLLIN)) ReceiveAvailable();
-    if (absl::Now() >= next_tick) {
-      if (on_tick_) on_tick_();
-      next_tick = absl::Now() + options().tick_interval;
-    }
-  }
-  DrainQueue();  // flush what was queued before Stop, e.g. a final reply
-  {
-    absl::MutexLock lock(&queue_mu_);
-    queue_.clear();
-  }
-  CloseSockets();
-  io_thread_id_ = std::thread::id();
-}
-
 void ZmqVan::DrainQueue() {
   uint64_t count;
   ssize_t n = read(wake_fd_, &count, sizeof(count));
@@ -202,14 +179,55 @@ void ZmqVan::DrainQueue() {
   }
 }
 
+void ZmqVan::IoLoop() {
+  io_thread_id_ = std::this_thread::get_id();
+  absl::Time next_tick = absl::Now() + options().tick_interval;
+  while (!stop_) {
+    zmq_pollitem_t items[2] = {{router_, 0, ZMQ_POLLIN, 0},
+                               {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
+    int64_t wait_ms = absl::ToInt64Milliseconds(next_tick - absl::Now());
+    int rc = zmq_poll(items, 2, wait_ms < 0 ? 0 : static_cast<long>(wait_ms));
+    if (rc < 0 && errno != EINTR) {
+      LOG_EVERY_T(ERROR, 1.0) << "zmq_poll: " << zmq_strerror(errno);
+    }
+    if (rc > 0 && (items[1].revents & ZMQ_POLLIN)) DrainQueue();
+    if (rc > 0 && (items[0].revents & ZMQ_POLLIN)) ReceiveAvailable();
+    if (absl::Now() >= next_tick) {
+      if (on_tick_) on_tick_();
+      next_tick = absl::Now() + options().tick_interval;
+    }
+  }
+  // Flush what was queued before Stop (e.g. a final reply); closing the
+  // DEALERs lets it leave within the linger time.
+  DrainQueue();
+  {
+    absl::MutexLock lock(&queue_mu_);
+    queue_.clear();
+  }
+  CloseSockets();
+  io_thread_id_ = std::thread::id();
+}
+
 void ZmqVan::DoConnect(const pb::Node& node) {
   BindIdentity(node.transport_id(), node.id());
   std::string address = absl::StrCat("tcp://", node.host(), ":", node.port());
   auto it = peers_.find(node.id());
   if (it != peers_.end()) {
     if (it->second.address == address) return;
-    zmq_close(it->second.socket);
+    void* old = it->second.socket;
     peers_.erase(it);
+    ReleaseSocket(old);
+  }
+  // One connection per address: a node reached under two ids (the
+  // scheduler's temporary route to a joining node, then its assigned id)
+  // must not get a second connection with the same routing id, which its
+  // ROUTER would refuse, silently dropping everything sent on it.
+  for (const auto& [id, peer] : peers_) {
+    if (peer.address == address) {
+      void* shared = peer.socket;
+      peers_[node.id()] = Peer{shared, address};
+      return;
+    }
   }
   void* socket = zmq_socket(context_, ZMQ_DEALER);
   if (socket == nullptr) {
@@ -231,6 +249,13 @@ void ZmqVan::DoConnect(const pb::Node& node) {
   VLOG(1) << "node " << my_id() << " connected to node " << node.id() << " at "
           << address;
   peers_[node.id()] = Peer{socket, address};
+}
+
+void ZmqVan::ReleaseSocket(void* socket) {
+  for (const auto& [id, peer] : peers_) {
+    if (peer.socket == socket) return;  // still used under another id
+  }
+  zmq_close(socket);
 }
 
 void ZmqVan::DoSend(int recipient, const std::vector<Buffer>& frames) {
@@ -258,16 +283,15 @@ void ZmqVan::DoSend(int recipient, const std::vector<Buffer>& frames) {
 }
 
 void ZmqVan::ReceiveAvailable() {
+  // Receives until nothing is queued rather than asking ZMQ_EVENTS before
+  // each message: every ZMQ_EVENTS query costs a poll() syscall, and on the
+  // round-trip path these were a good part of the van's system time.
   for (int i = 0; i < kMaxReceivesPerWake && !stop_; ++i) {
-    int events = 0;
-    size_t len = sizeof(events);
-    zmq_getsockopt(router_, ZMQ_EVENTS, &events, &len);
-    if (!(events & ZMQ_POLLIN)) return;
-    ReceiveOne();
+    if (!ReceiveOne()) return;
   }
 }
 
-void ZmqVan::ReceiveOne() {
+bool ZmqVan::ReceiveOne() {
   std::string from;
   std::vector<Buffer> frames;
   size_t max_frames = static_cast<size_t>(options().limits.max_frames) + 1;
@@ -277,10 +301,12 @@ void ZmqVan::ReceiveOne() {
     auto* m = new zmq_msg_t;
     zmq_msg_init(m);
     if (zmq_msg_recv(m, router_, ZMQ_DONTWAIT) < 0) {
+      const int err = errno;
       zmq_msg_close(m);
       delete m;
-      CountDrop("receive_failed", zmq_strerror(errno));
-      return;
+      if (part == 0 && err == EAGAIN) return false;  // nothing queued
+      CountDrop("receive_failed", zmq_strerror(err));
+      return true;
     }
     more = zmq_msg_more(m);
     if (part == 0) {
@@ -306,11 +332,12 @@ void ZmqVan::ReceiveOne() {
     CountDrop("resource_exhausted", frames.empty()
                                         ? "message with no header frame"
                                         : "too many frames");
-    return;
+    return true;
   }
   Buffer header = frames.front();
   frames.erase(frames.begin());
   Deliver(from, header, std::move(frames));
+  return true;
 }
 
 }  // namespace petrel

@@ -7,7 +7,8 @@
 // queues the message (bounded; Send blocks when full) and wakes the thread
 // through an eventfd; Send from the I/O thread itself (handlers replying)
 // goes straight to the socket, so a request/response costs no extra thread
-// hand-off on the server.
+// hand-off on the server. Sends never block on the network (ZMQ_DONTWAIT,
+// no high-water mark).
 //
 // Thread safety: as Van.
 #ifndef PETREL_VAN_ZMQ_VAN_H_
@@ -47,11 +48,15 @@ class ZmqVan : public Van {
     return std::this_thread::get_id() == io_thread_id_.load();
   }
   absl::Status Enqueue(Op op);
-  void IoLoop();
   void DrainQueue();
+  void IoLoop();
   void ReceiveAvailable();
-  void ReceiveOne();
+  // Receives and delivers one message; false when none was queued.
+  bool ReceiveOne();
+  // The Do* functions and ReleaseSocket run on the I/O thread only.
   void DoConnect(const pb::Node& node);
+  // Closes `socket` unless a peer in peers_ still uses it.
+  void ReleaseSocket(void* socket);
   void DoSend(int recipient, const std::vector<Buffer>& frames);
   void CloseSockets();
 
@@ -60,10 +65,11 @@ class ZmqVan : public Van {
   int wake_fd_ = -1;
   int port_ = 0;
   std::thread io_thread_;
-  std::atomic<std::thread::id> io_thread_id_{};
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_{false};
-  // Owned by the I/O thread.
+  std::atomic<std::thread::id> io_thread_id_{};
+  // Owned by the I/O thread. Ids reached at the same address share one
+  // DEALER socket.
   absl::flat_hash_map<int, Peer> peers_;
 
   absl::Mutex queue_mu_;

@@ -2,7 +2,7 @@
 // every run of a workload prints one stable line (tools/bench/bench_result.h)
 // to stdout, e.g.
 //
-//   workload=raw_zmq value_bytes=1048576 inflight=1 worker=0 gbps=3.70
+//   workload=push value_bytes=1048576 inflight=1 worker=0 gbps=3.70
 //   req_per_s=3529 p50_us=270 p99_us=420 requests=10587 seconds=3.000
 //   verified=true
 //
@@ -13,17 +13,26 @@
 //                    --inflight requests outstanding. Throughput baseline.
 //   raw_zmq_latency  raw_zmq with 4-byte values and 1 request in flight:
 //                    the round-trip latency baseline.
-//   (push, pull, pushpull and latency, the Petrel workloads, are registered
-//   in workloads.cc as they are added.)
+//   push, pull, pushpull, latency
+//                    Petrel itself (tools/bench/petrel_workloads.h): the
+//                    bench joins a cluster as a worker (--scheduler=HOST:PORT
+//                    or the DMLC_* variables, like any node) the first time
+//                    one of them runs, verifies every run, and finishes the
+//                    job at the end. The baselines need no cluster; they fork,
+//                    so list them before the Petrel workloads.
 //
 // Flags: --workload, --value_bytes, --num_keys, --inflight, --duration_s,
-// --iterations, --repeat (defaults and ranges below and in --help).
+// --iterations, --repeat, --wait_timeout_s, and the node flags
+// (van/node_flags.cc); defaults and ranges in --help.
 //
-// Exit status: 0 when every run finished, 1 when a run failed, 2 for bad
-// flags. Example (all on one line):
+// Exit status: 0 when every run finished and verified, 1 when a run failed,
+// 2 for bad flags. Examples (each on one line):
 //
 //   petrel-bench --workload=raw_zmq,raw_zmq_latency --value_bytes=1048576
 //       --inflight=1 --duration_s=3 --repeat=3
+//   petrel-launch --num_servers=1 --num_workers=1 -- petrel-bench
+//       --workload=raw_zmq,push,pull,latency --value_bytes=1048576
+//       --inflight=4 --repeat=3
 
 #include <cstdio>
 #include <string>
@@ -34,13 +43,18 @@
 #include "glog/logging.h"
 
 #include "tools/bench/flag_check.h"
+#include "tools/bench/petrel_workloads.h"
 #include "tools/bench/workloads.h"
+#include "van/node_flags.h"
+#include "van/node_runtime.h"
 
 DEFINE_string(workload, "raw_zmq",
               "Comma-separated workloads to run, in order (see the list "
               "below). Default raw_zmq.");
 DEFINE_int64(value_bytes, 1048576,
-             "Bytes per value. Default 1048576 (1 MiB); range [1, 2^30].");
+             "Payload bytes per request (Petrel workloads: spread over "
+             "--num_keys keys, a multiple of 4 * num_keys). Default 1048576 "
+             "(1 MiB); range [1, 2^30].");
 DEFINE_int32(
     num_keys, 1,
     "Keys per request (Petrel workloads). Default 1; range [1, 2^20].");
@@ -51,6 +65,13 @@ DEFINE_double(duration_s, 3,
               "range (0, 86400].");
 DEFINE_int64(iterations, 0,
              "Requests per run; 0 runs for --duration_s instead. Default 0.");
+DEFINE_int32(wait_timeout_s, 60,
+             "Petrel workloads: longest wait for one request, a barrier or "
+             "the job's end, in seconds. Default 60; range [1, 86400].");
+DEFINE_bool(issue_from_callbacks, false,
+            "Petrel workloads: issue each next request from the previous "
+            "one's completion callback (on the van thread, as an asynchronous "
+            "client would) instead of from the main thread. Default false.");
 DEFINE_int32(repeat, 1,
              "Runs of each workload, each printing its own line. Default 1; "
              "range [1, 1000].");
@@ -77,10 +98,27 @@ int BadFlags(const absl::Status& status) {
   return kExitBadFlags;
 }
 
+// Checks the flags the Petrel workloads need and gives `bench` the node
+// settings; InvalidArgument names the bad flag.
+absl::Status ConfigurePetrel(const petrel::WorkloadConfig& config,
+                             petrel::PetrelBench* bench) {
+  if (absl::Status s = petrel::ValidatePetrelConfig(config); !s.ok()) return s;
+  absl::StatusOr<petrel::NodeSettings> settings =
+      petrel::NodeSettingsFromFlags(petrel::pb::ROLE_WORKER);
+  if (!settings.ok()) return settings.status();
+  bench->Configure(*settings, absl::Seconds(FLAGS_wait_timeout_s));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const petrel::WorkloadTable table = petrel::BuiltinWorkloads();
+  // Before any thread starts; the forked raw ZeroMQ acker inherits it too,
+  // so both sides of every comparison run with the same allocator settings.
+  petrel::TuneAllocatorForLargeMessages();
+  petrel::WorkloadTable table = petrel::BuiltinWorkloads();
+  petrel::PetrelBench bench;
+  petrel::AddPetrelWorkloads(&bench, &table);
   gflags::SetUsageMessage(absl::StrCat(
       "petrel-bench [flags]: Petrel system benchmark; one result line per "
       "run.\nWorkloads:\n",
@@ -89,14 +127,19 @@ int main(int argc, char** argv) {
     return BadFlags(s);
   }
   gflags::ParseCommandLineFlags(&argc, &argv, /*remove_flags=*/true);
+  FLAGS_logtostderr = true;  // stdout carries the result lines
   google::InitGoogleLogging(argv[0]);
   if (argc > 1) {
     return BadFlags(absl::InvalidArgumentError(
         absl::StrCat("unexpected argument \"", argv[1], "\"")));
   }
-  const petrel::WorkloadConfig config = {FLAGS_value_bytes, FLAGS_num_keys,
-                                         FLAGS_inflight, FLAGS_duration_s,
-                                         FLAGS_iterations};
+  petrel::WorkloadConfig config;
+  config.value_bytes = FLAGS_value_bytes;
+  config.num_keys = FLAGS_num_keys;
+  config.inflight = FLAGS_inflight;
+  config.duration_s = FLAGS_duration_s;
+  config.iterations = FLAGS_iterations;
+  config.issue_from_callbacks = FLAGS_issue_from_callbacks;
   if (absl::Status s = petrel::ValidateWorkloadConfig(config); !s.ok()) {
     return BadFlags(s);
   }
@@ -107,6 +150,19 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::vector<std::string>> names =
       petrel::ParseWorkloadList(FLAGS_workload, table);
   if (!names.ok()) return BadFlags(names.status());
+  if (FLAGS_wait_timeout_s < 1 || FLAGS_wait_timeout_s > 86400) {
+    return BadFlags(absl::InvalidArgumentError(absl::StrCat(
+        "--wait_timeout_s=", FLAGS_wait_timeout_s, " is not in [1, 86400]")));
+  }
+  bool needs_cluster = false;
+  for (const std::string& name : *names) {
+    needs_cluster = needs_cluster || table.at(name).needs_cluster;
+  }
+  if (needs_cluster) {
+    if (absl::Status s = ConfigurePetrel(config, &bench); !s.ok()) {
+      return BadFlags(s);
+    }
+  }
   LogNonDefaultFlags();
 
   for (const std::string& name : *names) {
@@ -119,6 +175,12 @@ int main(int argc, char** argv) {
       }
       std::printf("%s\n", petrel::FormatResultLine(*result).c_str());
       std::fflush(stdout);
+    }
+  }
+  if (bench.started()) {
+    if (absl::Status s = bench.Finish(); !s.ok()) {
+      std::fprintf(stderr, "petrel-bench: %s\n", s.ToString().c_str());
+      return kExitRunFailed;
     }
   }
   return 0;

@@ -46,12 +46,11 @@ WorkloadTable BuiltinWorkloads() {
   table["raw_zmq"] = {
       "raw ZeroMQ DEALER->ROUTER to a forked acker on TCP loopback; "
       "--value_bytes per request, --inflight outstanding (throughput baseline)",
-      &RunRawZmqThroughput};
+      &RunRawZmqThroughput, /*needs_cluster=*/false};
   table["raw_zmq_latency"] = {
       "raw_zmq with 4-byte values and 1 in flight (round-trip latency "
       "baseline; ignores --value_bytes and --inflight)",
-      &RunRawZmqLatency};
-  // Petrel workloads register here: push, pull, pushpull, latency.
+      &RunRawZmqLatency, /*needs_cluster=*/false};
   return table;
 }
 

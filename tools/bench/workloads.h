@@ -23,7 +23,8 @@ namespace petrel {
 // What the flags ask every workload to do; a workload may pin some fields
 // (raw_zmq_latency always uses 4 bytes and one request in flight).
 struct WorkloadConfig {
-  // Bytes per value (per key). Default 1 MiB; range [1, 1 GiB].
+  // Payload bytes per request, spread evenly over num_keys keys in the
+  // Petrel workloads. Default 1 MiB; range [1, 1 GiB].
   int64_t value_bytes = 1 << 20;
   // Keys per request; unused by the raw_zmq baselines. Default 1; range
   // [1, 1048576].
@@ -34,6 +35,10 @@ struct WorkloadConfig {
   double duration_s = 3;
   // Requests to complete; 0 means run for duration_s. Default 0; >= 0.
   int64_t iterations = 0;
+  // Petrel workloads: issue each next request from the previous one's
+  // completion callback (an asynchronous client) instead of the main
+  // thread. Default false.
+  bool issue_from_callbacks = false;
 };
 
 // Runs one workload once. Called on main's thread; may fork or start threads
@@ -44,13 +49,17 @@ using WorkloadFn =
 struct Workload {
   std::string description;  // One line, shown by --help.
   WorkloadFn run;
+  // Whether the workload runs against a Petrel cluster (petrel-bench then
+  // joins one as a worker) rather than standing alone.
+  bool needs_cluster = false;
 };
 
 // Workload name -> workload, sorted by name.
 using WorkloadTable = std::map<std::string, Workload>;
 
-// Builds the table of every workload petrel-bench knows. A fresh table each
-// call; there is no global registry.
+// Builds the table of the workloads that need no cluster (the raw ZeroMQ
+// baselines); AddPetrelWorkloads (petrel_workloads.h) adds the others. A
+// fresh table each call; there is no global registry.
 WorkloadTable BuiltinWorkloads();
 
 // InvalidArgument naming the flag and its value when a field is out of the
