@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
@@ -121,13 +122,23 @@ int main(int argc, char** argv) {
   if (status.ok()) {
     status = runtime.postoffice()->WaitForTerminate(absl::InfiniteDuration());
   }
+  const int rank = runtime.postoffice()->my_rank();
+  const int num_servers = runtime.postoffice()->num_servers();
+  runtime.Stop();  // no request runs while the model is written
+  if (status.ok() && tables != nullptr && !job.train().model_output().empty()) {
+    std::string path = job.train().model_output();
+    if (num_servers > 1) {
+      path = absl::StrCat(path, ".part-", rank, "-of-", num_servers);
+    }
+    status = tables->WriteModel(path);
+    if (status.ok()) LOG(INFO) << "wrote this server's model share to " << path;
+  }
   if (status.ok()) {
-    LOG(INFO) << "server " << runtime.postoffice()->my_rank() << " finished";
+    LOG(INFO) << "server " << rank << " finished";
   } else {
     std::fprintf(stderr, "petrel-server: %s\n",
                  std::string(status.message()).c_str());
   }
-  runtime.Stop();
   signals.Stop();
   return status.ok() ? 0 : 1;
 }

@@ -153,6 +153,19 @@ float* Table::Touch(Shard& shard, uint64_t key) {
   return row;
 }
 
+void Table::ForEachRow(
+    const std::function<void(uint64_t key, const float* weights)>& fn) const {
+  if (options_.dense) {
+    for (uint64_t key = 0; key < options_.num_keys; ++key) {
+      fn(key, RowOf(shards_[0], static_cast<uint32_t>(key)));
+    }
+    return;
+  }
+  for (const Shard& shard : shards_) {
+    for (const auto& [key, row] : shard.index) fn(key, RowOf(shard, row));
+  }
+}
+
 const float* Table::Find(uint64_t key) const {
   const Shard& shard = shards_[options_.dense ? 0 : ShardOf(key)];
   if (options_.dense) {

@@ -93,6 +93,10 @@ class Table {
   int num_shards() const { return options_.num_shards; }
   // Rows stored.
   size_t num_rows() const;
+  // Calls fn(key, weights) for every stored row (dim() weights), in no
+  // particular order. Not concurrently with Pull or Push.
+  void ForEachRow(
+      const std::function<void(uint64_t key, const float* weights)>& fn) const;
   // Bytes held by slabs and hash indexes.
   size_t MemoryBytes() const;
 

@@ -1,6 +1,9 @@
 #include "server/table_server.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -259,6 +262,33 @@ void TableServer::ReleaseHeld(KVServer<float>* server, int64_t min_clock) {
     AnswerPull(p.meta, p.keys, tables_.at(p.meta.table_id).get(), server,
                min_clock);
   }
+}
+
+absl::Status TableServer::WriteModel(const std::string& path) const {
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot write the model to ", tmp, ": ", std::strerror(errno)));
+  }
+  std::vector<int> ids;
+  for (const auto& [id, table] : tables_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (int id : ids) {
+    const Table& t = *tables_.at(id);
+    t.ForEachRow([&](uint64_t key, const float* w) {
+      std::fprintf(f, "%d %llu", id, static_cast<unsigned long long>(key));
+      for (int j = 0; j < t.dim(); ++j) std::fprintf(f, " %.9g", w[j]);
+      std::fputc('\n', f);
+    });
+  }
+  const bool ok = !std::ferror(f);
+  if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str())) {
+    std::remove(tmp.c_str());
+    return absl::UnavailableError(absl::StrCat(
+        "cannot write the model to ", path, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace petrel

@@ -100,6 +100,12 @@ class TableServer {
   int64_t max_delay() const { return max_delay_; }
   // The table `id`, or null.
   const Table* table(int id) const;
+  // Writes every stored row of every table to `path`, one line each:
+  // "TABLE_ID KEY W0 W1 ..." (dim weights). Written to PATH.tmp and renamed,
+  // so a failure never leaves a partial file under `path`. Unavailable
+  // naming the path when it cannot be written (e.g. a full disk). Not
+  // concurrently with request handling: call after the van stopped.
+  absl::Status WriteModel(const std::string& path) const;
 
  private:
   struct HeldPull {

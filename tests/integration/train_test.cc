@@ -3,7 +3,9 @@
 // config on 2 servers and 2 workers, and the final test logloss must land
 // in a band above the generator's Bayes-optimal logloss (below it would
 // mean a bug or a leak; far above it, a model that did not learn).
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -100,6 +102,39 @@ TEST_F(TrainTest, FactorizationMachineLearnsCloseToBayes) {
   ASSERT_GT(logloss, 0) << out;
   EXPECT_GT(logloss, bayes_ - 0.01) << out;
   EXPECT_LT(logloss, bayes_ + 0.6 * (constant_ - bayes_)) << out;
+}
+
+TEST_F(TrainTest, ServersWriteTheModel) {
+  const std::string config = dir_ + "/model.textproto";
+  const std::string model = dir_ + "/model.txt";
+  std::FILE* f = std::fopen(config.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fprintf(f,
+               "num_servers: 2 num_workers: 1\n"
+               "model { kind: KIND_LR }\n"
+               "train { batch_size: 512 model_output: \"%s\" }\n",
+               model.c_str());
+  std::fclose(f);
+  std::string out;
+  ASSERT_GT(Train(config, &out), 0) << out;
+  int64_t rows = 0;
+  bool bias = false;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::ifstream in(absl::StrCat(model, ".part-", rank, "-of-2"));
+    ASSERT_TRUE(in.good()) << out;
+    int table;
+    unsigned long long key;
+    float weight;
+    while (in >> table >> key >> weight) {
+      EXPECT_EQ(table, 0);
+      bias = bias || key == ~0ULL;
+      ++rows;
+    }
+  }
+  // Every key of the training data was touched: far more rows than examples
+  // have features, and the bias among them.
+  EXPECT_GT(rows, 1000) << out;
+  EXPECT_TRUE(bias) << out;
 }
 
 }  // namespace
