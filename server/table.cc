@@ -191,7 +191,31 @@ absl::Status Table::CheckKeys(absl::Span<const uint64_t> keys) const {
 // How many keys ahead the index lookups are prefetched: a big sparse table
 // misses the cache on nearly every lookup, and overlapping those misses is
 // worth more than anything else on this path.
-constexpr size_t kPrefetchDistance = 8;
+constexpr size_t kPrefetchDistance = 16;
+
+void Table::PrefetchRow(const Shard& shard, uint64_t key) const {
+  auto it = shard.index.find(key);
+  if (it != shard.index.end()) {
+    const float* row = RowOf(shard, it->second);
+    __builtin_prefetch(row, 1);
+    if (stride_ > 16) __builtin_prefetch(row + 16, 1);
+  }
+}
+
+// Two stages: the hash index kPrefetchDistance keys ahead, then (its lines
+// now on the way) the row itself half as far ahead.
+template <typename ShardFn>
+void Table::Prefetch(absl::Span<const uint64_t> keys, size_t i,
+                     const ShardFn& shard_of) const {
+  if (i + kPrefetchDistance < keys.size()) {
+    uint64_t k = keys[i + kPrefetchDistance];
+    shard_of(k).index.prefetch(k);
+  }
+  if (i + kPrefetchDistance / 2 < keys.size()) {
+    uint64_t k = keys[i + kPrefetchDistance / 2];
+    PrefetchRow(shard_of(k), k);
+  }
+}
 
 template <typename Fn>
 void Table::ForEachKey(absl::Span<const uint64_t> keys,
@@ -200,10 +224,9 @@ void Table::ForEachKey(absl::Span<const uint64_t> keys,
   const bool dense = options_.dense;
   if (!runner || num_shards == 1 || keys.size() < options_.parallel_min_keys) {
     for (size_t i = 0; i < keys.size(); ++i) {
-      if (!dense && i + kPrefetchDistance < keys.size()) {
-        uint64_t ahead = keys[i + kPrefetchDistance];
-        shards_[ShardOf(ahead)].index.prefetch(ahead);
-      }
+      if (!dense)
+        Prefetch(keys, i,
+                 [&](uint64_t k) -> Shard& { return shards_[ShardOf(k)]; });
       fn(shards_[dense ? 0 : ShardOf(keys[i])], i);
     }
     return;
@@ -230,6 +253,9 @@ void Table::ForEachKey(absl::Span<const uint64_t> keys,
       if (!dense && j + kPrefetchDistance < end) {
         shard.index.prefetch(keys[order_[j + kPrefetchDistance]]);
       }
+      if (!dense && j + kPrefetchDistance / 2 < end) {
+        PrefetchRow(shard, keys[order_[j + kPrefetchDistance / 2]]);
+      }
       fn(shard, order_[j]);
     }
   });
@@ -246,8 +272,11 @@ absl::Status Table::Pull(absl::Span<const uint64_t> keys, absl::Span<float> out,
   absl::Status s = CheckKeys(keys);
   if (!s.ok()) return s;
   float* dst = out.data();
+  // Rows are short (often one float): a loop beats a memcpy call per key.
   ForEachKey(keys, runner, [&](Shard& shard, size_t i) {
-    std::memcpy(dst + i * dim, Touch(shard, keys[i]), dim * sizeof(float));
+    const float* row = Touch(shard, keys[i]);
+    float* to = dst + i * dim;
+    for (size_t j = 0; j < dim; ++j) to[j] = row[j];
   });
   if (metrics_.pulls != nullptr) {
     metrics_.pulls->Increment();

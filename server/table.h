@@ -129,6 +129,11 @@ class Table {
   float* RowOf(const Shard& shard, uint32_t row) const;
   // The row of `key` in `shard`, created when missing.
   float* Touch(Shard& shard, uint64_t key);
+  // Software prefetch of a key's index entry and row (see table.cc).
+  void PrefetchRow(const Shard& shard, uint64_t key) const;
+  template <typename ShardFn>
+  void Prefetch(absl::Span<const uint64_t> keys, size_t i,
+                const ShardFn& shard_of) const;
   // Runs fn(shard, key index) for every key, in key order within a shard;
   // shards in parallel when `runner` is set and the request is large enough.
   template <typename Fn>

@@ -7,9 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-#include "kernels/dedup.h"
 #include "van/simple_app.h"
 #include "van/status_macros.h"
+#include "worker/batch_prefetcher.h"
 #include "worker/eval_metrics.h"
 #include "worker/evaluator.h"
 #include "worker/kv_worker.h"
@@ -29,13 +29,10 @@ DataFormat FormatOf(const pb::DataConfig& data) {
 
 // One batch on its way through the pipeline.
 struct Step {
-  Batch batch;
-  std::vector<uint64_t> unique;
-  std::vector<uint32_t> inverse;
+  std::unique_ptr<PreparedBatch> prepared;
   std::vector<SArray<Key>> keys;    // per model table
   std::vector<SArray<float>> rows;  // per model table, filled by the pull
   std::vector<int> pulls;           // timestamps
-  int epoch = 0;
 };
 
 class Trainer {
@@ -66,7 +63,7 @@ class Trainer {
   KVWorker<float> kv_;
   SimpleApp stats_;
   std::unique_ptr<Model> model_;
-  std::unique_ptr<Reader> reader_;
+  std::unique_ptr<BatchPrefetcher> batches_in_;
   int epoch_ = 0;
   std::vector<int> last_pushes_;
   std::vector<float> probs_;
@@ -104,7 +101,10 @@ absl::Status Trainer::Start() {
   ro.worker_rank = po_->my_rank();
   ro.num_workers = po_->num_workers();
   ro.skip_malformed = job_.data().skip_malformed();
-  PETREL_ASSIGN_OR_RETURN(reader_, OpenReader(ro));
+  PETREL_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, OpenReader(ro));
+  batches_in_ = std::make_unique<BatchPrefetcher>(
+      std::move(reader), job_.train().batch_size(), job_.train().epochs());
+  batches_in_->Start();
   // Every worker has registered its apps (the stats app above) before
   // any of them can finish and report.
   PETREL_RETURN_IF_ERROR(po_->Barrier(kWorkerGroup, options_.timeout));
@@ -120,23 +120,16 @@ absl::Status Trainer::Start() {
   return absl::OkStatus();
 }
 
-// Reads the next batch (rewinding between epochs), collects its unique keys
-// and sends the pulls for clock `clock`. False when the data is exhausted.
+// Takes the next prepared batch and sends the pulls of its unique keys for
+// clock `clock`. False when the data is exhausted.
 absl::StatusOr<bool> Trainer::Prepare(int64_t clock, Step* step) {
-  const int batch_size = job_.train().batch_size();
-  PETREL_ASSIGN_OR_RETURN(bool more, reader_->Next(batch_size, &step->batch));
-  while (!more || step->batch.size() == 0) {
-    if (epoch_ + 1 >= job_.train().epochs()) return false;
-    ++epoch_;
-    PETREL_RETURN_IF_ERROR(reader_->Rewind());
-    PETREL_ASSIGN_OR_RETURN(more, reader_->Next(batch_size, &step->batch));
-    if (more && step->batch.size() > 0) break;
-    if (!more) return false;  // an empty share
-  }
-  step->epoch = epoch_;
-  PETREL_RETURN_IF_ERROR(
-      Dedup(step->batch.keys, &step->unique, &step->inverse));
-  std::vector<uint64_t> with_bias(step->unique);
+  PETREL_ASSIGN_OR_RETURN(step->prepared, batches_in_->Next());
+  if (step->prepared == nullptr) return false;
+  epoch_ = step->prepared->epoch;
+  const std::vector<uint64_t>& unique = step->prepared->unique;
+  std::vector<uint64_t> with_bias;
+  with_bias.reserve(unique.size() + 1);
+  with_bias.assign(unique.begin(), unique.end());
   with_bias.push_back(kBiasKey);
   SArray<Key> keys0(std::move(with_bias));
   const auto& tables = model_->tables();
@@ -145,7 +138,7 @@ absl::StatusOr<bool> Trainer::Prepare(int64_t clock, Step* step) {
   step->pulls.assign(tables.size(), 0);
   for (size_t t = 0; t < tables.size(); ++t) {
     step->keys[t] =
-        tables[t].with_bias ? keys0 : keys0.Segment(0, step->unique.size());
+        tables[t].with_bias ? keys0 : keys0.Segment(0, unique.size());
     KVRequestOptions opts;
     opts.table_id = tables[t].id;
     opts.clock = clock;
@@ -161,11 +154,12 @@ absl::Status Trainer::Compute(int64_t clock, Step* step) {
     PETREL_RETURN_IF_ERROR(kv_.Wait(step->pulls[t], options_.timeout));
     rows.emplace_back(step->rows[t].data(), step->rows[t].size());
   }
-  SparseBatchView view{step->batch.offsets, step->inverse, step->batch.values};
+  const Batch& batch = step->prepared->batch;
+  SparseBatchView view{batch.offsets, step->prepared->inverse, batch.values};
   PETREL_ASSIGN_OR_RETURN(
-      double loss, model_->ForwardBackward(view, step->batch.labels, rows,
-                                           &probs_, &grads_));
-  loss_.AddSum(loss, static_cast<int64_t>(step->batch.size()));
+      double loss,
+      model_->ForwardBackward(view, batch.labels, rows, &probs_, &grads_));
+  loss_.AddSum(loss, static_cast<int64_t>(batch.size()));
   // At most one batch of pushes in flight: wait for the previous one.
   for (int ts : last_pushes_) {
     PETREL_RETURN_IF_ERROR(kv_.Wait(ts, options_.timeout));

@@ -1,0 +1,69 @@
+// BatchPrefetcher: reads and deduplicates training batches on its own
+// thread, a few batches ahead of the trainer, over several epochs. The
+// trainer's thread then spends its time on pulls, compute and pushes.
+//
+// Thread safety: Next is called by one consumer thread; the prefetcher owns
+// its reader thread (started in Start, joined in Stop or the destructor).
+#ifndef PETREL_WORKER_BATCH_PREFETCHER_H_
+#define PETREL_WORKER_BATCH_PREFETCHER_H_
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+#include "worker/batch.h"
+#include "worker/reader.h"
+
+namespace petrel {
+
+// A batch with its unique keys and each feature's index into them.
+struct PreparedBatch {
+  Batch batch;
+  std::vector<uint64_t> unique;
+  std::vector<uint32_t> inverse;
+  int epoch = 0;  // 0-based
+};
+
+class BatchPrefetcher {
+ public:
+  // Reads `epochs` passes over `reader` in batches of `batch_size`, keeping
+  // at most `depth` batches ready. `reader` is owned.
+  BatchPrefetcher(std::unique_ptr<Reader> reader, int batch_size, int epochs,
+                  int depth = 4);
+  ~BatchPrefetcher();
+  BatchPrefetcher(const BatchPrefetcher&) = delete;
+  BatchPrefetcher& operator=(const BatchPrefetcher&) = delete;
+
+  void Start();
+  void Stop();
+  // The next batch; nullptr after the last one. A read error (file and
+  // line) is returned once the batches before it were consumed.
+  absl::StatusOr<std::unique_ptr<PreparedBatch>> Next();
+  int64_t malformed_lines() const;
+
+ private:
+  void Run();
+  absl::StatusOr<bool> ReadOne(int* epoch, PreparedBatch* out);
+
+  std::unique_ptr<Reader> reader_;
+  const int batch_size_;
+  const int epochs_;
+  const size_t depth_;
+  std::thread thread_;
+  std::atomic<int64_t> malformed_{0};
+
+  mutable absl::Mutex mu_;
+  std::deque<std::unique_ptr<PreparedBatch>> ready_ ABSL_GUARDED_BY(mu_);
+  bool done_ ABSL_GUARDED_BY(mu_) = false;  // no more batches will come
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace petrel
+
+#endif  // PETREL_WORKER_BATCH_PREFETCHER_H_
