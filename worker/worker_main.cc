@@ -43,6 +43,9 @@ DEFINE_string(test, "",
 DEFINE_int32(epochs, 0, "train: epochs; overrides train.epochs when > 0.");
 DEFINE_int32(batch_size, 0,
              "train: examples per batch; overrides train.batch_size when > 0.");
+DEFINE_bool(skip_malformed, false,
+            "train: skip (and count) malformed data lines instead of failing "
+            "with the file and line; overrides data.skip_malformed when set.");
 DEFINE_string(progress_csv, "",
               "train: write the progress series as CSV here (worker 0); "
               "overrides train.progress_csv.");
@@ -90,6 +93,11 @@ absl::StatusOr<petrel::pb::JobConfig> TrainConfigFromFlags() {
     return absl::InvalidArgumentError("--epochs and --batch_size must be >= 0");
   }
   if (FLAGS_epochs > 0) job.mutable_train()->set_epochs(FLAGS_epochs);
+  gflags::CommandLineFlagInfo info;
+  if (gflags::GetCommandLineFlagInfo("skip_malformed", &info) &&
+      !info.is_default) {
+    job.mutable_data()->set_skip_malformed(FLAGS_skip_malformed);
+  }
   if (FLAGS_batch_size > 0)
     job.mutable_train()->set_batch_size(FLAGS_batch_size);
   if (!FLAGS_progress_csv.empty()) {
