@@ -88,10 +88,10 @@ void KVServer<Val>::Process(Message&& msg, bool duplicate) {
   handler_(meta, data, this);
 }
 
-template <typename Val>
-absl::Status KVServer<Val>::Response(const KVMeta& meta,
-                                     const KVPairs<Val>& result,
-                                     int64_t min_clock) {
+namespace {
+
+// The addressing of the request `meta` describes, for Customer::SendResponse.
+Message RequestOf(const KVMeta& meta) {
   Message request;
   request.meta.set_sender(meta.sender);
   request.meta.set_timestamp(meta.timestamp);
@@ -100,6 +100,16 @@ absl::Status KVServer<Val>::Response(const KVMeta& meta,
   request.meta.set_pull(meta.pull);
   request.meta.set_head(meta.cmd);
   request.meta.set_table_id(meta.table_id);
+  return request;
+}
+
+}  // namespace
+
+template <typename Val>
+absl::Status KVServer<Val>::Response(const KVMeta& meta,
+                                     const KVPairs<Val>& result,
+                                     int64_t min_clock) {
+  Message request = RequestOf(meta);
   Message response;
   if (meta.pull) {
     response.meta.set_kv(true);
@@ -115,14 +125,7 @@ template <typename Val>
 absl::Status KVServer<Val>::ResponseError(const KVMeta& meta,
                                           const absl::Status& error) {
   DCHECK(!error.ok());
-  Message request;
-  request.meta.set_sender(meta.sender);
-  request.meta.set_timestamp(meta.timestamp);
-  request.meta.set_customer_id(meta.customer_id);
-  request.meta.set_push(meta.push);
-  request.meta.set_pull(meta.pull);
-  request.meta.set_head(meta.cmd);
-  request.meta.set_table_id(meta.table_id);
+  Message request = RequestOf(meta);
   // No data frames: the body carries "<status code> <message>".
   Message response;
   response.meta.set_body(

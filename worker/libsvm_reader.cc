@@ -120,12 +120,7 @@ absl::StatusOr<bool> ParseLibsvmLine(absl::string_view line, Batch* batch) {
 
 absl::StatusOr<std::unique_ptr<Reader>> OpenLibsvmReader(
     const ReaderOptions& options) {
-  absl::StatusOr<std::unique_ptr<ShardedLineReader>> lines =
-      ShardedLineReader::Open(options.files, options.worker_rank,
-                              options.num_workers, options.read_buffer_bytes);
-  if (!lines.ok()) return lines.status();
-  return std::unique_ptr<Reader>(new TextReader(
-      std::move(*lines), &ParseLibsvmLine, options.skip_malformed));
+  return TextReader::Open(options, &ParseLibsvmLine);
 }
 
 }  // namespace petrel

@@ -51,4 +51,14 @@ absl::Status TextReader::Rewind() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::unique_ptr<Reader>> TextReader::Open(
+    const ReaderOptions& options, LineParser parser) {
+  absl::StatusOr<std::unique_ptr<ShardedLineReader>> lines =
+      ShardedLineReader::Open(options.files, options.worker_rank,
+                              options.num_workers, options.read_buffer_bytes);
+  if (!lines.ok()) return lines.status();
+  return std::unique_ptr<Reader>(
+      new TextReader(std::move(*lines), parser, options.skip_malformed));
+}
+
 }  // namespace petrel

@@ -28,6 +28,11 @@ using LineParser = absl::StatusOr<bool> (*)(absl::string_view line,
 
 class TextReader : public Reader {
  public:
+  // Opens `options.files` for this worker's share and parses each line with
+  // `parser`. Errors as ShardedLineReader::Open.
+  static absl::StatusOr<std::unique_ptr<Reader>> Open(
+      const ReaderOptions& options, LineParser parser);
+
   TextReader(std::unique_ptr<ShardedLineReader> lines, LineParser parser,
              bool skip_malformed);
 
