@@ -87,9 +87,12 @@ void Van::Deliver(absl::string_view from, const Buffer& header,
   absl::StatusOr<Message> msg =
       DecodeMessage(header, std::move(frames), context);
   if (!msg.ok()) {
+    size_t bytes = header.size();
+    for (const Buffer& b : kept) bytes += b.size();
     if (!had_id && absl::IsPermissionDenied(msg.status()) &&
-        held_.size() < kMaxHeld) {
+        held_.size() < kMaxHeld && held_bytes_ + bytes <= kMaxHeldBytes) {
       held_.push_back(Held{std::string(from), header, std::move(kept)});
+      held_bytes_ += bytes;
       return;
     }
     std::string code =
@@ -105,6 +108,7 @@ void Van::Deliver(absl::string_view from, const Buffer& header,
     // The node table arrived: the senders' identities are bound now.
     std::vector<Held> held;
     held.swap(held_);
+    held_bytes_ = 0;
     for (Held& h : held) Deliver(h.from, h.header, std::move(h.frames));
   }
 }

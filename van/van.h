@@ -109,7 +109,10 @@ class Van {
     std::vector<Buffer> frames;
   };
   static constexpr size_t kMaxHeld = 1024;
+  // Also bounded in bytes, so a peer cannot pin memory before the join.
+  static constexpr size_t kMaxHeldBytes = size_t{64} << 20;
   std::vector<Held> held_;
+  size_t held_bytes_ = 0;
 
   const VanOptions options_;
   MetricsRegistry* const metrics_;
