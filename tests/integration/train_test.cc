@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -50,7 +52,12 @@ std::string RunOrDie(std::vector<std::string> argv, int* code) {
 class TrainTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "petrel_train_test";
+    // One directory per test and process: ctest runs these tests in
+    // parallel, and each writes its own data.
+    dir_ = absl::StrCat(
+        ::testing::TempDir(), "petrel_train_test_",
+        ::testing::UnitTest::GetInstance()->current_test_info()->name(), "_",
+        getpid());
     std::system(("mkdir -p " + dir_).c_str());
     int code = 0;
     std::string out =
@@ -63,6 +70,8 @@ class TrainTest : public ::testing::Test {
     constant_ = ValueAfter(out, "split=test", "constant_logloss");
     ASSERT_GT(bayes_, 0) << out;
   }
+
+  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
 
   // Runs `config` and returns the final line's test logloss.
   double Train(const std::string& config, std::string* out) {
