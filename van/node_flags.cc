@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 
+#include "van/flag_check.h"
 #include "van/legacy_env.h"
 #include "van/net_util.h"
 #include "van/status_macros.h"
@@ -53,11 +54,6 @@ DEFINE_int32(metrics_port, -1,
 namespace petrel {
 namespace {
 
-bool IsSet(const char* name) {
-  gflags::CommandLineFlagInfo info;
-  return gflags::GetCommandLineFlagInfo(name, &info) && !info.is_default;
-}
-
 absl::Status Invalid(absl::string_view flag, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", why));
 }
@@ -86,22 +82,22 @@ absl::Status ApplySchedulerAddress(const LegacyEnv& env,
 
 absl::Status ApplyAdvertiseHost(const LegacyEnv& env, PostofficeOptions& po) {
   std::string interface = env.interface_name.value_or("");
-  if (IsSet("interface")) interface = FLAGS_interface;
+  if (FlagIsSet("interface")) interface = FLAGS_interface;
   if (env.node_host.has_value()) po.advertise_host = *env.node_host;
-  if (!interface.empty() && !IsSet("advertise_host")) {
+  if (!interface.empty() && !FlagIsSet("advertise_host")) {
     absl::StatusOr<std::string> address = InterfaceAddress(interface);
     if (!address.ok()) return Invalid("interface", address.status().message());
     po.advertise_host = *address;
   }
-  if (IsSet("advertise_host")) po.advertise_host = FLAGS_advertise_host;
+  if (FlagIsSet("advertise_host")) po.advertise_host = FLAGS_advertise_host;
   return absl::OkStatus();
 }
 
 absl::Status ApplyCounts(const LegacyEnv& env, PostofficeOptions& po) {
   po.num_servers = env.num_server.value_or(FLAGS_num_servers);
   po.num_workers = env.num_worker.value_or(FLAGS_num_workers);
-  if (IsSet("num_servers")) po.num_servers = FLAGS_num_servers;
-  if (IsSet("num_workers")) po.num_workers = FLAGS_num_workers;
+  if (FlagIsSet("num_servers")) po.num_servers = FLAGS_num_servers;
+  if (FlagIsSet("num_workers")) po.num_workers = FLAGS_num_workers;
   if (po.num_servers < 1 || po.num_servers > 16384) {
     return Invalid("num_servers",
                    absl::StrCat(po.num_servers, " is not in 1..16384"));
@@ -111,7 +107,7 @@ absl::Status ApplyCounts(const LegacyEnv& env, PostofficeOptions& po) {
                    absl::StrCat(po.num_workers, " is not in 1..16384"));
   }
   po.requested_rank = FLAGS_rank;
-  if (!IsSet("rank")) {
+  if (!FlagIsSet("rank")) {
     if (const char* r = std::getenv("PETREL_RANK");
         r != nullptr && *r != '\0') {
       po.requested_rank = std::atoi(r);
@@ -120,38 +116,14 @@ absl::Status ApplyCounts(const LegacyEnv& env, PostofficeOptions& po) {
   return absl::OkStatus();
 }
 
-// The first argument that names no defined flag, or "".
-std::string FindUnknownFlag(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--") break;
-    if (arg.size() < 2 || arg[0] != '-') continue;
-    std::string name = arg.substr(arg[1] == '-' ? 2 : 1);
-    const bool has_value = name.find('=') != std::string::npos;
-    name = name.substr(0, name.find('='));
-    gflags::CommandLineFlagInfo info;
-    if (gflags::GetCommandLineFlagInfo(name.c_str(), &info)) {
-      if (!has_value && info.type != "bool") ++i;  // "--flag value"
-      continue;
-    }
-    if (name.rfind("no", 0) == 0 &&
-        gflags::GetCommandLineFlagInfo(name.substr(2).c_str(), &info) &&
-        info.type == "bool") {
-      continue;
-    }
-    return arg;
-  }
-  return "";
-}
-
 }  // namespace
 
 int ParseNodeCommandLine(int* argc, char*** argv) {
   const std::string program = (*argv)[0];
   const std::string name = program.substr(program.rfind('/') + 1);
-  if (std::string unknown = FindUnknownFlag(*argc, *argv); !unknown.empty()) {
-    std::fprintf(stderr, "%s: unknown flag '%s' (see --help)\n", name.c_str(),
-                 unknown.c_str());
+  if (absl::Status s = CheckCommandLineFlags(*argc, *argv); !s.ok()) {
+    std::fprintf(stderr, "%s: %s (see --help)\n", name.c_str(),
+                 std::string(s.message()).c_str());
     return 2;
   }
   gflags::ParseCommandLineNonHelpFlags(argc, argv, /*remove_flags=*/true);
@@ -198,7 +170,7 @@ absl::StatusOr<NodeSettings> NodeSettingsFromFlags(pb::Role role) {
 
   s.van.bind_host = FLAGS_bind;
   s.van.port = env.port.value_or(0);
-  if (IsSet("port") || !env.port.has_value()) s.van.port = FLAGS_port;
+  if (FlagIsSet("port") || !env.port.has_value()) s.van.port = FLAGS_port;
   if (s.van.port < 0 || s.van.port > 65535) {
     return Invalid("port", absl::StrCat(s.van.port, " is not in 0..65535"));
   }

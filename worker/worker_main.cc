@@ -26,6 +26,7 @@
 #include "glog/logging.h"
 
 #include "van/config_file.h"
+#include "van/flag_check.h"
 #include "van/node_flags.h"
 #include "van/signal_watcher.h"
 #include "worker/check_job.h"
@@ -93,9 +94,7 @@ absl::StatusOr<petrel::pb::JobConfig> TrainConfigFromFlags() {
     return absl::InvalidArgumentError("--epochs and --batch_size must be >= 0");
   }
   if (FLAGS_epochs > 0) job.mutable_train()->set_epochs(FLAGS_epochs);
-  gflags::CommandLineFlagInfo info;
-  if (gflags::GetCommandLineFlagInfo("skip_malformed", &info) &&
-      !info.is_default) {
+  if (petrel::FlagIsSet("skip_malformed")) {
     job.mutable_data()->set_skip_malformed(FLAGS_skip_malformed);
   }
   if (FLAGS_batch_size > 0)

@@ -42,7 +42,7 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
-#include "tools/bench/flag_check.h"
+#include "van/flag_check.h"
 #include "tools/bench/petrel_workloads.h"
 #include "tools/bench/workloads.h"
 #include "van/node_flags.h"

@@ -106,10 +106,7 @@ absl::StatusOr<RequestWindowResult> Chain::Run() {
     }
   }
   if (!error_.ok()) return error_;
-  result_.hit_max_requests =
-      issued_ >= options_.max_requests &&
-      (options_.iterations == 0 || options_.iterations > options_.max_requests);
-  result_.seconds = result_.requests > 0 ? (last_done_ns_ - start_ns) / 1e9 : 0;
+  FinishRequestResult(options_, issued_, start_ns, last_done_ns_, &result_);
   return std::move(result_);
 }
 

@@ -122,14 +122,20 @@ absl::StatusOr<RequestWindowResult> Window::Run() {
       return s;
     }
   }
-  result_.hit_max_requests =
-      issued_ >= options_.max_requests &&
-      (options_.iterations == 0 || options_.iterations > options_.max_requests);
-  result_.seconds = result_.requests > 0 ? (last_done_ns_ - start_ns) / 1e9 : 0;
+  FinishRequestResult(options_, issued_, start_ns, last_done_ns_, &result_);
   return std::move(result_);
 }
 
 }  // namespace
+
+void FinishRequestResult(const RequestWindowOptions& options, int64_t issued,
+                         int64_t start_ns, int64_t last_done_ns,
+                         RequestWindowResult* result) {
+  result->hit_max_requests =
+      issued >= options.max_requests &&
+      (options.iterations == 0 || options.iterations > options.max_requests);
+  result->seconds = result->requests > 0 ? (last_done_ns - start_ns) / 1e9 : 0;
+}
 
 absl::StatusOr<RequestWindowResult> RunRequestWindow(
     const RequestWindowOptions& options, const IssueFn& issue,

@@ -64,6 +64,12 @@ struct RequestWindowResult {
 // or `check` (annotated with the request index); before returning an error
 // it waits (up to `timeout` each) for the requests still outstanding, so
 // that the callers' per-slot state may be freed afterwards.
+// Sets result->hit_max_requests and result->seconds (first issue at
+// `start_ns` to the last completion) once a run ended; shared by the drivers.
+void FinishRequestResult(const RequestWindowOptions& options, int64_t issued,
+                         int64_t start_ns, int64_t last_done_ns,
+                         RequestWindowResult* result);
+
 absl::StatusOr<RequestWindowResult> RunRequestWindow(
     const RequestWindowOptions& options, const IssueFn& issue,
     const WaitFn& wait, const CheckFn& check);

@@ -21,6 +21,7 @@
 #include "tools/launch/executable_path.h"
 #include "tools/launch/launcher.h"
 #include "van/config_file.h"
+#include "van/flag_check.h"
 
 DEFINE_int32(num_servers, 1, "Number of petrel-server processes (>= 1).");
 DEFINE_int32(num_workers, 1,
@@ -92,29 +93,6 @@ std::string SelfDirectory() {
 
 // gflags exits 1 on an unknown flag; check names first so that every bad
 // flag exits 2. Returns the first unknown flag, or "" when all are known.
-std::string FindUnknownFlag(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg.size() < 2 || arg[0] != '-') continue;
-    std::string name = arg.substr(arg[1] == '-' ? 2 : 1);
-    const bool has_value = name.find('=') != std::string::npos;
-    name = name.substr(0, name.find('='));
-    gflags::CommandLineFlagInfo info;
-    if (gflags::GetCommandLineFlagInfo(name.c_str(), &info)) {
-      // "--flag value" consumes the next argument.
-      if (!has_value && info.type != "bool") ++i;
-      continue;
-    }
-    if (name.rfind("no", 0) == 0 &&
-        gflags::GetCommandLineFlagInfo(name.substr(2).c_str(), &info) &&
-        info.type == "bool") {
-      continue;
-    }
-    return arg;
-  }
-  return "";
-}
-
 petrel::Launcher::Options OptionsFromFlags(std::vector<std::string> command) {
   petrel::Launcher::Options options;
   options.num_servers = FLAGS_num_servers;
@@ -132,11 +110,6 @@ petrel::Launcher::Options OptionsFromFlags(std::vector<std::string> command) {
   return options;
 }
 
-bool IsSet(const char* name) {
-  gflags::CommandLineFlagInfo info;
-  return gflags::GetCommandLineFlagInfo(name, &info) && !info.is_default;
-}
-
 // Applies --config: cluster size, server arguments and the default worker
 // command. InvalidArgument names the file and line of a bad config.
 absl::Status ApplyJobConfig(petrel::Launcher::Options& options) {
@@ -144,10 +117,10 @@ absl::Status ApplyJobConfig(petrel::Launcher::Options& options) {
   petrel::pb::JobConfig job;
   absl::Status s = petrel::ParseTextProtoFile(FLAGS_config, &job);
   if (!s.ok()) return s;
-  if (!IsSet("num_servers") && job.num_servers() > 0) {
+  if (!petrel::FlagIsSet("num_servers") && job.num_servers() > 0) {
     options.num_servers = job.num_servers();
   }
-  if (!IsSet("num_workers") && job.num_workers() > 0) {
+  if (!petrel::FlagIsSet("num_workers") && job.num_workers() > 0) {
     options.num_workers = job.num_workers();
   }
   options.server_args.push_back("--config=" + FLAGS_config);
@@ -176,9 +149,9 @@ int main(int argc, char** argv) {
     }
   }
   gflags::SetUsageMessage(kUsage);
-  if (std::string unknown = FindUnknownFlag(flag_argc, argv);
-      !unknown.empty()) {
-    return UsageError(absl::StrCat("unknown flag '", unknown, "'"));
+  if (absl::Status s = petrel::CheckCommandLineFlags(flag_argc, argv);
+      !s.ok()) {
+    return UsageError(std::string(s.message()));
   }
   gflags::ParseCommandLineNonHelpFlags(&flag_argc, &argv, true);
   std::string help;

@@ -1,10 +1,12 @@
+// Command-line helpers for the binaries' flag modules (main and *_flags.cc).
 // CheckCommandLineFlags finds the command-line mistakes that would make
 // gflags::ParseCommandLineFlags print an error and exit(1) (an unknown flag,
 // a value that does not parse, a missing value), so that a binary can report
-// them as a Status and exit 2, the project's code for bad flags.
+// them as a Status and exit 2, the project's code for bad flags. Library
+// code does not use this file: it reads no flags.
 
-#ifndef PETREL_TOOLS_BENCH_FLAG_CHECK_H_
-#define PETREL_TOOLS_BENCH_FLAG_CHECK_H_
+#ifndef PETREL_VAN_FLAG_CHECK_H_
+#define PETREL_VAN_FLAG_CHECK_H_
 
 #include "absl/status/status.h"
 
@@ -18,6 +20,10 @@ namespace petrel {
 // thread reading flags.
 absl::Status CheckCommandLineFlags(int argc, const char* const* argv);
 
+// True when flag `name` was given on the command line (or set since), so a
+// layered setting lets it win over a config file or an environment value.
+bool FlagIsSet(const char* name);
+
 }  // namespace petrel
 
-#endif  // PETREL_TOOLS_BENCH_FLAG_CHECK_H_
+#endif  // PETREL_VAN_FLAG_CHECK_H_

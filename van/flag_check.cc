@@ -1,4 +1,4 @@
-#include "tools/bench/flag_check.h"
+#include "van/flag_check.h"
 
 #include <string>
 
@@ -35,8 +35,7 @@ absl::Status CheckCommandLineFlags(int argc, const char* const* argv) {
           info.type == "bool") {
         continue;
       }
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag --", name, " (see --help)"));
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
     }
     std::string value;
     if (eq != absl::string_view::npos) {
@@ -56,6 +55,11 @@ absl::Status CheckCommandLineFlags(int argc, const char* const* argv) {
     }
   }
   return absl::OkStatus();
+}
+
+bool FlagIsSet(const char* name) {
+  gflags::CommandLineFlagInfo info;
+  return gflags::GetCommandLineFlagInfo(name, &info) && !info.is_default;
 }
 
 }  // namespace petrel

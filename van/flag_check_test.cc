@@ -1,4 +1,4 @@
-#include "tools/bench/flag_check.h"
+#include "van/flag_check.h"
 
 #include <vector>
 
