@@ -1,6 +1,8 @@
 #include "worker/criteo_reader.h"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -37,10 +39,10 @@ size_t SplitTabs(absl::string_view line,
   }
 }
 
+// Parses integer field `field` (0..12) into *value and appends its feature.
 absl::Status AddIntegerFeature(int field, absl::string_view text,
-                               Batch* batch) {
-  int64_t value;
-  switch (internal::ParseInt64(text, &value)) {
+                               int64_t* value, Batch* batch) {
+  switch (internal::ParseInt64(text, value)) {
     case IntParse::kOk:
       break;
     case IntParse::kOverflow:
@@ -52,14 +54,22 @@ absl::Status AddIntegerFeature(int field, absl::string_view text,
           absl::StrCat("integer field I", field + 1, " ", Quote(text),
                        " is not an integer"));
   }
-  batch->keys.push_back(CriteoIntegerKey(field, value));
+  batch->keys.push_back(CriteoIntegerKey(field, *value));
   batch->values.push_back(1.0f);
   return absl::OkStatus();
 }
 
+// The numeric feature of an integer value (see worker/reader.h).
+float NumericFeature(int64_t value) {
+  return static_cast<float>(
+      std::log1p(static_cast<double>(std::max<int64_t>(value, 0))));
+}
+
 }  // namespace
 
-absl::StatusOr<bool> ParseCriteoLine(absl::string_view line, Batch* batch) {
+absl::StatusOr<bool> ParseCriteoLine(absl::string_view line,
+                                     const ReaderOptions& options,
+                                     Batch* batch) {
   if (line.empty()) return false;
   std::array<absl::string_view, kCriteoColumns> fields;
   const size_t count = SplitTabs(line, &fields);
@@ -72,20 +82,35 @@ absl::StatusOr<bool> ParseCriteoLine(absl::string_view line, Batch* batch) {
   float label;
   absl::Status status = internal::ParseLabel(fields[0], &label);
   if (!status.ok()) return status;
+  float* numeric = nullptr;
+  if (options.with_numeric) {
+    batch->num_numeric = kCriteoIntegerFields;
+    batch->numeric.resize(batch->numeric.size() + kCriteoIntegerFields, 0.0f);
+    numeric =
+        batch->numeric.data() + batch->numeric.size() - kCriteoIntegerFields;
+  }
   for (int i = 0; i < kCriteoIntegerFields; ++i) {
     if (fields[1 + i].empty()) continue;
-    status = AddIntegerFeature(i, fields[1 + i], batch);
+    int64_t value;
+    status = AddIntegerFeature(i, fields[1 + i], &value, batch);
     if (!status.ok()) return status;
+    if (options.with_fields) batch->fields.push_back(i);
+    if (numeric != nullptr) numeric[i] = NumericFeature(value);
   }
   for (int j = 0; j < kCriteoCategoricalFields; ++j) {
     const absl::string_view text = fields[1 + kCriteoIntegerFields + j];
     if (text.empty()) continue;
     batch->keys.push_back(HashFeature(kCriteoIntegerFields + j, text));
     batch->values.push_back(1.0f);
+    if (options.with_fields) batch->fields.push_back(kCriteoIntegerFields + j);
   }
   batch->labels.push_back(label);
   batch->offsets.push_back(static_cast<uint32_t>(batch->keys.size()));
   return true;
+}
+
+absl::StatusOr<bool> ParseCriteoLine(absl::string_view line, Batch* batch) {
+  return ParseCriteoLine(line, ReaderOptions(), batch);
 }
 
 absl::StatusOr<std::unique_ptr<Reader>> OpenCriteoReader(

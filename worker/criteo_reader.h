@@ -5,7 +5,8 @@
 // fields are missing and give no feature. Integer field Ii (i = 1..13) with
 // value v gives key CriteoIntegerKey(i - 1, v); categorical field Cj
 // (j = 1..26) with text t gives key HashFeature(12 + j, t); every value is 1
-// (worker/feature_hash.h). An empty line is skipped.
+// (worker/feature_hash.h). An empty line is skipped. Field numbers and
+// numeric features, when asked for, are as worker/reader.h describes.
 //
 // Thread-safe (pure functions).
 #ifndef PETREL_WORKER_CRITEO_READER_H_
@@ -26,6 +27,10 @@ inline constexpr int kCriteoColumns = 40;
 // A LineParser (worker/text_reader.h) for Criteo TSV. InvalidArgument kinds:
 // not 40 fields; label empty, not a number or not 0, 1 or -1; an integer
 // field that is not a 64-bit integer.
+absl::StatusOr<bool> ParseCriteoLine(absl::string_view line,
+                                     const ReaderOptions& options,
+                                     Batch* batch);
+// The same with default options (no fields, no numeric features).
 absl::StatusOr<bool> ParseCriteoLine(absl::string_view line, Batch* batch);
 
 // Opens a Criteo Reader over options' files (options.format is ignored).

@@ -92,7 +92,9 @@ bool ParseFeatureFast(const char** p, const char* end, Batch* batch) {
 
 }  // namespace
 
-absl::StatusOr<bool> ParseLibsvmLine(absl::string_view line, Batch* batch) {
+absl::StatusOr<bool> ParseLibsvmLine(absl::string_view line,
+                                     const ReaderOptions& options,
+                                     Batch* batch) {
   const void* hash = std::memchr(line.data(), '#', line.size());
   if (hash != nullptr)
     line = line.substr(0, static_cast<const char*>(hash) - line.data());
@@ -113,9 +115,14 @@ absl::StatusOr<bool> ParseLibsvmLine(absl::string_view line, Batch* batch) {
         ParseFeature(absl::string_view(token_begin, p - token_begin), batch);
     if (!status.ok()) return status;
   }
+  if (options.with_fields) batch->fields.resize(batch->keys.size(), 0);
   batch->labels.push_back(label);
   batch->offsets.push_back(static_cast<uint32_t>(batch->keys.size()));
   return true;
+}
+
+absl::StatusOr<bool> ParseLibsvmLine(absl::string_view line, Batch* batch) {
+  return ParseLibsvmLine(line, ReaderOptions(), batch);
 }
 
 absl::StatusOr<std::unique_ptr<Reader>> OpenLibsvmReader(

@@ -22,7 +22,12 @@ namespace petrel {
 // A LineParser (worker/text_reader.h) for libsvm. InvalidArgument kinds:
 // label not a number / not 0, 1 or -1; a feature without ':'; an index that
 // is not a non-negative integer or overflows 64 bits; a value that is not a
-// finite float.
+// finite float. With options.with_fields every feature's field is 0; there
+// are no numeric features (num_numeric stays 0).
+absl::StatusOr<bool> ParseLibsvmLine(absl::string_view line,
+                                     const ReaderOptions& options,
+                                     Batch* batch);
+// The same with default options (no fields).
 absl::StatusOr<bool> ParseLibsvmLine(absl::string_view line, Batch* batch);
 
 // Opens a libsvm Reader over options' files (options.format is ignored).

@@ -15,6 +15,16 @@
 //           feature); integer field i -> key CriteoIntegerKey(i, v) value 1,
 //           categorical field j -> key HashFeature(13 + j, text) value 1
 //           (see worker/feature_hash.h).
+//
+// Optional batch parts (worker/batch.h), off by default:
+//   with_fields:  Batch::fields gets each position's field number. Criteo:
+//                 0..12 for integer columns I1..I13, 13..38 for categorical
+//                 columns C1..C26. libsvm: 0 for every feature.
+//   with_numeric: Batch::numeric gets each example's dense features. Criteo:
+//                 num_numeric = 13, feature i = log1p(max(v, 0)) of integer
+//                 column I(i+1) with value v (computed in double, stored as
+//                 float; a missing column gives 0). libsvm: none
+//                 (num_numeric = 0).
 #ifndef PETREL_WORKER_READER_H_
 #define PETREL_WORKER_READER_H_
 
@@ -42,6 +52,10 @@ struct ReaderOptions {
   bool skip_malformed = false;
   // Size of the read buffer; grows for longer lines. Default 1 MiB; >= 16.
   size_t read_buffer_bytes = 1 << 20;
+  // Default false: fill Batch::fields (see "Optional batch parts" above).
+  bool with_fields = false;
+  // Default false: fill Batch::numeric and num_numeric (see above).
+  bool with_numeric = false;
 };
 
 // Reads one worker's share of the examples, in file order.

@@ -1,5 +1,6 @@
 #include "worker/reader.h"
 
+#include <cmath>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -173,6 +174,64 @@ TEST(ReaderTest, SkipsAndCountsMalformedLines) {
   ASSERT_TRUE((*reader)->Rewind().ok());
   ReadAll(reader->get(), 2);
   EXPECT_EQ((*reader)->malformed_lines(), 6);
+}
+
+// A Criteo line with label, integer column I1 and categorical column C1.
+std::string CriteoLine(int label, const std::string& i1,
+                       const std::string& c1) {
+  std::vector<std::string> fields(40);
+  fields[0] = absl::StrCat(label);
+  fields[1] = i1;
+  fields[14] = c1;
+  return absl::StrJoin(fields, "\t") + "\n";
+}
+
+TEST(ReaderTest, CriteoFieldsAndNumericStayAlignedAcrossSkipsAndBatches) {
+  // Line 3 fails after I1 was parsed (I2 is not an integer), leaving a
+  // half-parsed example that must vanish from every part of the batch.
+  std::string bad = CriteoLine(1, "9", "bad");
+  bad.replace(bad.find("\t\t"), 2, "\tx\t");
+  const std::string file = WriteTempFile(
+      "fields", CriteoLine(1, "0", "a") + CriteoLine(0, "", "b") + bad +
+                    CriteoLine(1, "20", "") + CriteoLine(0, "3", "d"));
+  ReaderOptions options = Options(DataFormat::kCriteo, {file});
+  options.skip_malformed = true;
+  options.with_fields = true;
+  options.with_numeric = true;
+  auto reader = OpenReader(options);
+  ASSERT_TRUE(reader.ok());
+  std::vector<uint32_t> fields;
+  std::vector<float> numeric_i1;
+  Batch batch;
+  for (int batches = 0; (*reader)->Next(3, &batch).value_or(false); ++batches) {
+    ASSERT_LT(batches, 2);
+    ASSERT_EQ(batch.fields.size(), batch.nnz());
+    ASSERT_EQ(batch.num_numeric, 13);
+    ASSERT_EQ(batch.numeric.size(), batch.size() * 13);
+    fields.insert(fields.end(), batch.fields.begin(), batch.fields.end());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      numeric_i1.push_back(batch.numeric[i * 13]);
+      EXPECT_EQ(batch.numeric[i * 13 + 1], 0.0f);  // I2 always missing
+    }
+  }
+  EXPECT_EQ((*reader)->malformed_lines(), 1);
+  EXPECT_EQ(fields, (std::vector<uint32_t>{0, 13, 13, 0, 0, 13}));
+  EXPECT_EQ(numeric_i1, (std::vector<float>{0.0f, 0.0f, std::log1p(20.0f),
+                                            std::log1p(3.0f)}));
+  EXPECT_EQ(batch.size(), 0u);
+  EXPECT_TRUE(batch.fields.empty() && batch.numeric.empty());
+}
+
+TEST(ReaderTest, FieldsAndNumericAreOffByDefault) {
+  const std::string file = WriteTempFile("plain", CriteoLine(1, "5", "a"));
+  auto reader = OpenReader(Options(DataFormat::kCriteo, {file}));
+  ASSERT_TRUE(reader.ok());
+  Batch batch;
+  ASSERT_TRUE((*reader)->Next(4, &batch).value_or(false));
+  EXPECT_EQ(batch.nnz(), 2u);
+  EXPECT_TRUE(batch.fields.empty());
+  EXPECT_TRUE(batch.numeric.empty());
+  EXPECT_EQ(batch.num_numeric, 0);
 }
 
 TEST(ReaderTest, TruncatedFileIsDataLoss) {

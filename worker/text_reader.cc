@@ -8,10 +8,8 @@
 namespace petrel {
 
 TextReader::TextReader(std::unique_ptr<ShardedLineReader> lines,
-                       LineParser parser, bool skip_malformed)
-    : lines_(std::move(lines)),
-      parser_(parser),
-      skip_malformed_(skip_malformed) {}
+                       LineParser parser, const ReaderOptions& options)
+    : lines_(std::move(lines)), parser_(parser), options_(options) {}
 
 absl::Status TextReader::LineError(const absl::Status& parse_error) {
   absl::StatusOr<int64_t> line = lines_->line_number();
@@ -32,10 +30,10 @@ absl::StatusOr<bool> TextReader::Next(int max_examples, Batch* batch) {
     if (!more.ok()) return more.status();
     if (!*more) break;
     const size_t examples = batch->size();
-    absl::StatusOr<bool> parsed = parser_(line, batch);
+    absl::StatusOr<bool> parsed = parser_(line, options_, batch);
     if (parsed.ok()) continue;
     absl::Status error = LineError(parsed.status());
-    if (!skip_malformed_ ||
+    if (!options_.skip_malformed ||
         error.code() != absl::StatusCode::kInvalidArgument) {
       return error;
     }
@@ -58,7 +56,7 @@ absl::StatusOr<std::unique_ptr<Reader>> TextReader::Open(
                               options.num_workers, options.read_buffer_bytes);
   if (!lines.ok()) return lines.status();
   return std::unique_ptr<Reader>(
-      new TextReader(std::move(*lines), parser, options.skip_malformed));
+      new TextReader(std::move(*lines), parser, options));
 }
 
 }  // namespace petrel

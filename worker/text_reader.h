@@ -21,9 +21,13 @@ namespace petrel {
 
 // Appends the example on `line` to *batch and returns true, or returns false
 // for a line without an example (blank or comment only) and leaves *batch
-// as it was. InvalidArgument describing the problem (without file or line)
-// for a malformed line; *batch may then hold part of the example.
+// as it was. Fills the optional batch parts that options.with_fields and
+// options.with_numeric ask for (the other options are ignored).
+// InvalidArgument describing the problem (without file or line) for a
+// malformed line; *batch may then hold part of the example (Batch::Truncate
+// removes it).
 using LineParser = absl::StatusOr<bool> (*)(absl::string_view line,
+                                            const ReaderOptions& options,
                                             Batch* batch);
 
 class TextReader : public Reader {
@@ -34,7 +38,7 @@ class TextReader : public Reader {
       const ReaderOptions& options, LineParser parser);
 
   TextReader(std::unique_ptr<ShardedLineReader> lines, LineParser parser,
-             bool skip_malformed);
+             const ReaderOptions& options);
 
   absl::StatusOr<bool> Next(int max_examples, Batch* batch) override;
   absl::Status Rewind() override;
@@ -46,7 +50,7 @@ class TextReader : public Reader {
 
   std::unique_ptr<ShardedLineReader> lines_;
   const LineParser parser_;
-  const bool skip_malformed_;
+  const ReaderOptions options_;
   int64_t malformed_lines_ = 0;
 };
 

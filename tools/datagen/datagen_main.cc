@@ -35,6 +35,13 @@ DEFINE_double(positive_rate, 0.25, "Expected fraction of positive labels.");
 DEFINE_double(zipf_exponent, 1.1, "Zipf exponent of categorical values.");
 DEFINE_bool(interactions, false,
             "Add pairwise field-interaction weights to the ground truth.");
+DEFINE_double(interaction_scale, 1.0,
+              "With --interactions: multiplies the interaction weights "
+              "(stddev weight_stddev * scale). (0, 100).");
+DEFINE_int32(interaction_rank, 0,
+             "With --interactions: 0 draws an independent weight per value "
+             "pair; k in 1..64 makes the weights rank-k latent-factor dot "
+             "products (learnable from each value's examples).");
 
 namespace petrel {
 namespace datagen {
@@ -62,6 +69,8 @@ absl::StatusOr<DatagenOptions> OptionsFromFlags() {
   options.positive_rate = FLAGS_positive_rate;
   options.zipf_exponent = FLAGS_zipf_exponent;
   options.interactions = FLAGS_interactions;
+  options.interaction_scale = FLAGS_interaction_scale;
+  options.interaction_rank = FLAGS_interaction_rank;
   return options;
 }
 

@@ -106,6 +106,15 @@ absl::StatusOr<Generator> Generator::Create(const DatagenOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat(
         "zipf_exponent ", options.zipf_exponent, " is not in (0, 10]"));
   }
+  if (!(options.interaction_scale > 0 && options.interaction_scale < 100)) {
+    return absl::InvalidArgumentError(absl::StrCat("interaction_scale ",
+                                                   options.interaction_scale,
+                                                   " is not in (0, 100)"));
+  }
+  if (options.interaction_rank < 0 || options.interaction_rank > 64) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "interaction_rank ", options.interaction_rank, " is not in [0, 64]"));
+  }
   Generator generator(options);
   generator.CalibrateBias();
   return generator;
@@ -157,14 +166,28 @@ double Generator::Logit(Raw* raw) const {
     z += Weight(ModelIndex(raw->keys[f]));
   }
   if (!options_.interactions) return z;
-  const uint64_t pair_seed = SubSeed(options_.seed, 3);
+  const double scale = options_.weight_stddev * options_.interaction_scale;
   for (const auto& [a, b] : kInteractions) {
     if (!raw->present[a] || !raw->present[b]) continue;
-    const uint64_t h = Mix64(Mix64(ModelIndex(raw->keys[a]) ^ pair_seed) +
-                             ModelIndex(raw->keys[b]));
-    z += options_.weight_stddev * HashNormal(h);
+    z += scale *
+         InteractionWeight(ModelIndex(raw->keys[a]), ModelIndex(raw->keys[b]));
   }
   return z;
+}
+
+double Generator::InteractionWeight(uint64_t a, uint64_t b) const {
+  const int rank = options_.interaction_rank;
+  if (rank == 0) {
+    return HashNormal(Mix64(Mix64(a ^ SubSeed(options_.seed, 3)) + b));
+  }
+  // Factor d of a value: purposes 100 + d (left) and 200 + d (right) keep
+  // u and v independent even for equal model indices.
+  double dot = 0;
+  for (int d = 0; d < rank; ++d) {
+    dot += HashNormal(Mix64(a ^ SubSeed(options_.seed, 100 + d))) *
+           HashNormal(Mix64(b ^ SubSeed(options_.seed, 200 + d)));
+  }
+  return dot / std::sqrt(static_cast<double>(rank));
 }
 
 namespace {

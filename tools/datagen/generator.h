@@ -10,8 +10,14 @@
 //
 // Ground truth: every feature's model index m = (key mod 2^bits) + 1 (the
 // libsvm index) has weight weight_stddev * HashNormal(hash(seed, m)); with
-// interactions, a few field pairs add a weight drawn from
-// hash(seed, m_a, m_b). P(click) = sigmoid(bias + sum of weights), the bias
+// interactions, six field pairs (a, b) add weight_stddev * interaction_scale
+// * w(m_a, m_b) when both fields are present, where w has unit variance:
+//   interaction_rank 0: w = HashNormal(hash(seed, m_a, m_b)), an independent
+//     draw per value pair (a full-rank table: a model must see the pair);
+//   interaction_rank k > 0: w = <u(m_a), v(m_b)> / sqrt(k) with k-dim
+//     vectors of independent HashNormal draws per value (latent factors, as
+//     an FM or an embedding model learns them from each value's examples).
+// P(click) = sigmoid(bias + sum of weights), the bias
 // set so that the expected positive rate is `positive_rate`. Labels are
 // Bernoulli draws of that probability, so the Bayes-optimal log loss of a
 // split is the mean entropy of its probabilities.
@@ -44,6 +50,11 @@ struct DatagenOptions {
   double positive_rate = 0.25;              // default 0.25; (0, 1)
   double zipf_exponent = 1.1;               // default 1.1; > 0
   bool interactions = false;                // default off
+  // With interactions: multiplies their weights. Default 1; (0, 100).
+  double interaction_scale = 1.0;
+  // With interactions: 0 (default) independent weights per value pair, k in
+  // 1..64 rank-k latent-factor weights (see above).
+  int interaction_rank = 0;
 };
 
 // Statistics of the examples written for one split.
@@ -97,6 +108,8 @@ class Generator {
   explicit Generator(const DatagenOptions& options);
   uint64_t ModelIndex(uint64_t key) const;
   double Weight(uint64_t model_index) const;
+  // The unit-variance interaction weight of model indices a and b.
+  double InteractionWeight(uint64_t a, uint64_t b) const;
   // Fills the per-field keys of `raw` and returns the logit without bias.
   double Logit(Raw* raw) const;
   void SampleRaw(Rng* rng, Raw* raw) const;

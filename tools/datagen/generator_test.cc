@@ -164,6 +164,54 @@ TEST(GeneratorTest, InteractionsChangeTheGroundTruth) {
   EXPECT_LT(with.bayes_logloss(), with.constant_logloss());
 }
 
+// Probabilities and text of 2000 Criteo examples of seed 7 with `options`.
+std::vector<Example> Examples(DatagenOptions options, std::string* text,
+                              SplitStats* stats) {
+  options.format = DataFormat::kCriteo;
+  options.seed = 7;
+  absl::StatusOr<Generator> generator = Generator::Create(options);
+  EXPECT_TRUE(generator.ok()) << generator.status();
+  std::vector<Example> examples;
+  *text = Text(*generator, 0, 2000, stats, &examples);
+  return examples;
+}
+
+TEST(GeneratorTest, InteractionScaleAndRankChangeOnlyTheInteractions) {
+  DatagenOptions options;
+  std::string plain_text, text;
+  SplitStats plain_stats, stats;
+  Examples(options, &plain_text, &plain_stats);
+  options.interaction_scale = 3;
+  options.interaction_rank = 4;
+  Examples(options, &text, &stats);
+  EXPECT_EQ(text, plain_text) << "no interactions: the options do nothing";
+  options.interactions = true;
+  options.interaction_scale = 1;
+  options.interaction_rank = 0;
+  const std::vector<Example> base = Examples(options, &text, &stats);
+  EXPECT_EQ(text, Text(Make(DataFormat::kCriteo, 7, true), 0, 2000));
+  double previous_bayes = stats.bayes_logloss();
+  for (int rank : {0, 4}) {
+    options.interaction_rank = rank;
+    for (double scale : {1.0, 3.0}) {
+      if (rank == 0 && scale == 1.0) continue;
+      options.interaction_scale = scale;
+      const std::vector<Example> other = Examples(options, &text, &stats);
+      int differ = 0;
+      for (size_t i = 0; i < base.size(); ++i) {
+        EXPECT_EQ(base[i].keys, other[i].keys);
+        differ += base[i].probability != other[i].probability;
+      }
+      EXPECT_GT(differ, 1000) << "rank " << rank << " scale " << scale;
+      if (scale == 3.0) {
+        // Stronger interactions make the labels more predictable.
+        EXPECT_LT(stats.bayes_logloss(), previous_bayes - 0.02)
+            << "rank " << rank;
+      }
+    }
+  }
+}
+
 TEST(GeneratorTest, CreateRejectsBadOptions) {
   DatagenOptions options;
   options.index_bits = 70;
@@ -178,6 +226,12 @@ TEST(GeneratorTest, CreateRejectsBadOptions) {
   EXPECT_FALSE(Generator::Create(options).ok());
   options = DatagenOptions();
   options.zipf_exponent = 0;
+  EXPECT_FALSE(Generator::Create(options).ok());
+  options = DatagenOptions();
+  options.interaction_scale = 0;
+  EXPECT_FALSE(Generator::Create(options).ok());
+  options = DatagenOptions();
+  options.interaction_rank = 65;
   EXPECT_FALSE(Generator::Create(options).ok());
 }
 
