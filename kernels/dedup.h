@@ -14,6 +14,8 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 
+#include "kernels/device.h"
+
 namespace petrel {
 
 // Fills `unique` with the distinct values of `keys` in order of first
@@ -30,6 +32,17 @@ namespace petrel {
 absl::Status Dedup(absl::Span<const uint64_t> keys,
                    std::vector<uint64_t>* unique,
                    std::vector<uint32_t>* inverse);
+
+// The device-neutral dedup (the CUDA path sorts). Unlike Dedup, `unique`
+// holds the distinct keys in ASCENDING order: unique[0 .. *num_unique-1]
+// (the rest of the span is left unspecified); inverse[j] is keys[j]'s index
+// there. `unique` and `inverse` need keys.size() entries. Synchronizes (the
+// count is read back to the host). CUDA scratch slots: 0 and 1.
+// Returns InvalidArgument for wrong sizes or more than 2^32 - 1 keys.
+// REQUIRES: num_unique is non-null.
+absl::Status DedupSorted(const Device& device, absl::Span<const uint64_t> keys,
+                         absl::Span<uint64_t> unique,
+                         absl::Span<uint32_t> inverse, size_t* num_unique);
 
 }  // namespace petrel
 

@@ -1,5 +1,6 @@
 #include "kernels/dedup.h"
 
+#include <algorithm>
 #include <limits>
 #include <random>
 #include <string>
@@ -146,6 +147,72 @@ TEST(DedupTest, CallsOfChangingSizeAreIndependent) {
       ExpectMatchesReference(strategy, keys, &unique, &inverse);
     }
   }
+}
+
+// DedupSorted on the CPU: ascending unique keys, each once, and
+// unique[inverse[j]] == keys[j]; checked against std::sort + std::unique.
+void ExpectSortedDedup(const std::vector<uint64_t>& keys) {
+  SCOPED_TRACE(absl::StrCat("DedupSorted on ", keys.size(), " keys"));
+  std::vector<uint64_t> want = keys;
+  std::sort(want.begin(), want.end());
+  want.erase(std::unique(want.begin(), want.end()), want.end());
+  // Stale contents must not matter.
+  std::vector<uint64_t> unique(keys.size(), 42);
+  std::vector<uint32_t> inverse(keys.size(), 7);
+  size_t num_unique = 12345;
+  ASSERT_TRUE(DedupSorted(Device::Cpu(), keys, absl::MakeSpan(unique),
+                          absl::MakeSpan(inverse), &num_unique)
+                  .ok());
+  ASSERT_EQ(num_unique, want.size());
+  unique.resize(num_unique);
+  EXPECT_EQ(unique, want);
+  for (size_t j = 0; j < keys.size(); ++j) {
+    ASSERT_LT(inverse[j], num_unique);
+    ASSERT_EQ(unique[inverse[j]], keys[j]) << "position " << j;
+  }
+}
+
+TEST(DedupSortedTest, MatchesSortOnRandomKeys) {
+  const uint64_t seed = testing::FreshSeed();
+  SCOPED_TRACE(absl::StrCat("seed=", seed));
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<size_t> examples(1, 300);
+  std::uniform_int_distribution<size_t> pool(2, 3000);
+  for (int trial = 0; trial < 20; ++trial) {
+    testing::RandomBatch batch =
+        testing::MakeRandomBatch(examples(rng), 1, 50, pool(rng), &rng);
+    ExpectSortedDedup(batch.keys);
+  }
+  const uint64_t kMax = std::numeric_limits<uint64_t>::max();
+  for (const std::vector<uint64_t>& keys : std::vector<std::vector<uint64_t>>{
+           {}, {0}, {kMax, 0, kMax, 0}, {5, 5, 5}, {9, 3, 7, 3, 1}}) {
+    ExpectSortedDedup(keys);
+  }
+}
+
+TEST(DedupSortedTest, RejectsWrongSizes) {
+  const std::vector<uint64_t> keys = {3, 1, 3};
+  std::vector<uint64_t> unique(3);
+  std::vector<uint32_t> inverse(3);
+  size_t num_unique = 0;
+  const Device cpu = Device::Cpu();
+  const auto kInvalid = absl::StatusCode::kInvalidArgument;
+  EXPECT_EQ(DedupSorted(cpu, keys, absl::MakeSpan(unique).first(2),
+                        absl::MakeSpan(inverse), &num_unique)
+                .code(),
+            kInvalid);
+  EXPECT_EQ(DedupSorted(cpu, keys, absl::MakeSpan(unique),
+                        absl::MakeSpan(inverse).first(2), &num_unique)
+                .code(),
+            kInvalid);
+  // 2^32 keys do not fit a uint32 inverse; the check runs before any read,
+  // so spans of that length over one element are safe here.
+  const size_t too_many = size_t{1} << 32;
+  EXPECT_EQ(DedupSorted(cpu, absl::MakeConstSpan(keys.data(), too_many),
+                        absl::MakeSpan(unique.data(), too_many),
+                        absl::MakeSpan(inverse.data(), too_many), &num_unique)
+                .code(),
+            kInvalid);
 }
 
 }  // namespace

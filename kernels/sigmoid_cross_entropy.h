@@ -18,6 +18,8 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 
+#include "kernels/device.h"
+
 namespace petrel {
 
 // For every example i of logits/labels (same size n), writes probs[i] = p,
@@ -31,6 +33,17 @@ absl::Status SigmoidCrossEntropy(absl::Span<const float> logits,
                                  absl::Span<const float> labels,
                                  absl::Span<float> probs,
                                  absl::Span<float> dlogits, double* loss_sum);
+
+// The device-neutral form: per example i writes probs[i], dlogits[i] and
+// losses[i] (each output may be empty and is then not written; non-empty
+// ones need n entries). Asynchronous on CUDA; sum `losses` on the host.
+// Returns InvalidArgument for wrong sizes.
+absl::Status SigmoidCrossEntropy(const Device& device,
+                                 absl::Span<const float> logits,
+                                 absl::Span<const float> labels,
+                                 absl::Span<float> probs,
+                                 absl::Span<float> dlogits,
+                                 absl::Span<float> losses);
 
 }  // namespace petrel
 

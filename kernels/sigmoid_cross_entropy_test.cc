@@ -106,5 +106,72 @@ TEST(SigmoidCrossEntropyTest, RejectsShapeMismatches) {
                   .ok());
 }
 
+// The device-neutral form on the CPU: the same probs and dlogits as the host
+// form (the same float operations), and per-example losses within the
+// header's 8 u bound of the float64 loss.
+TEST(SigmoidCrossEntropyDeviceTest, MatchesHostFormAndReference) {
+  const uint64_t seed = testing::FreshSeed();
+  SCOPED_TRACE(absl::StrCat("seed=", seed));
+  std::mt19937_64 rng(seed);
+  const size_t n = std::uniform_int_distribution<size_t>(1, 2000)(rng);
+  const auto logits = testing::RandomNonZero(n, 0.01f, 30.0f, &rng);
+  std::vector<float> labels(n);
+  std::uniform_real_distribution<float> soft(0.05f, 0.95f);
+  for (float& y : labels) y = soft(rng);
+  std::vector<float> probs(n), dlogits(n), losses(n), want_probs(n),
+      want_dlogits(n);
+  ASSERT_TRUE(
+      SigmoidCrossEntropy(Device::Cpu(), logits, labels, absl::MakeSpan(probs),
+                          absl::MakeSpan(dlogits), absl::MakeSpan(losses))
+          .ok());
+  double unused = 0;
+  ASSERT_TRUE(SigmoidCrossEntropy(logits, labels, absl::MakeSpan(want_probs),
+                                  absl::MakeSpan(want_dlogits), &unused)
+                  .ok());
+  EXPECT_EQ(probs, want_probs);
+  EXPECT_EQ(dlogits, want_dlogits);
+  for (size_t i = 0; i < n; ++i) {
+    const double z = logits[i], y = labels[i];
+    const double e = std::exp(-std::fabs(z));
+    const double loss = std::fmax(z, 0.0) - z * y + std::log1p(e);
+    ASSERT_LE(std::fabs(losses[i] - loss),
+              8 * kU * (std::fmax(z, 0.0) + std::fabs(z * y) + std::log1p(e)))
+        << i;
+  }
+}
+
+TEST(SigmoidCrossEntropyDeviceTest, WritesOnlyRequestedOutputs) {
+  const std::vector<float> logits = {0.5f, -2.0f}, labels = {1, 0};
+  std::vector<float> losses(2, -1.0f);
+  ASSERT_TRUE(SigmoidCrossEntropy(Device::Cpu(), logits, labels, {}, {},
+                                  absl::MakeSpan(losses))
+                  .ok());
+  EXPECT_FLOAT_EQ(losses[0], std::log1p(std::exp(-0.5f)));
+  EXPECT_FLOAT_EQ(losses[1], std::log1p(std::exp(-2.0f)));
+}
+
+TEST(SigmoidCrossEntropyDeviceTest, RejectsShapeMismatches) {
+  std::vector<float> logits(4, 0.5f), labels(4, 1.0f), out(4), short_out(3);
+  const Device cpu = Device::Cpu();
+  const auto kInvalid = absl::StatusCode::kInvalidArgument;
+  EXPECT_EQ(SigmoidCrossEntropy(cpu, logits, absl::MakeSpan(labels).first(3),
+                                {}, {}, absl::MakeSpan(out))
+                .code(),
+            kInvalid);
+  EXPECT_EQ(SigmoidCrossEntropy(cpu, logits, labels, absl::MakeSpan(short_out),
+                                {}, {})
+                .code(),
+            kInvalid);
+  EXPECT_EQ(SigmoidCrossEntropy(cpu, logits, labels, {},
+                                absl::MakeSpan(short_out), {})
+                .code(),
+            kInvalid);
+  EXPECT_EQ(SigmoidCrossEntropy(cpu, logits, labels, {}, {},
+                                absl::MakeSpan(short_out))
+                .code(),
+            kInvalid);
+  EXPECT_TRUE(SigmoidCrossEntropy(cpu, logits, labels, {}, {}, {}).ok());
+}
+
 }  // namespace
 }  // namespace petrel

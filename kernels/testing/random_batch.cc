@@ -30,6 +30,24 @@ SparseBatchView RandomBatch::View() const {
   return view;
 }
 
+FieldBatchView RandomBatch::FieldView() const {
+  FieldBatchView view;
+  view.sparse = View();
+  view.fields = fields;
+  view.num_fields = num_fields;
+  return view;
+}
+
+void AssignRandomFields(size_t num_fields, std::mt19937_64* rng,
+                        RandomBatch* batch) {
+  CHECK_GT(num_fields, 0u);
+  std::uniform_int_distribution<uint32_t> pick(
+      0, static_cast<uint32_t>(num_fields - 1));
+  batch->num_fields = num_fields;
+  batch->fields.resize(batch->keys.size());
+  for (uint32_t& f : batch->fields) f = pick(*rng);
+}
+
 uint64_t FreshSeed() {
   std::random_device device;
   return (uint64_t{device()} << 32) ^ device();
@@ -83,11 +101,13 @@ RandomBatch MakeCriteoLikeBatch(size_t examples, uint64_t vocab,
   std::bernoulli_distribution positive(0.25);
   const double log_vocab = std::log(static_cast<double>(vocab));
   RandomBatch batch;
+  batch.num_fields = kNumeric + kCategorical;
   batch.offsets.push_back(0);
   for (size_t i = 0; i < examples; ++i) {
     batch.labels.push_back(positive(*rng) ? 1.0f : 0.0f);
     for (int field = 0; field < kNumeric; ++field) {
       batch.keys.push_back(SplitMix64(uint64_t(field) << 56));
+      batch.fields.push_back(field);
       const double count = std::floor(std::exp(unit(*rng) * 8.0));
       batch.values.push_back(static_cast<float>(std::log1p(count)) + 0.1f);
     }
@@ -95,6 +115,7 @@ RandomBatch MakeCriteoLikeBatch(size_t examples, uint64_t vocab,
       // Log-uniform ranks: P(rank r) ~ 1/r, a Zipf law of exponent 1.
       const auto rank = static_cast<uint64_t>(std::exp(unit(*rng) * log_vocab));
       batch.keys.push_back(SplitMix64((uint64_t(field) << 56) ^ rank));
+      batch.fields.push_back(field);
       batch.values.push_back(1.0f);
     }
     batch.offsets.push_back(static_cast<uint32_t>(batch.keys.size()));

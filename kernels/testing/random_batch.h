@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/embedding.h"
 #include "kernels/sparse_batch.h"
 
 namespace petrel {
@@ -25,12 +26,18 @@ struct RandomBatch {
   std::vector<uint32_t> offsets;  // [n + 1]
   std::vector<uint64_t> unique;   // filled by Deduplicate()
   std::vector<uint32_t> inverse;  // [nnz], filled by Deduplicate()
+  // The field of every position ([nnz], each < num_fields): set by
+  // MakeCriteoLikeBatch and AssignRandomFields, empty otherwise.
+  std::vector<uint32_t> fields;
+  size_t num_fields = 0;
 
   size_t num_examples() const { return labels.size(); }
   // Fills unique/inverse with kernels/dedup.h (CHECKs that it succeeds).
   void Deduplicate();
   // The kernels' view; valid while this batch is alive and unchanged.
   SparseBatchView View() const;
+  // View() plus the fields, for the embedding kernels.
+  FieldBatchView FieldView() const;
 };
 
 // A seed from std::random_device, so each test run sees fresh inputs; tests
@@ -49,10 +56,17 @@ RandomBatch MakeRandomBatch(size_t examples, size_t min_features,
                             size_t max_features, size_t key_pool,
                             std::mt19937_64* rng);
 
+// Gives every position of `batch` a uniform random field below
+// `num_fields` (> 0), so an example may have several positions in a field
+// and none in others.
+void AssignRandomFields(size_t num_fields, std::mt19937_64* rng,
+                        RandomBatch* batch);
+
 // A Criteo-like batch: 39 features per example, 13 numeric fields (value
 // log(1 + uniform integer)) and 26 categorical fields (value 1) whose values
 // follow a Zipf-like (log-uniform) law over a vocabulary of `vocab` per
-// field, each hashed with its field into a 64-bit key.
+// field, each hashed with its field into a 64-bit key. Position f of every
+// example is in field f (num_fields = 39).
 RandomBatch MakeCriteoLikeBatch(size_t examples, uint64_t vocab,
                                 std::mt19937_64* rng);
 
