@@ -5,6 +5,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
+#include "van/status_macros.h"
+
 namespace petrel {
 namespace {
 
@@ -84,11 +86,32 @@ absl::Status CheckTableFitsModel(const pb::ModelConfig& model,
     }
     return absl::OkStatus();
   };
-  absl::Status s = need(0, 1);
+  if (model.kind() == pb::ModelConfig::KIND_MLP) {
+    PETREL_RETURN_IF_ERROR(need(kEmbeddingTable, EmbeddingDim(model)));
+    PETREL_RETURN_IF_ERROR(need(kMlpTable, kMlpRowFloats));
+    return model.wide() ? need(kLinearTable, 1) : absl::OkStatus();
+  }
+  absl::Status s = need(kLinearTable, 1);
   if (s.ok() && model.kind() == pb::ModelConfig::KIND_FM) {
-    s = need(1, FmDim(model));
+    s = need(kFactorTable, FmDim(model));
   }
   return s;
+}
+
+// The MLP's dense table must hold exactly its weights.
+absl::Status CheckMlpTable(const pb::JobConfig& job,
+                           const std::vector<TableOptions>& tables) {
+  PETREL_ASSIGN_OR_RETURN(MlpLayout layout, MlpLayoutFromJob(job));
+  for (const TableOptions& t : tables) {
+    if (t.id != kMlpTable) continue;
+    if (!t.dense || t.num_keys != layout.dense_rows) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tables: table ", kMlpTable, " holds the MLP's ", layout.num_params,
+          " weights and must be dense: true with num_keys: ", layout.dense_rows,
+          " (dim ", kMlpRowFloats, ")"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<TableOptions> TableFromProto(const pb::TableProto& t,
@@ -127,10 +150,50 @@ int FmDim(const pb::ModelConfig& model) {
 }
 
 std::vector<pb::TableProto> JobTables(const pb::JobConfig& job) {
-  if (job.tables_size() > 0) return {job.tables().begin(), job.tables().end()};
-  std::vector<pb::TableProto> tables(1);
-  tables[0].set_id(0);
-  tables[0].set_dim(1);
+  if (job.tables_size() > 0) {
+    std::vector<pb::TableProto> tables(job.tables().begin(),
+                                       job.tables().end());
+    absl::StatusOr<MlpLayout> layout = MlpLayoutFromJob(job);
+    if (job.model().kind() != pb::ModelConfig::KIND_MLP || !layout.ok()) {
+      return tables;
+    }
+    // The MLP's dense table may leave its shape to the layout.
+    for (pb::TableProto& t : tables) {
+      if (t.id() != kMlpTable) continue;
+      if (t.dim() == 0) t.set_dim(kMlpRowFloats);
+      if (t.num_keys() == 0) {
+        t.set_dense(true);
+        t.set_num_keys(layout->dense_rows);
+      }
+    }
+    return tables;
+  }
+  std::vector<pb::TableProto> tables;
+  if (job.model().kind() == pb::ModelConfig::KIND_MLP) {
+    if (job.model().wide()) {
+      tables.emplace_back().set_id(kLinearTable);
+      tables.back().set_dim(1);
+    }
+    pb::TableProto& emb = tables.emplace_back();
+    emb.set_id(kEmbeddingTable);
+    emb.set_dim(EmbeddingDim(job.model()));
+    emb.mutable_initializer()->set_kind(pb::InitializerConfig::KIND_NORMAL);
+    emb.mutable_initializer()->set_scale(0.01f);
+    emb.mutable_optimizer()->set_kind(pb::OptimizerProto::KIND_ADAGRAD);
+    pb::TableProto& mlp = tables.emplace_back();
+    mlp.set_id(kMlpTable);
+    mlp.set_dim(kMlpRowFloats);
+    mlp.set_dense(true);
+    absl::StatusOr<MlpLayout> layout = MlpLayoutFromJob(job);
+    // An invalid layout is reported by TableOptionsFromJob.
+    mlp.set_num_keys(layout.ok() ? layout->dense_rows : 1);
+    mlp.mutable_initializer()->set_kind(pb::InitializerConfig::KIND_NORMAL);
+    mlp.mutable_initializer()->set_scale(0.05f);
+    mlp.mutable_optimizer()->set_kind(pb::OptimizerProto::KIND_ADAM);
+    return tables;
+  }
+  tables.emplace_back().set_id(kLinearTable);
+  tables.back().set_dim(1);
   if (job.model().kind() == pb::ModelConfig::KIND_FM) {
     pb::TableProto& factors = tables.emplace_back();
     factors.set_id(1);
@@ -204,9 +267,13 @@ absl::StatusOr<InitializerConfig> InitializerFromProto(
 absl::StatusOr<std::vector<TableOptions>> TableOptionsFromJob(
     const pb::JobConfig& job) {
   if (job.model().kind() != pb::ModelConfig::KIND_LR &&
-      job.model().kind() != pb::ModelConfig::KIND_FM) {
+      job.model().kind() != pb::ModelConfig::KIND_FM &&
+      job.model().kind() != pb::ModelConfig::KIND_MLP) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model.kind: ", job.model().kind(), " is not a known kind"));
+  }
+  if (job.model().kind() == pb::ModelConfig::KIND_MLP) {
+    PETREL_RETURN_IF_ERROR(MlpLayoutFromJob(job).status());
   }
   if (job.model().fm_dim() < 0 || job.model().fm_dim() > 65536) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -230,6 +297,9 @@ absl::StatusOr<std::vector<TableOptions>> TableOptionsFromJob(
   }
   absl::Status s = CheckTableFitsModel(job.model(), dims);
   if (!s.ok()) return s;
+  if (job.model().kind() == pb::ModelConfig::KIND_MLP) {
+    PETREL_RETURN_IF_ERROR(CheckMlpTable(job, out));
+  }
   return out;
 }
 

@@ -6,6 +6,10 @@
 //   FM  table 0: sparse, dim 1, zeros, FTRL (linear weights) and
 //       table 1: sparse, dim fm_dim, normal(0, 0.01) with seed 0, FTRL
 //       (factors: zeros would never move, their gradients would stay 0)
+//   MLP table 1: sparse, dim embedding_dim, normal(0, 0.01), Adagrad
+//       (embeddings); table 2: dense, dim 64, the MLP's weights
+//       (proto/model_layout.h), normal(0, 0.05), Adam; with `wide` also
+//       table 0 as for LR
 // Optimizer fields at 0 take their documented defaults (learning_rate per
 // kind: SGD 0.01, Adagrad 0.05, Adam 0.001; epsilon 1e-8; beta1 0.9; beta2
 // 0.999; ftrl_alpha 0.05; ftrl_beta 1; l1 and l2 0); weight bounds apply
@@ -23,6 +27,7 @@
 #include "absl/strings/string_view.h"
 
 #include "proto/job.pb.h"
+#include "proto/model_layout.h"
 #include "server/initializer.h"
 #include "server/optimizer.h"
 #include "server/table.h"
@@ -40,7 +45,8 @@ std::vector<pb::TableProto> JobTables(const pb::JobConfig& job);
 // for every table of the job; the sharding fields keep their defaults.
 // InvalidArgument names the field ("tables[1].optimizer.beta1: ...") for a
 // value out of range, a duplicate table id, or tables that do not fit the
-// model (LR needs table 0 of dim 1; FM also table 1 of dim fm_dim).
+// model (LR needs table 0 of dim 1; FM also table 1 of dim fm_dim; MLP
+// table 1 of dim embedding_dim and table 2 dense with the layout's rows).
 absl::StatusOr<std::vector<TableOptions>> TableOptionsFromJob(
     const pb::JobConfig& job);
 

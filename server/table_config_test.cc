@@ -50,6 +50,52 @@ TEST(TableConfigTest, FmDefaultsToLinearAndFactorTables) {
   EXPECT_EQ((*eight)[1].dim, 8);
 }
 
+TEST(TableConfigTest, MlpDefaultsToEmbeddingAndDenseTables) {
+  pb::JobConfig job = Parse(
+      "model { kind: KIND_MLP embedding_dim: 8 hidden: [32] wide: true } "
+      "data { format: FORMAT_CRITEO }");
+  auto tables = TableOptionsFromJob(job);
+  ASSERT_TRUE(tables.ok()) << tables.status();
+  ASSERT_EQ(tables->size(), 3u);
+  EXPECT_EQ((*tables)[0].id, kLinearTable);
+  EXPECT_EQ((*tables)[1].id, kEmbeddingTable);
+  EXPECT_EQ((*tables)[1].dim, 8);
+  EXPECT_FALSE((*tables)[1].dense);
+  EXPECT_EQ((*tables)[1].initializer.kind, InitializerKind::kNormal);
+  const TableOptions& mlp = (*tables)[2];
+  EXPECT_EQ(mlp.id, kMlpTable);
+  EXPECT_TRUE(mlp.dense);
+  EXPECT_EQ(mlp.dim, kMlpRowFloats);
+  const size_t params = (39 * 8 + 13) * 32 + 32 + 32 + 1;
+  EXPECT_EQ(mlp.num_keys, (params + 63) / 64);
+  EXPECT_EQ(mlp.optimizer.kind, OptimizerKind::kAdam);
+}
+
+TEST(TableConfigTest, MlpDenseTableTakesItsShapeFromTheLayout) {
+  auto tables = TableOptionsFromJob(Parse(R"(
+    model { kind: KIND_MLP embedding_dim: 4 hidden: 8 }
+    tables { id: 1 dim: 4 }
+    tables { id: 2 optimizer { kind: KIND_ADAM } }
+  )"));
+  ASSERT_TRUE(tables.ok()) << tables.status();
+  EXPECT_TRUE((*tables)[1].dense);
+  EXPECT_EQ((*tables)[1].num_keys, 1u);  // 4*8 + 8 + 8 + 1 = 49 weights
+  auto wrong = TableOptionsFromJob(Parse(R"(
+    model { kind: KIND_MLP embedding_dim: 4 hidden: 8 }
+    tables { id: 1 dim: 4 }
+    tables { id: 2 dim: 64 dense: true num_keys: 7 }
+  )"));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_THAT(wrong.status().message(), HasSubstr("num_keys: 1"));
+  auto bad_dim = TableOptionsFromJob(Parse(R"(
+    model { kind: KIND_MLP embedding_dim: 4 }
+    tables { id: 1 dim: 3 }
+    tables { id: 2 }
+  )"));
+  ASSERT_FALSE(bad_dim.ok());
+  EXPECT_THAT(bad_dim.status().message(), HasSubstr("table 1 has dim 3"));
+}
+
 TEST(TableConfigTest, ZeroFieldsTakeDocumentedDefaults) {
   auto tables = TableOptionsFromJob(Parse(R"(
     tables { id: 0 optimizer { kind: KIND_ADAM } }

@@ -1,5 +1,6 @@
 #include "worker/criteo_reader.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,74 @@ TEST(CriteoReaderTest, HashesFieldsAndSkipsMissingOnes) {
   EXPECT_EQ(batch.values, std::vector<float>(5, 1.0f));
 }
 
+ReaderOptions WithFieldsAndNumeric() {
+  ReaderOptions options;
+  options.with_fields = true;
+  options.with_numeric = true;
+  return options;
+}
+
+TEST(CriteoReaderTest, FieldsAndNumericOnlyWhenAskedFor) {
+  const std::string line = MakeLine("1", {"7"}, {"ab"});
+  Batch batch;
+  ASSERT_TRUE(ParseCriteoLine(line, &batch).value_or(false));
+  EXPECT_TRUE(batch.fields.empty());
+  EXPECT_TRUE(batch.numeric.empty());
+  EXPECT_EQ(batch.num_numeric, 0);
+  ReaderOptions options;
+  options.with_fields = true;
+  ASSERT_TRUE(ParseCriteoLine(line, options, &batch).value_or(false));
+  EXPECT_EQ(batch.fields, (std::vector<uint32_t>{0, 13}));
+  EXPECT_TRUE(batch.numeric.empty());
+}
+
+TEST(CriteoReaderTest, FieldsNumberEveryPositionByColumn) {
+  std::vector<std::string> integers(13);
+  integers[0] = "1";
+  integers[4] = "1000";
+  integers[12] = "-2";
+  std::vector<std::string> categories(26);
+  categories[0] = "68fd1e64";
+  categories[7] = "00000000";
+  categories[25] = "3a171ecb";
+  Batch batch;
+  ASSERT_TRUE(ParseCriteoLine(MakeLine("1", integers, categories),
+                              WithFieldsAndNumeric(), &batch)
+                  .value_or(false));
+  ASSERT_TRUE(
+      ParseCriteoLine(MakeLine("0", {}, {"x"}), WithFieldsAndNumeric(), &batch)
+          .value_or(false));
+  EXPECT_EQ(batch.offsets, (std::vector<uint32_t>{0, 6, 7}));
+  EXPECT_EQ(batch.fields, (std::vector<uint32_t>{0, 4, 12, 13, 20, 38, 13}));
+  EXPECT_EQ(batch.keys[4], HashFeature(20, "00000000"));
+}
+
+TEST(CriteoReaderTest, NumericIsLog1pOfNonNegativeIntegers) {
+  std::vector<std::string> integers(13);
+  integers[0] = "1";
+  integers[1] = "0";
+  integers[4] = "1000";
+  integers[11] = "9223372036854775807";
+  integers[12] = "-2";  // negative: clamped to 0
+  Batch batch;
+  ASSERT_TRUE(ParseCriteoLine(MakeLine("1", integers, {}),
+                              WithFieldsAndNumeric(), &batch)
+                  .value_or(false));
+  ASSERT_TRUE(ParseCriteoLine(MakeLine("0", {"", "3"}, {}),
+                              WithFieldsAndNumeric(), &batch)
+                  .value_or(false));
+  ASSERT_EQ(batch.num_numeric, 13);
+  ASSERT_EQ(batch.numeric.size(), 26u);
+  std::vector<float> expected(26, 0.0f);  // missing columns give 0
+  expected[0] = std::log1p(1.0f);
+  expected[4] = std::log1p(1000.0f);
+  expected[11] = static_cast<float>(std::log1p(9223372036854775807.0));
+  expected[13 + 1] = std::log1p(3.0f);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_FLOAT_EQ(batch.numeric[i], expected[i]) << "index " << i;
+  }
+}
+
 TEST(CriteoReaderTest, SameTextInDifferentFieldsGivesDifferentKeys) {
   Batch batch;
   ASSERT_TRUE(ParseCriteoLine(MakeLine("0", {"5", "5"}, {"ab", "ab"}), &batch)
@@ -88,6 +157,15 @@ TEST(CriteoReaderTest, EveryMalformedKindHasItsError) {
     EXPECT_NE(parsed.status().message().find(c.error), std::string::npos)
         << c.line << " gave: " << parsed.status();
     EXPECT_EQ(batch.size(), 0u);
+    parsed = ParseCriteoLine(c.line, WithFieldsAndNumeric(), &batch);
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument)
+        << c.line;
+    // A half-parsed example may leave positions behind; Truncate drops them
+    // from every part.
+    batch.Truncate(0);
+    EXPECT_TRUE(batch.keys.empty() && batch.fields.empty() &&
+                batch.numeric.empty())
+        << c.line;
   }
 }
 

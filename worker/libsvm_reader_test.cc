@@ -25,6 +25,24 @@ TEST(LibsvmReaderTest, ParsesLabelsAndFeatures) {
   EXPECT_EQ(batch.values, (std::vector<float>{0.5f, 2, 1, -0.25f, 1000, 1}));
 }
 
+TEST(LibsvmReaderTest, FieldsAreZeroAndThereAreNoNumericFeatures) {
+  ReaderOptions options;
+  options.with_fields = true;
+  options.with_numeric = true;
+  Batch batch;
+  ASSERT_TRUE(ParseLibsvmLine("1 3:0.5 10:2", options, &batch).value_or(false));
+  ASSERT_TRUE(ParseLibsvmLine("0 qid:4", options, &batch).value_or(false));
+  ASSERT_TRUE(
+      ParseLibsvmLine("1 qid:1 7:1 # 8:1", options, &batch).value_or(false));
+  EXPECT_EQ(batch.offsets, (std::vector<uint32_t>{0, 2, 2, 3}));
+  EXPECT_EQ(batch.fields, std::vector<uint32_t>(3, 0));
+  EXPECT_TRUE(batch.numeric.empty());
+  EXPECT_EQ(batch.num_numeric, 0);
+  Batch plain;
+  ASSERT_TRUE(ParseLibsvmLine("1 3:0.5 10:2", &plain).value_or(false));
+  EXPECT_TRUE(plain.fields.empty());
+}
+
 TEST(LibsvmReaderTest, ValuesRoundLikeStrtof) {
   const char* values[] = {"0.1",   "0.3333333", "123456.789",
                           "-7.25", "1.",        "1e-3",

@@ -6,6 +6,7 @@
 #include "kernels/lr.h"
 #include "kernels/sigmoid_cross_entropy.h"
 #include "van/status_macros.h"
+#include "worker/mlp_model.h"
 
 namespace petrel {
 namespace {
@@ -22,10 +23,11 @@ class FactorizationMachine : public Model {
   const std::vector<ModelTable>& tables() const override { return tables_; }
 
   absl::StatusOr<double> ForwardBackward(
-      const SparseBatchView& batch, absl::Span<const float> labels,
-      const std::vector<absl::Span<const float>>& rows,
+      const ModelBatch& mb, const std::vector<absl::Span<const float>>& rows,
       std::vector<float>* probs,
       std::vector<std::vector<float>>* grads) override {
+    const SparseBatchView& batch = mb.sparse;
+    const absl::Span<const float> labels = mb.labels;
     size_t n = batch.num_examples();
     PETREL_RETURN_IF_ERROR(Logits(batch, rows));
     probs->resize(n);
@@ -53,9 +55,10 @@ class FactorizationMachine : public Model {
     return loss;
   }
 
-  absl::Status Predict(const SparseBatchView& batch,
+  absl::Status Predict(const ModelBatch& mb,
                        const std::vector<absl::Span<const float>>& rows,
                        std::vector<float>* probs) override {
+    const SparseBatchView& batch = mb.sparse;
     PETREL_RETURN_IF_ERROR(Logits(batch, rows));
     size_t n = batch.num_examples();
     probs->resize(n);
@@ -106,8 +109,20 @@ class FactorizationMachine : public Model {
 
 }  // namespace
 
-std::unique_ptr<Model> Model::Create(int fm_dim) {
-  return std::make_unique<FactorizationMachine>(fm_dim);
+absl::StatusOr<std::unique_ptr<Model>> Model::Create(const pb::JobConfig& job,
+                                                     const Device& device) {
+  switch (job.model().kind()) {
+    case pb::ModelConfig::KIND_LR:
+      return std::make_unique<FactorizationMachine>(0);
+    case pb::ModelConfig::KIND_FM:
+      return std::make_unique<FactorizationMachine>(
+          job.model().fm_dim() == 0 ? 8 : job.model().fm_dim());
+    case pb::ModelConfig::KIND_MLP:
+      return CreateMlpModel(job, device);
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model.kind: ", job.model().kind(), " is not a known kind"));
+  }
 }
 
 }  // namespace petrel

@@ -1,7 +1,8 @@
-// Models the trainer can fit: logistic regression and an order-2
-// factorization machine. A model names the tables it needs and turns a
-// batch plus the rows pulled for its unique keys into logits, and logits'
-// gradients into gradients per unique key. The compute is kernels/'s.
+// Models the trainer can fit: logistic regression, an order-2
+// factorization machine and embeddings + MLP (worker/mlp_model.h). A model
+// names the tables it needs and turns a batch plus the rows pulled for its
+// unique keys into logits, and logits' gradients into gradients per unique key.
+// The compute is kernels/'s.
 //
 // Row layout: table kLinearTable holds one weight per key, plus the bias as
 // key kBiasKey; table kFactorTable (FM) holds k factors per key.
@@ -17,38 +18,55 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
+#include "kernels/device.h"
 #include "kernels/sparse_batch.h"
+#include "proto/job.pb.h"
+#include "proto/model_layout.h"
 
 namespace petrel {
 
-inline constexpr int kLinearTable = 0;
-inline constexpr int kFactorTable = 1;
 inline constexpr uint64_t kBiasKey = ~uint64_t{0};
 
 struct ModelTable {
   int id = 0;
   int dim = 1;
   bool with_bias = false;  // the bias key is appended to this table's keys
+  // A dense table: pull and push keys 0 .. dense_keys-1 (all of it) instead
+  // of the batch's unique keys. 0 for a sparse table.
+  uint64_t dense_keys = 0;
+};
+
+// What a model reads of a batch (host memory).
+struct ModelBatch {
+  SparseBatchView sparse;             // offsets, inverse, values
+  absl::Span<const float> labels;     // one per example
+  absl::Span<const uint32_t> fields;  // per position; models that need it
+  absl::Span<const float> numeric;    // examples x num_numeric; ditto
 };
 
 class Model {
  public:
-  // fm_dim 0 makes logistic regression; > 0 a factorization machine.
-  static std::unique_ptr<Model> Create(int fm_dim);
+  // The model of `job` (model.kind and its fields; data.format decides the
+  // MLP's fields and numeric features), computing on `device` (which must
+  // outlive the model). InvalidArgument for an invalid model config.
+  static absl::StatusOr<std::unique_ptr<Model>> Create(const pb::JobConfig& job,
+                                                       const Device& device);
   virtual ~Model() = default;
 
   virtual const std::vector<ModelTable>& tables() const = 0;
+  // Whether the batch must carry fields and numeric features.
+  virtual bool needs_fields() const { return false; }
 
   // `rows[t]` holds the rows of table t for the batch's unique keys (and
-  // the bias last when the table has one). Fills `probs` and `dlogits` for
-  // each example and `grads[t]` (same layout as rows[t]); returns the
-  // batch's summed logloss. Gradients are sums over the batch.
+  // the bias last when the table has one), or all rows of a dense table.
+  // Fills `probs` and `dlogits` for each example and `grads[t]` (same
+  // layout as rows[t]); returns the batch's summed logloss. Gradients are
+  // sums over the batch.
   virtual absl::StatusOr<double> ForwardBackward(
-      const SparseBatchView& batch, absl::Span<const float> labels,
-      const std::vector<absl::Span<const float>>& rows,
+      const ModelBatch& batch, const std::vector<absl::Span<const float>>& rows,
       std::vector<float>* probs, std::vector<std::vector<float>>* grads) = 0;
   // Predicts only (evaluation): fills `probs`.
-  virtual absl::Status Predict(const SparseBatchView& batch,
+  virtual absl::Status Predict(const ModelBatch& batch,
                                const std::vector<absl::Span<const float>>& rows,
                                std::vector<float>* probs) = 0;
 };

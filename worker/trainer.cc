@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
+#include "kernels/device.h"
 #include "van/simple_app.h"
 #include "van/status_macros.h"
 #include "worker/batch_prefetcher.h"
@@ -14,6 +15,7 @@
 #include "worker/evaluator.h"
 #include "worker/kv_worker.h"
 #include "worker/model.h"
+#include "worker/model_rows.h"
 #include "worker/reader.h"
 
 namespace petrel {
@@ -30,9 +32,7 @@ DataFormat FormatOf(const pb::DataConfig& data) {
 // One batch on its way through the pipeline.
 struct Step {
   std::unique_ptr<PreparedBatch> prepared;
-  std::vector<SArray<Key>> keys;    // per model table
-  std::vector<SArray<float>> rows;  // per model table, filled by the pull
-  std::vector<int> pulls;           // timestamps
+  ModelRows rows;
 };
 
 class Trainer {
@@ -42,10 +42,7 @@ class Trainer {
         job_(options.job),
         po_(po),
         kv_(kTrainApp, 0, po),
-        stats_(kStatsApp, 0, po),
-        model_(Model::Create(job_.model().kind() == pb::ModelConfig::KIND_FM
-                                 ? job_.model().fm_dim()
-                                 : 0)) {}
+        stats_(kStatsApp, 0, po) {}
 
   absl::StatusOr<TrainResult> Run();
 
@@ -62,6 +59,7 @@ class Trainer {
   Postoffice* const po_;
   KVWorker<float> kv_;
   SimpleApp stats_;
+  std::unique_ptr<ComputeDevice> device_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<BatchPrefetcher> batches_in_;
   int epoch_ = 0;
@@ -81,6 +79,12 @@ class Trainer {
 };
 
 absl::Status Trainer::Start() {
+  PETREL_ASSIGN_OR_RETURN(DeviceChoice choice,
+                          ParseDeviceChoice(job_.train().device()));
+  PETREL_ASSIGN_OR_RETURN(device_, ComputeDevice::Open(choice));
+  PETREL_ASSIGN_OR_RETURN(model_, Model::Create(job_, device_->device()));
+  Print(absl::StrCat("worker=", po_->my_rank(),
+                     " device=", device_->device().name()));
   PETREL_RETURN_IF_ERROR(kv_.Start());
   stats_.set_request_handler([this](const SimpleData& d, SimpleApp* app) {
     int64_t examples = 0;
@@ -101,6 +105,7 @@ absl::Status Trainer::Start() {
   ro.worker_rank = po_->my_rank();
   ro.num_workers = po_->num_workers();
   ro.skip_malformed = job_.data().skip_malformed();
+  ro.with_fields = ro.with_numeric = model_->needs_fields();
   PETREL_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, OpenReader(ro));
   batches_in_ = std::make_unique<BatchPrefetcher>(
       std::move(reader), job_.train().batch_size(), job_.train().epochs());
@@ -126,39 +131,24 @@ absl::StatusOr<bool> Trainer::Prepare(int64_t clock, Step* step) {
   PETREL_ASSIGN_OR_RETURN(step->prepared, batches_in_->Next());
   if (step->prepared == nullptr) return false;
   epoch_ = step->prepared->epoch;
-  const std::vector<uint64_t>& unique = step->prepared->unique;
-  std::vector<uint64_t> with_bias;
-  with_bias.reserve(unique.size() + 1);
-  with_bias.assign(unique.begin(), unique.end());
-  with_bias.push_back(kBiasKey);
-  SArray<Key> keys0(std::move(with_bias));
-  const auto& tables = model_->tables();
-  step->keys.assign(tables.size(), SArray<Key>());
-  step->rows.assign(tables.size(), SArray<float>());
-  step->pulls.assign(tables.size(), 0);
-  for (size_t t = 0; t < tables.size(); ++t) {
-    step->keys[t] =
-        tables[t].with_bias ? keys0 : keys0.Segment(0, unique.size());
-    KVRequestOptions opts;
-    opts.table_id = tables[t].id;
-    opts.clock = clock;
-    step->pulls[t] = kv_.Pull(step->keys[t], &step->rows[t], opts);
-  }
+  SendModelPulls(&kv_, model_->tables(), step->prepared->unique, clock,
+                 &step->rows);
   return true;
 }
 
 absl::Status Trainer::Compute(int64_t clock, Step* step) {
   const auto& tables = model_->tables();
-  std::vector<absl::Span<const float>> rows;
-  for (size_t t = 0; t < tables.size(); ++t) {
-    PETREL_RETURN_IF_ERROR(kv_.Wait(step->pulls[t], options_.timeout));
-    rows.emplace_back(step->rows[t].data(), step->rows[t].size());
-  }
+  PETREL_ASSIGN_OR_RETURN(std::vector<absl::Span<const float>> rows,
+                          WaitModelPulls(&kv_, &step->rows, options_.timeout));
   const Batch& batch = step->prepared->batch;
-  SparseBatchView view{batch.offsets, step->prepared->inverse, batch.values};
-  PETREL_ASSIGN_OR_RETURN(
-      double loss,
-      model_->ForwardBackward(view, batch.labels, rows, &probs_, &grads_));
+  ModelBatch mb;
+  mb.sparse =
+      SparseBatchView{batch.offsets, step->prepared->inverse, batch.values};
+  mb.labels = batch.labels;
+  mb.fields = batch.fields;
+  mb.numeric = batch.numeric;
+  PETREL_ASSIGN_OR_RETURN(double loss,
+                          model_->ForwardBackward(mb, rows, &probs_, &grads_));
   loss_.AddSum(loss, static_cast<int64_t>(batch.size()));
   // At most one batch of pushes in flight: wait for the previous one.
   for (int ts : last_pushes_) {
@@ -168,8 +158,8 @@ absl::Status Trainer::Compute(int64_t clock, Step* step) {
   for (size_t t = 0; t < tables.size(); ++t) {
     KVRequestOptions opts;
     opts.table_id = tables[t].id;
-    last_pushes_.push_back(
-        kv_.Push(step->keys[t], SArray<float>(std::move(grads_[t])), opts));
+    last_pushes_.push_back(kv_.Push(step->rows.keys[t],
+                                    SArray<float>(std::move(grads_[t])), opts));
   }
   last_pushes_.push_back(kv_.Clock(clock + 1));
   ++batches_;
@@ -299,6 +289,15 @@ absl::Status ResolveTrainDefaults(pb::JobConfig* job) {
   if (job->data().train().empty()) {
     return absl::InvalidArgumentError(
         "data.train: no training files (--train)");
+  }
+  if (t->device().empty()) t->set_device("auto");
+  absl::StatusOr<DeviceChoice> device = ParseDeviceChoice(t->device());
+  if (!device.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("train.device: ", device.status().message()));
+  }
+  if (job->model().kind() == pb::ModelConfig::KIND_MLP) {
+    PETREL_RETURN_IF_ERROR(MlpLayoutFromJob(*job).status());
   }
   return absl::OkStatus();
 }

@@ -45,7 +45,7 @@ struct TrainResult {
 };
 
 // Applies the documented defaults of job.proto's training fields
-// (batch_size, epochs, progress interval, fm_dim) and checks the values
+// (batch_size, epochs, progress interval, fm_dim, device) and checks the values
 // the trainer uses; InvalidArgument names the field.
 absl::Status ResolveTrainDefaults(pb::JobConfig* job);
 

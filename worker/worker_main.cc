@@ -50,6 +50,11 @@ DEFINE_bool(skip_malformed, false,
 DEFINE_string(progress_csv, "",
               "train: write the progress series as CSV here (worker 0); "
               "overrides train.progress_csv.");
+DEFINE_string(device, "",
+              "train: where to compute: auto (a GPU when the build has CUDA "
+              "and the machine a device, else the CPU), cpu or cuda (fails "
+              "without a GPU); overrides train.device. Default: the "
+              "config's, else auto.");
 DEFINE_int32(rounds, 10,
              "check: push rounds (>= 1; rounds * W * (W + 1) / 2 < 2^24). "
              "Default 10.");
@@ -102,6 +107,7 @@ absl::StatusOr<petrel::pb::JobConfig> TrainConfigFromFlags() {
   if (!FLAGS_progress_csv.empty()) {
     job.mutable_train()->set_progress_csv(FLAGS_progress_csv);
   }
+  if (!FLAGS_device.empty()) job.mutable_train()->set_device(FLAGS_device);
   absl::Status s = petrel::ResolveTrainDefaults(&job);
   if (!s.ok()) return s;
   return job;

@@ -56,6 +56,10 @@ DEFINE_string(
 DEFINE_int32(epochs, 0,
              "With --config and no COMMAND: epochs, overriding train.epochs; "
              "0 keeps the config's.");
+DEFINE_string(device, "",
+              "With --config and no COMMAND: where the workers compute (auto, "
+              "cpu or cuda), overriding the config's train.device. Default "
+              "empty: the config's, else auto.");
 DEFINE_int32(grace_period_s, 5,
              "Seconds between SIGTERM and SIGKILL when stopping processes.");
 
@@ -66,6 +70,7 @@ constexpr char kUsage[] =
     "Usage: petrel-launch --num_servers=S --num_workers=W [--bin_dir=DIR]\n"
     "           [--host=127.0.0.1] [--timeout_s=0] -- COMMAND [ARGS...]\n"
     "       petrel-launch --config=JOB.textproto [--train=F] [--test=F]\n"
+    "           [--epochs=N] [--device=auto|cpu|cuda]\n"
     "Starts DIR/petrel-scheduler, then S x DIR/petrel-server and W workers\n"
     "running COMMAND with DMLC_ROLE, DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT,\n"
     "DMLC_NUM_SERVER, DMLC_NUM_WORKER, DMLC_NODE_HOST, PETREL_RANK and\n"
@@ -131,6 +136,9 @@ absl::Status ApplyJobConfig(petrel::Launcher::Options& options) {
   if (!FLAGS_test.empty()) options.command.push_back("--test=" + FLAGS_test);
   if (FLAGS_epochs > 0) {
     options.command.push_back(absl::StrCat("--epochs=", FLAGS_epochs));
+  }
+  if (!FLAGS_device.empty()) {
+    options.command.push_back("--device=" + FLAGS_device);
   }
   return absl::OkStatus();
 }

@@ -1,0 +1,39 @@
+// Pulling the rows a model needs for one batch: per table of the model,
+// the batch's unique keys (plus the bias key when the table has one), or
+// every key of a dense table. Shared by the trainer and the evaluator.
+//
+// Thread safety: not thread-safe; one ModelRows per batch in flight.
+#ifndef PETREL_WORKER_MODEL_ROWS_H_
+#define PETREL_WORKER_MODEL_ROWS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+
+#include "worker/kv_worker.h"
+#include "worker/model.h"
+
+namespace petrel {
+
+struct ModelRows {
+  std::vector<SArray<Key>> keys;    // per model table
+  std::vector<SArray<float>> rows;  // per model table, filled by the pull
+  std::vector<int> pulls;           // timestamps
+};
+
+// Sends the pulls of `tables` for `unique` at `clock` (-1: unbounded).
+void SendModelPulls(KVWorker<float>* kv, const std::vector<ModelTable>& tables,
+                    const std::vector<uint64_t>& unique, int64_t clock,
+                    ModelRows* out);
+
+// Waits for the pulls; the spans view out->rows. DeadlineExceeded naming
+// the server that did not answer within `timeout`.
+absl::StatusOr<std::vector<absl::Span<const float>>> WaitModelPulls(
+    KVWorker<float>* kv, ModelRows* rows, absl::Duration timeout);
+
+}  // namespace petrel
+
+#endif  // PETREL_WORKER_MODEL_ROWS_H_
