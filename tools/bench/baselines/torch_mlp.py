@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""PyTorch baseline for Petrel's embedding + MLP trainer (issue 4).
+
+The model of worker/mlp_model on Criteo-format TSV (`label, I1..I13,
+C1..C26`, as petrel-datagen --format=criteo writes it), on the CPU:
+  - 39 fields: integer column Ii is bucketed like worker/feature_hash.h
+    CriteoIntegerBucket ("SP<v>" for v <= 2, else floor(ln(v)^2)), and
+    categorical column Cj is its text; each (field, token) is hashed (crc32)
+    into one embedding table of 2^index_bits rows, dim --embedding_dim;
+  - per field an nn.EmbeddingBag(mode="sum", sparse=True) bag (a missing
+    field is an empty bag, i.e. zeros), concatenated with the 13 numeric
+    features log1p(max(v, 0)) (missing -> 0) into [n, 39*d + 13];
+  - MLP --hidden (default 256,128) with ReLU, then one logit;
+    BCEWithLogitsLoss; Adagrad (or SparseAdam) on the embeddings and Adam on
+    the MLP; batch --batch_size (1024), file order, --epochs passes.
+Only the training loop is timed: the data is parsed and turned into tensors
+first (Petrel's examples/s includes reading and parsing the text). The test
+file, when given, is scored after training (not timed).
+
+  /usr/bin/python3 tools/bench/baselines/torch_mlp.py --train=train.tsv \
+      --test=test.tsv [--threads=1] [--epochs=1]
+
+BLAS: Debian's python3-torch does its GEMMs through the libblas.so.3
+alternative; with the reference BLAS (libblas3, the default) a 1024x637x256
+GEMM runs at about 4 GFLOP/s and the MLP dominates (about 2,000 examples/s).
+For a fair baseline use OpenBLAS, e.g. without installing it system-wide:
+  apt-get download libopenblas0-pthread && dpkg-deb -x libopenblas0-*.deb ob
+  LD_LIBRARY_PATH=$PWD/ob/usr/lib/x86_64-linux-gnu/openblas-pthread \
+      OPENBLAS_NUM_THREADS=1 /usr/bin/python3 tools/bench/baselines/...
+(about 60 GFLOP/s per core). Say which BLAS gave a reported figure.
+
+Prints one line: torch_mlp examples_per_s=N train_examples=N threads=T
+test_logloss=L test_auc=A seconds=S epochs=E (test_* are nan without --test).
+examples_per_s counts every epoch's examples.
+"""
+import argparse
+import math
+import time
+import zlib
+
+import numpy as np
+import torch
+
+INT_FIELDS = 13
+CAT_FIELDS = 26
+FIELDS = INT_FIELDS + CAT_FIELDS
+
+
+def integer_token(v):
+    """The bucket text of an integer value, as CriteoIntegerKey spells it."""
+    if v <= 2:
+        return "SP%d" % v
+    l = math.log(v)
+    return str(int(math.floor(l * l)))
+
+
+class Hasher:
+    """(field, token) -> row in [0, 2^bits), with a cache per field."""
+
+    def __init__(self, bits):
+        self.mask = (1 << bits) - 1
+        self.cache = [dict() for _ in range(FIELDS)]
+
+    def row(self, field, token):
+        c = self.cache[field]
+        r = c.get(token)
+        if r is None:
+            r = zlib.crc32(("%d:%s" % (field, token)).encode()) & self.mask
+            c[token] = r
+        return r
+
+
+def load_criteo(path, hasher):
+    """Returns labels [n], numeric [n, 13], rows [nnz] and per-(example,
+    field) bag lengths [n, 39] (0 or 1)."""
+    labels, numeric, rows, lengths = [], [], [], []
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            cols = line.split("\t")
+            if len(cols) != 1 + FIELDS:
+                raise ValueError("%s: line has %d fields" % (path, len(cols)))
+            labels.append(1.0 if float(cols[0]) > 0 else 0.0)
+            num = [0.0] * INT_FIELDS
+            lens = [0] * FIELDS
+            for i in range(INT_FIELDS):
+                t = cols[1 + i]
+                if t:
+                    v = int(t)
+                    num[i] = math.log1p(max(v, 0))
+                    rows.append(hasher.row(i, integer_token(v)))
+                    lens[i] = 1
+            for j in range(CAT_FIELDS):
+                t = cols[1 + INT_FIELDS + j]
+                if t:
+                    rows.append(hasher.row(INT_FIELDS + j, t))
+                    lens[INT_FIELDS + j] = 1
+            numeric.append(num)
+            lengths.append(lens)
+    return (np.array(labels, np.float32), np.array(numeric, np.float32),
+            np.array(rows, np.int64), np.array(lengths, np.int64))
+
+
+def make_batches(data, batch_size):
+    """Tensors per batch: (rows, bag offsets [b*39], numeric, labels)."""
+    labels, numeric, rows, lengths = data
+    flat = lengths.reshape(-1)
+    starts = np.concatenate([[0], np.cumsum(flat)])  # per bag
+    batches = []
+    n = len(labels)
+    for b in range(0, n, batch_size):
+        e = min(n, b + batch_size)
+        lo, hi = starts[b * FIELDS], starts[e * FIELDS]
+        batches.append((torch.from_numpy(rows[lo:hi]),
+                        torch.from_numpy(starts[b * FIELDS:e * FIELDS] - lo),
+                        torch.from_numpy(numeric[b:e]),
+                        torch.from_numpy(labels[b:e])))
+    return batches
+
+
+class EmbeddingMlp(torch.nn.Module):
+
+    def __init__(self, rows, dim, hidden):
+        super().__init__()
+        self.dim = dim
+        self.emb = torch.nn.EmbeddingBag(rows, dim, mode="sum", sparse=True)
+        torch.nn.init.normal_(self.emb.weight, std=0.01)
+        layers, width = [], FIELDS * dim + INT_FIELDS
+        for h in hidden:
+            layers += [torch.nn.Linear(width, h), torch.nn.ReLU()]
+            width = h
+        layers.append(torch.nn.Linear(width, 1))
+        self.mlp = torch.nn.Sequential(*layers)
+
+    def forward(self, rows, offsets, numeric):
+        pooled = self.emb(rows, offsets).view(-1, FIELDS * self.dim)
+        return self.mlp(torch.cat([pooled, numeric], dim=1)).squeeze(1)
+
+
+def logloss_and_auc(labels, logits):
+    p = 1 / (1 + np.exp(-logits.astype(np.float64)))
+    p = np.clip(p, 1e-12, 1 - 1e-12)
+    y = labels.astype(np.float64)
+    logloss = float(-np.mean(y * np.log(p) + (1 - y) * np.log1p(-p)))
+    # AUC from average ranks (ties share their mean rank).
+    _, inverse, counts = np.unique(logits, return_inverse=True,
+                                   return_counts=True)
+    ends = np.cumsum(counts)
+    ranks = (ends - (counts - 1) / 2.0)[inverse]
+    pos = y.sum()
+    neg = len(y) - pos
+    if pos == 0 or neg == 0:
+        return logloss, float("nan")
+    auc = (ranks[y == 1].sum() - pos * (pos + 1) / 2) / (pos * neg)
+    return logloss, float(auc)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--train", required=True)
+    p.add_argument("--test", default="")
+    p.add_argument("--batch_size", type=int, default=1024)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--index_bits", type=int, default=22)
+    p.add_argument("--embedding_dim", type=int, default=16)
+    p.add_argument("--hidden", default="256,128",
+                   help="comma-separated hidden layer widths")
+    p.add_argument("--embedding_optimizer", default="adagrad",
+                   choices=["adagrad", "sparse_adam"])
+    p.add_argument("--embedding_lr", type=float, default=0.05)
+    p.add_argument("--mlp_lr", type=float, default=0.001)
+    p.add_argument("--seed", type=int, default=1)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    hidden = [int(h) for h in a.hidden.split(",") if h]
+    hasher = Hasher(a.index_bits)
+    train = make_batches(load_criteo(a.train, hasher), a.batch_size)
+    test = None
+    if a.test:
+        test_data = load_criteo(a.test, hasher)
+        test = (test_data[0], make_batches(test_data, 8192))
+    n = sum(len(b[3]) for b in train)
+    model = EmbeddingMlp(1 << a.index_bits, a.embedding_dim, hidden)
+    if a.embedding_optimizer == "adagrad":
+        emb_opt = torch.optim.Adagrad(model.emb.parameters(),
+                                      lr=a.embedding_lr)
+    else:
+        emb_opt = torch.optim.SparseAdam(list(model.emb.parameters()),
+                                         lr=a.embedding_lr)
+    mlp_opt = torch.optim.Adam(model.mlp.parameters(), lr=a.mlp_lr)
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    start = time.perf_counter()
+    for _ in range(a.epochs):
+        for rows, offsets, numeric, y in train:
+            emb_opt.zero_grad()
+            mlp_opt.zero_grad()
+            loss = loss_fn(model(rows, offsets, numeric), y)
+            loss.backward()
+            emb_opt.step()
+            mlp_opt.step()
+    seconds = time.perf_counter() - start
+    test_logloss = test_auc = float("nan")
+    if test is not None:
+        with torch.no_grad():
+            logits = np.concatenate(
+                [model(r, o, x).numpy() for r, o, x, _ in test[1]])
+        test_logloss, test_auc = logloss_and_auc(test[0], logits)
+    print(f"torch_mlp examples_per_s={n * a.epochs / seconds:.0f} "
+          f"train_examples={n} threads={a.threads} "
+          f"test_logloss={test_logloss:.5f} test_auc={test_auc:.5f} "
+          f"seconds={seconds:.2f} epochs={a.epochs}")
+
+
+if __name__ == "__main__":
+    main()
