@@ -60,6 +60,7 @@ void KVServer<Val>::Process(Message&& msg, bool duplicate) {
   meta.timestamp = msg.meta.timestamp();
   meta.customer_id = msg.meta.customer_id();
   meta.table_id = msg.meta.table_id();
+  meta.part = msg.meta.part();
   meta.clock = msg.meta.clock();
   meta.clock_advance = msg.meta.clock_advance();
   if (!msg.meta.kv() || (msg.data.size() >= 2 &&
@@ -100,6 +101,7 @@ Message RequestOf(const KVMeta& meta) {
   request.meta.set_pull(meta.pull);
   request.meta.set_head(meta.cmd);
   request.meta.set_table_id(meta.table_id);
+  request.meta.set_part(meta.part);
   return request;
 }
 

@@ -31,6 +31,9 @@ struct KVMeta {
   int timestamp = 0;
   int customer_id = 0;
   int table_id = 0;
+  // Which message of the request this is, when the worker split a large
+  // push into several (each a request of its own to the handler).
+  int part = 0;
   // Bounded delay (training jobs). A pull: the batch it is for, -1 = no
   // bound. A clock request (no keys, neither push nor pull, clock_advance):
   // the worker's new clock, -1 = the worker left the job.

@@ -1,5 +1,7 @@
 #include "van/customer.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "glog/logging.h"
@@ -63,7 +65,8 @@ int Customer::NewRequest(const std::vector<int>& recipients,
       run_now = std::move(on_complete);
     } else {
       Pending& p = pending_[ts];
-      p.waiting.insert(recipients.begin(), recipients.end());
+      absl::flat_hash_map<int, int> parts;
+      for (int r : recipients) p.waiting.insert(PartKey(r, parts[r]++));
       p.on_complete = std::move(on_complete);
       p.last_sent = absl::Now();
     }
@@ -78,11 +81,15 @@ absl::Status Customer::SendRequest(Message msg) {
   msg.meta.set_request(true);
   {
     absl::MutexLock lock(&mu_);
-    msg.meta.set_seq(++next_seq_[msg.meta.recipient()]);
+    const int recipient = msg.meta.recipient();
+    msg.meta.set_seq(++next_seq_[recipient]);
     auto it = pending_.find(msg.meta.timestamp());
-    if (it != pending_.end() &&
-        options_.resend_timeout > absl::ZeroDuration()) {
-      it->second.sent[msg.meta.recipient()] = msg;
+    if (it != pending_.end()) {
+      const int part = it->second.parts_sent[recipient]++;
+      msg.meta.set_part(part);
+      if (options_.resend_timeout > absl::ZeroDuration()) {
+        it->second.sent[PartKey(recipient, part)] = msg;
+      }
     }
   }
   return postoffice_->Send(std::move(msg));
@@ -98,6 +105,7 @@ absl::Status Customer::SendResponse(const Message& request, Message response) {
   response.meta.set_pull(request.meta.pull());
   response.meta.set_head(request.meta.head());
   response.meta.set_table_id(request.meta.table_id());
+  response.meta.set_part(request.meta.part());
   return postoffice_->Send(std::move(response));
 }
 
@@ -109,9 +117,12 @@ absl::Status Customer::Wait(int timestamp, absl::Duration timeout) {
   if (mu_.AwaitWithTimeout(absl::Condition(&done), timeout)) {
     return absl::OkStatus();
   }
-  std::vector<int> missing(pending_[timestamp].waiting.begin(),
-                           pending_[timestamp].waiting.end());
+  std::vector<int> missing;
+  for (uint64_t key : pending_[timestamp].waiting) {
+    missing.push_back(static_cast<int>(key >> 32));
+  }
   std::sort(missing.begin(), missing.end());
+  missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
   return absl::DeadlineExceededError(absl::StrCat(
       "request ", timestamp, " of app ", app_id_, ": no response within ",
       absl::FormatDuration(timeout), " from node(s) ",
@@ -149,25 +160,25 @@ bool Customer::IsDuplicateRequest(const Message& msg) {
 }
 
 void Customer::AcceptResponse(Message&& msg) {
-  int ts = msg.meta.timestamp();
-  int sender = msg.meta.sender();
+  const int ts = msg.meta.timestamp();
+  const uint64_t part = PartKey(msg.meta.sender(), msg.meta.part());
   {
     absl::MutexLock lock(&mu_);
     auto it = pending_.find(ts);
-    if (it == pending_.end() || !it->second.waiting.contains(sender)) {
+    if (it == pending_.end() || !it->second.waiting.contains(part)) {
       VLOG(2) << "duplicate or late response " << msg.DebugString();
       return;
     }
   }
   // The handler merges the data before the request counts as complete; only
-  // this thread removes `sender`, so the entry cannot vanish meanwhile.
+  // this thread removes `part`, so the entry cannot vanish meanwhile.
   if (response_handler_) response_handler_(std::move(msg));
   CompletionHandler on_complete;
   {
     absl::MutexLock lock(&mu_);
     auto it = pending_.find(ts);
-    it->second.waiting.erase(sender);
-    it->second.sent.erase(sender);
+    it->second.waiting.erase(part);
+    it->second.sent.erase(part);
     if (!it->second.waiting.empty()) return;
     on_complete = std::move(it->second.on_complete);
   }

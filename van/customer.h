@@ -38,8 +38,8 @@ class Customer {
   // Called with each request; `duplicate` is true when this (sender, seq)
   // was seen before. Runs on the van thread.
   using RequestHandler = std::function<void(Message&& request, bool duplicate)>;
-  // Called with the first response of each recipient to a request, before
-  // the request counts as complete. Runs on the van thread.
+  // Called with the first response to each message (part) of a request,
+  // before the request counts as complete. Runs on the van thread.
   using ResponseHandler = std::function<void(Message&& response)>;
 
   // `postoffice` must outlive the Customer.
@@ -64,11 +64,14 @@ class Customer {
   // returns for it. Runs on the van thread (or in NewRequest when there are
   // no recipients).
   using CompletionHandler = std::function<void(int timestamp)>;
-  // Opens a request expecting one response from each of `recipients`.
+  // Opens a request expecting one response to each message it will send:
+  // one per entry of `recipients`. An id listed k times is sent the
+  // request in k parts (messages), each answered separately.
   int NewRequest(const std::vector<int>& recipients,
                  CompletionHandler on_complete = nullptr);
   // Sends one message of request `msg.meta.timestamp()`; fills in app,
-  // customer, sender and sequence number, and keeps it for resending.
+  // customer, sender, sequence number and part (0, 1, ... in the order the
+  // parts to one recipient are sent), and keeps it for resending.
   absl::Status SendRequest(Message msg);
   // Sends a response to `request`; fills in the addressing fields.
   absl::Status SendResponse(const Message& request, Message response);
@@ -87,9 +90,15 @@ class Customer {
   void Tick(absl::Time now);
 
  private:
+  // Identifies one message of a request: (recipient, part).
+  static uint64_t PartKey(int node, int part) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(node)) << 32) |
+           static_cast<uint32_t>(part);
+  }
   struct Pending {
-    absl::flat_hash_set<int> waiting;        // recipients yet to answer
-    absl::flat_hash_map<int, Message> sent;  // for resending
+    absl::flat_hash_set<uint64_t> waiting;        // PartKeys yet to answer
+    absl::flat_hash_map<uint64_t, Message> sent;  // for resending
+    absl::flat_hash_map<int, int> parts_sent;     // per recipient
     absl::Time last_sent;
     int resends = 0;
     CompletionHandler on_complete;

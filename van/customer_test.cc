@@ -108,6 +108,32 @@ TEST(CustomerTest, IgnoresDuplicateAndUnexpectedResponses) {
   EXPECT_TRUE(c.IsComplete(ts));
 }
 
+Message PartResponse(int sender, int timestamp, int part) {
+  Message m = Response(sender, timestamp);
+  m.meta.set_part(part);
+  return m;
+}
+
+TEST(CustomerTest, RequestInPartsCompletesWhenEveryPartIsAnswered) {
+  OfflineNode node;
+  Customer c(kApp, 0, &node.po);
+  int completions = 0;
+  // Three messages to node 8 (parts 0, 1, 2) and one to node 10.
+  int ts = c.NewRequest({8, 10, 8, 8}, [&](int) { ++completions; });
+  c.Accept(PartResponse(8, ts, 2));
+  c.Accept(PartResponse(8, ts, 2));  // duplicate
+  c.Accept(PartResponse(8, ts, 3));  // no such part
+  c.Accept(PartResponse(10, ts, 0));
+  c.Accept(PartResponse(8, ts, 0));
+  EXPECT_EQ(completions, 0);
+  absl::Status s = c.Wait(ts, absl::Milliseconds(20));
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(s.message(), HasSubstr("node(s) 8 (server 0)"));
+  c.Accept(PartResponse(8, ts, 1));
+  EXPECT_EQ(completions, 1);
+  EXPECT_TRUE(c.Wait(ts, absl::ZeroDuration()).ok());
+}
+
 TEST(CustomerTest, RequestWithoutRecipientsCompletesAtOnce) {
   OfflineNode node;
   Customer c(kApp, 0, &node.po);
@@ -156,6 +182,7 @@ struct Seen {
   int timestamp;
   uint64_t seq;
   bool duplicate;
+  int part;
 };
 
 // A server-side customer that records requests and answers them, except
@@ -169,7 +196,8 @@ class EchoServer {
       {
         absl::MutexLock lock(&mu_);
         seen_.push_back(Seen{msg.meta.sender(), msg.meta.customer_id(),
-                             msg.meta.timestamp(), msg.meta.seq(), duplicate});
+                             msg.meta.timestamp(), msg.meta.seq(), duplicate,
+                             msg.meta.part()});
         auto it = std::find(drop_.begin(), drop_.end(), msg.meta.timestamp());
         if (it != drop_.end() && !duplicate) answer = false;
       }
@@ -245,6 +273,25 @@ TEST(CustomerTest, NumbersRequestsPerRecipient) {
   EXPECT_EQ(seen[3].seq, 1u);
   EXPECT_FALSE(seen[3].duplicate);
   for (const Seen& s : seen) EXPECT_EQ(s.sender, 9);
+  EXPECT_TRUE(cluster.Finish().ok());
+}
+
+TEST(CustomerTest, NumbersPartsPerRecipientAndMatchesTheirAnswers) {
+  LocalCluster cluster(TwoServers());
+  ASSERT_TRUE(cluster.Start().ok());
+  EchoServer s0(cluster.server(0));
+  EchoServer s1(cluster.server(1));
+  Customer c(kApp, 0, cluster.worker(0));
+  ASSERT_TRUE(c.Start().ok());
+  // The echo server answers each part with its part number; the request
+  // completes only once all three parts to node 8 were answered.
+  ASSERT_TRUE(c.Wait(SendTo(c, {8, 10, 8, 8}), absl::Seconds(10)).ok());
+  std::vector<int> parts;
+  for (const Seen& seen : s0.seen()) parts.push_back(seen.part);
+  EXPECT_EQ(parts, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(Seqs(s0.seen()), (std::vector<uint64_t>{1, 2, 3}));
+  ASSERT_EQ(s1.seen().size(), 1u);
+  EXPECT_EQ(s1.seen()[0].part, 0);
   EXPECT_TRUE(cluster.Finish().ok());
 }
 

@@ -170,8 +170,10 @@ absl::Status CheckAddressing(const pb::Meta& meta,
     return absl::InvalidArgumentError(absl::StrCat(
         "recipient ", meta.recipient(), " is not this node ", context.my_id));
   }
-  if (meta.app_id() < 0 || meta.customer_id() < 0 || meta.timestamp() < 0) {
-    return absl::InvalidArgumentError("negative app, customer or timestamp");
+  if (meta.app_id() < 0 || meta.customer_id() < 0 || meta.timestamp() < 0 ||
+      meta.part() < 0) {
+    return absl::InvalidArgumentError(
+        "negative app, customer, timestamp or part");
   }
   return absl::OkStatus();
 }

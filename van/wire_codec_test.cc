@@ -297,12 +297,13 @@ TEST(WireCodecTest, RejectsRecipientMismatch) {
   EXPECT_THAT(r.status().message(), HasSubstr("recipient 10"));
 }
 
-TEST(WireCodecTest, RejectsNegativeAppCustomerOrTimestamp) {
-  for (int field = 0; field < 3; ++field) {
+TEST(WireCodecTest, RejectsNegativeAppCustomerTimestampOrPart) {
+  for (int field = 0; field < 4; ++field) {
     Message m = DataMessage();
     if (field == 0) m.meta.set_app_id(-1);
     if (field == 1) m.meta.set_customer_id(-1);
     if (field == 2) m.meta.set_timestamp(-1);
+    if (field == 3) m.meta.set_part(-1);
     EXPECT_EQ(CodeOf(Decode(m)), absl::StatusCode::kInvalidArgument) << field;
   }
 }

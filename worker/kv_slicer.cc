@@ -116,6 +116,42 @@ absl::StatusOr<std::vector<KVSlice>> SliceRequest(const KeyRangeMap& ranges,
   return slices;
 }
 
+std::vector<KVSlice> SplitPushSlices(std::vector<KVSlice> slices,
+                                     size_t elem_size, size_t max_bytes) {
+  if (max_bytes == 0) return slices;
+  std::vector<KVSlice> out;
+  out.reserve(slices.size());
+  for (KVSlice& slice : slices) {
+    const size_t n = slice.keys.size();
+    if (slice.vals.size() <= max_bytes || n < 2) {
+      out.push_back(std::move(slice));
+      continue;
+    }
+    const size_t width = slice.lens.empty() ? slice.vals.size() / n : 0;
+    auto bytes_of = [&](size_t i) {
+      return slice.lens.empty() ? width : slice.lens[i] * elem_size;
+    };
+    size_t begin = 0;
+    size_t offset = 0;  // bytes of values before key `begin`
+    while (begin < n) {
+      size_t end = begin + 1;
+      size_t bytes = bytes_of(begin);
+      while (end < n && bytes + bytes_of(end) <= max_bytes) {
+        bytes += bytes_of(end++);
+      }
+      KVSlice part;
+      part.server_rank = slice.server_rank;
+      part.keys = slice.keys.Segment(begin, end);
+      part.vals = slice.vals.Slice(offset, bytes);
+      if (!slice.lens.empty()) part.lens = slice.lens.Segment(begin, end);
+      out.push_back(std::move(part));
+      begin = end;
+      offset += bytes;
+    }
+  }
+  return out;
+}
+
 absl::Status MergePulled(const std::vector<KVSlice>& slices,
                          const std::vector<PulledPart>& parts, size_t num_keys,
                          size_t elem_size, Buffer* vals, SArray<int>* lens) {

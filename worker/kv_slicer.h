@@ -47,6 +47,14 @@ absl::StatusOr<std::vector<KVSlice>> SliceRequest(const KeyRangeMap& ranges,
                                                   size_t elem_size,
                                                   const SArray<int>& lens);
 
+// Splits every slice of a push whose values exceed `max_bytes` into
+// consecutive parts at key boundaries, each at most `max_bytes` unless one
+// key's values alone are larger (that key is a part of its own). Parts share
+// the slice's buffers without copying and keep its server; they have no
+// positions (a push needs none). `max_bytes` 0 splits nothing.
+std::vector<KVSlice> SplitPushSlices(std::vector<KVSlice> slices,
+                                     size_t elem_size, size_t max_bytes);
+
 // Merges the answers to `slices` (parts[i] answers slices[i]) into the
 // caller's order. Writes into `*vals` when it already has the right size,
 // else replaces it (without copying when a single slice answered the whole

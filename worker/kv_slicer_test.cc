@@ -1,5 +1,6 @@
 #include "worker/kv_slicer.h"
 
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -160,6 +161,71 @@ TEST(KVSlicerTest, RejectsBadInputs) {
             kBad);  // values without keys
   EXPECT_TRUE(SliceRequest(ranges, keys, seven.buffer(), 4, {1, 2, 4}).ok());
   EXPECT_TRUE(SliceRequest(ranges, keys, Buffer(), 4, {}).ok());  // a pull
+}
+
+// The parts of one server's push, concatenated, are that slice again.
+void ExpectPartsCover(const std::vector<KVSlice>& parts, const KVSlice& whole) {
+  std::vector<Key> keys;
+  std::string vals;
+  std::vector<int> lens;
+  for (const KVSlice& p : parts) {
+    EXPECT_EQ(p.server_rank, whole.server_rank);
+    EXPECT_TRUE(p.positions.empty());
+    keys.insert(keys.end(), p.keys.begin(), p.keys.end());
+    vals.append(p.vals.data(), p.vals.size());
+    lens.insert(lens.end(), p.lens.begin(), p.lens.end());
+  }
+  EXPECT_EQ(keys, whole.keys.ToVector());
+  EXPECT_EQ(vals, std::string(whole.vals.data(), whole.vals.size()));
+  EXPECT_EQ(lens, whole.lens.ToVector());
+}
+
+TEST(KVSlicerTest, SplitsLargePushesAtKeyBoundariesWithoutCopying) {
+  SArray<Key> keys = SomeKeys(10);  // 11 keys, 8 bytes of values each
+  SArray<float> vals = TwoEach(keys.size());
+  auto slices = SliceRequest(Map(1), keys, vals.buffer(), 4, {});
+  ASSERT_TRUE(slices.ok()) << slices.status();
+  ASSERT_EQ(slices->size(), 1u);
+  const KVSlice whole = (*slices)[0];
+  // 20 bytes fit two keys: 5 parts of 2 keys and one of 1.
+  std::vector<KVSlice> parts = SplitPushSlices(*slices, 4, 20);
+  ASSERT_EQ(parts.size(), 6u);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    EXPECT_EQ(parts[i].keys.size(), i < 5 ? 2u : 1u) << i;
+    EXPECT_LE(parts[i].vals.size(), 20u);
+    // Views into the caller's arrays.
+    EXPECT_EQ(parts[i].vals.data(), vals.buffer().data() + 16 * i);
+    EXPECT_EQ(parts[i].keys.data(), keys.data() + 2 * i);
+  }
+  ExpectPartsCover(parts, whole);
+  // Small enough already, or splitting off: unchanged.
+  EXPECT_EQ(SplitPushSlices(*slices, 4, 88).size(), 1u);
+  EXPECT_EQ(SplitPushSlices(*slices, 4, 0).size(), 1u);
+}
+
+TEST(KVSlicerTest, SplitKeepsEachServerAndVariableLengths) {
+  SArray<Key> keys = SomeKeys(30);
+  SArray<int> lens(keys.size());
+  std::vector<int32_t> flat;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    lens[i] = static_cast<int>(i % 5);  // 0..4 values
+    for (int j = 0; j < lens[i]; ++j) flat.push_back(static_cast<int>(i * j));
+  }
+  SArray<int32_t> vals(std::move(flat));
+  auto slices = SliceRequest(Map(3), keys, vals.buffer(), 4, lens);
+  ASSERT_TRUE(slices.ok()) << slices.status();
+  std::vector<KVSlice> parts = SplitPushSlices(*slices, 4, 12);
+  EXPECT_GT(parts.size(), slices->size());
+  for (const KVSlice& slice : *slices) {
+    std::vector<KVSlice> mine;
+    for (const KVSlice& p : parts) {
+      if (p.server_rank != slice.server_rank) continue;
+      // At most 12 bytes, unless one key of 4 values (16 bytes) alone.
+      EXPECT_TRUE(p.vals.size() <= 12 || p.keys.size() == 1);
+      mine.push_back(p);
+    }
+    ExpectPartsCover(mine, slice);
+  }
 }
 
 TEST(KVSlicerTest, MergeRestoresCallerOrder) {

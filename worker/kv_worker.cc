@@ -134,6 +134,10 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
       SliceRequest(customer_.postoffice()->key_ranges(), keys, vals.buffer(),
                    sizeof(Val), lens);
   if (!slices.ok()) return Fail(slices.status(), cb);
+  if (push && !pull) {
+    *slices = SplitPushSlices(*std::move(slices), sizeof(Val),
+                              max_push_part_bytes_.load());
+  }
   std::vector<int> recipients;
   for (const KVSlice& s : *slices) {
     recipients.push_back(ServerRankToId(s.server_rank));

@@ -21,6 +21,7 @@
 #ifndef PETREL_WORKER_KV_WORKER_H_
 #define PETREL_WORKER_KV_WORKER_H_
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -107,6 +108,14 @@ class KVWorker {
   int Push(const std::vector<Key>& keys, const std::vector<Val>& vals,
            Callback cb = nullptr);
 
+  // A push whose values for one server exceed this many bytes goes to it
+  // as several messages split at key boundaries (a key's values are never
+  // split), so the server receives and sums each part while the next is
+  // on its way, with the data still in cache. 0 never splits. Default
+  // kDefaultMaxPushPartBytes.
+  static constexpr size_t kDefaultMaxPushPartBytes = size_t{1} << 20;
+  void set_max_push_part_bytes(size_t bytes) { max_push_part_bytes_ = bytes; }
+
   Customer* customer() { return &customer_; }
 
  private:
@@ -132,6 +141,7 @@ class KVWorker {
   int Fail(absl::Status status, const Callback& cb);
 
   Customer customer_;
+  std::atomic<size_t> max_push_part_bytes_{kDefaultMaxPushPartBytes};
   absl::Mutex mu_;
   absl::flat_hash_map<int, std::unique_ptr<PullState>> pulls_
       ABSL_GUARDED_BY(mu_);

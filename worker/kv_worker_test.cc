@@ -1,6 +1,7 @@
 #include "worker/kv_worker.h"
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <random>
@@ -22,13 +23,19 @@ struct KVCluster {
     o.num_workers = workers;
     return o;
   }
-  KVCluster(int servers, int workers) : cluster(Options(servers, workers)) {
+  using Handler = typename KVServer<Val>::Handler;
+  // `wrap`, when given, makes each server's handler around its store.
+  KVCluster(int servers, int workers,
+            std::function<Handler(KVStoreHandler<Val>*)> wrap = nullptr)
+      : cluster(Options(servers, workers)) {
     EXPECT_TRUE(cluster.Start().ok());
     for (int i = 0; i < servers; ++i) {
       handlers.push_back(std::make_unique<KVStoreHandler<Val>>());
       kv_servers.push_back(
           std::make_unique<KVServer<Val>>(0, cluster.server(i)));
-      kv_servers.back()->set_request_handler(std::ref(*handlers.back()));
+      kv_servers.back()->set_request_handler(
+          wrap ? wrap(handlers.back().get())
+               : Handler(std::ref(*handlers.back())));
       EXPECT_TRUE(kv_servers.back()->Start().ok());
     }
     for (int i = 0; i < workers; ++i) {
@@ -169,6 +176,41 @@ TEST(KVWorkerTest, RandomKeysMatchReferenceAcrossThreeServers) {
     ASSERT_EQ(out[2 * i + 1], want[ask[i]][1]) << "key " << ask[i];
   }
   for (int s = 0; s < 3; ++s) EXPECT_GT(c.handlers[s]->num_keys(), 1000u);
+  EXPECT_TRUE(c.cluster.Finish().ok());
+}
+
+TEST(KVWorkerTest, LargePushesArriveInPartsAndSumExactly) {
+  // Count the messages the servers' handlers see, and the highest part.
+  std::atomic<int> messages{0};
+  std::atomic<int> max_part{0};
+  KVCluster<int32_t> c(2, 1, [&](KVStoreHandler<int32_t>* store) {
+    return [&, store](const KVMeta& meta, const KVPairs<int32_t>& data,
+                      KVServer<int32_t>* server) {
+      if (meta.push) ++messages;
+      if (meta.part > max_part) max_part = meta.part;
+      (*store)(meta, data, server);
+    };
+  });
+  KVWorker<int32_t>& kv = *c.kv_workers[0];
+  kv.set_max_push_part_bytes(100);  // 8 keys of 3 values
+  SArray<Key> keys(200);
+  SArray<int32_t> vals(3 * keys.size());
+  std::iota(keys.begin(), keys.end(), 1000);
+  std::iota(vals.begin(), vals.end(), 1);
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_TRUE(kv.Wait(kv.Push(keys, vals), absl::Seconds(10)).ok());
+  }
+  // 2 pushes of 2400 bytes in parts of at most 96: at least 2 * 25.
+  EXPECT_GE(messages, 50);
+  EXPECT_GE(max_part, 12);
+  SArray<int32_t> out;
+  ASSERT_TRUE(kv.Wait(kv.Pull(keys, &out), absl::Seconds(10)).ok());
+  for (size_t i = 0; i < vals.size(); ++i) ASSERT_EQ(out[i], 2 * vals[i]);
+  // Splitting off: one message per server.
+  kv.set_max_push_part_bytes(0);
+  messages = 0;
+  ASSERT_TRUE(kv.Wait(kv.Push(keys, vals), absl::Seconds(10)).ok());
+  EXPECT_EQ(messages, 2);
   EXPECT_TRUE(c.cluster.Finish().ok());
 }
 

@@ -2,7 +2,9 @@
 // workers send through FaultVans that drop, duplicate, delay and reorder
 // data messages in both directions. Customers resend unanswered requests and
 // servers recognise resent pushes, so after every push completed the stored
-// sums must be exact: no push lost, none applied twice.
+// sums must be exact: no push lost, none applied twice. Pushes go out in
+// parts (KVWorker::set_max_push_part_bytes), so a request completes only
+// when every part was answered.
 #include <algorithm>
 #include <deque>
 #include <functional>
@@ -79,6 +81,9 @@ class ExactlyOnceTest : public ::testing::Test {
     for (int i = 0; i < kNumWorkers; ++i) {
       workers_.push_back(
           std::make_unique<KVWorker<float>>(0, 0, cluster_->worker(i), co));
+      // Two keys' values (16 bytes) per message: every push reaches each
+      // server in parts, each sequenced, resent and deduplicated alone.
+      workers_.back()->set_max_push_part_bytes(2 * kValsPerKey * sizeof(float));
       ASSERT_TRUE(workers_.back()->Start().ok());
     }
   }

@@ -58,6 +58,11 @@ DEFINE_int64(value_bytes, 1048576,
 DEFINE_int32(
     num_keys, 1,
     "Keys per request (Petrel workloads). Default 1; range [1, 2^20].");
+DEFINE_int64(max_push_part_bytes, 1048576,
+             "Petrel workloads: a push whose values for one server exceed "
+             "this many bytes is sent as several messages split at key "
+             "boundaries (KVWorker::set_max_push_part_bytes); 0 never "
+             "splits. Default 1048576 (1 MiB); range [0, 2^30].");
 DEFINE_int32(inflight, 1,
              "Requests kept outstanding. Default 1; range [1, 65536].");
 DEFINE_double(duration_s, 3,
@@ -136,6 +141,7 @@ int main(int argc, char** argv) {
   petrel::WorkloadConfig config;
   config.value_bytes = FLAGS_value_bytes;
   config.num_keys = FLAGS_num_keys;
+  config.max_push_part_bytes = FLAGS_max_push_part_bytes;
   config.inflight = FLAGS_inflight;
   config.duration_s = FLAGS_duration_s;
   config.iterations = FLAGS_iterations;

@@ -96,6 +96,7 @@ absl::StatusOr<PetrelBench::RunKeys> PetrelBench::NewRun(
         absl::StrCat("more than ", kMaxRuns, " runs in one process"));
   }
   const int64_t run = next_run_++;
+  kv_->set_max_push_part_bytes(static_cast<size_t>(config.max_push_part_bytes));
   const int rank = runtime_->postoffice()->my_rank();
   RunKeys out;
   out.keys = SArray<Key>(static_cast<size_t>(config.num_keys));

@@ -29,6 +29,10 @@ struct WorkloadConfig {
   // Keys per request; unused by the raw_zmq baselines. Default 1; range
   // [1, 1048576].
   int num_keys = 1;
+  // Petrel workloads: the KVWorker's max_push_part_bytes (a push to one
+  // server above it is sent in parts split at key boundaries); 0 never
+  // splits. Default 1 MiB; range [0, 1 GiB].
+  int64_t max_push_part_bytes = int64_t{1} << 20;
   // Requests kept outstanding. Default 1; range [1, 65536].
   int inflight = 1;
   // Seconds to run when iterations == 0. Default 3; range (0, 86400].

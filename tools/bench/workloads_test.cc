@@ -47,6 +47,11 @@ TEST(WorkloadsTest, ValidatesConfigRanges) {
   c.num_keys = 0;
   EXPECT_FALSE(ValidateWorkloadConfig(c).ok());
   c = WorkloadConfig();
+  c.max_push_part_bytes = -1;
+  EXPECT_FALSE(ValidateWorkloadConfig(c).ok());
+  c.max_push_part_bytes = 0;  // never split
+  EXPECT_TRUE(ValidateWorkloadConfig(c).ok());
+  c = WorkloadConfig();
   c.duration_s = -1;
   EXPECT_FALSE(ValidateWorkloadConfig(c).ok());
   c.iterations = 10;  // A duration is not needed when iterations are given.
