@@ -11,26 +11,18 @@
 namespace petrel {
 namespace {
 
-constexpr size_t kMaxSeqAhead = 1 << 16;
+// Bounds on requests held for a missing sequence number: per stream, and in
+// bytes over all streams of a customer. Past either the gap is skipped.
+constexpr size_t kMaxHeldPerStream = 16384;
+constexpr size_t kMaxHeldBytes = size_t{256} << 20;
+// Counted per held request besides its data.
+constexpr size_t kHeldOverheadBytes = 512;
+
+size_t HeldSize(const Message& msg) {
+  return msg.DataBytes() + kHeldOverheadBytes;
+}
 
 }  // namespace
-
-bool Customer::SeqWindow::Insert(uint64_t seq) {
-  if (seq < next || ahead.contains(seq)) return false;
-  if (seq == next) {
-    ++next;
-    while (ahead.erase(next) > 0) ++next;
-    return true;
-  }
-  ahead.insert(seq);
-  if (ahead.size() > kMaxSeqAhead) {
-    // A sequence number that never came (its sender gave up): move on.
-    uint64_t lowest = *std::min_element(ahead.begin(), ahead.end());
-    next = lowest;
-    while (ahead.erase(next) > 0) ++next;
-  }
-  return true;
-}
 
 Customer::Customer(int app_id, int customer_id, Postoffice* postoffice,
                    CustomerOptions options)
@@ -145,18 +137,79 @@ void Customer::Accept(Message&& msg) {
     AcceptResponse(std::move(msg));
     return;
   }
-  bool duplicate = IsDuplicateRequest(msg);
-  if (request_handler_) {
+  Dispatch(SequenceRequest(std::move(msg)));
+}
+
+void Customer::Dispatch(Ready ready) {
+  if (!request_handler_) return;
+  for (auto& [msg, duplicate] : ready) {
     request_handler_(std::move(msg), duplicate);
   }
 }
 
-bool Customer::IsDuplicateRequest(const Message& msg) {
-  if (msg.meta.seq() == 0) return false;  // not sequenced
+Customer::Ready Customer::SequenceRequest(Message&& msg) {
+  Ready out;
+  const uint64_t seq = msg.meta.seq();
+  if (seq == 0) {  // not sequenced
+    out.emplace_back(std::move(msg), false);
+    return out;
+  }
+  const uint64_t stream = (static_cast<uint64_t>(msg.meta.sender()) << 32) |
+                          static_cast<uint32_t>(msg.meta.customer_id());
+  const absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
-  uint64_t stream = (static_cast<uint64_t>(msg.meta.sender()) << 32) |
-                    static_cast<uint32_t>(msg.meta.customer_id());
-  return !seen_[stream].Insert(msg.meta.seq());
+  SeqWindow& w = seen_[stream];
+  if (seq < w.next) {
+    out.emplace_back(std::move(msg), true);
+    return out;
+  }
+  // A copy of a held request: the held one is answered when it runs.
+  if (w.held.contains(seq)) return out;
+  if (seq == w.next) {
+    ++w.next;
+    out.emplace_back(std::move(msg), false);
+    ReleaseHeld(w, now, &out);
+    return out;
+  }
+  if (w.held.empty()) w.gap_since = now;
+  const size_t bytes = HeldSize(msg);
+  w.held.emplace(seq, std::move(msg));
+  w.held_bytes += bytes;
+  held_bytes_ += bytes;
+  if (w.held.size() > kMaxHeldPerStream || held_bytes_ > kMaxHeldBytes) {
+    SkipGap(stream, w, &out);
+  }
+  return out;
+}
+
+void Customer::ReleaseHeld(SeqWindow& w, absl::Time now, Ready* out) {
+  while (!w.held.empty() && w.held.begin()->first == w.next) {
+    auto it = w.held.begin();
+    const size_t bytes = HeldSize(it->second);
+    w.held_bytes -= bytes;
+    held_bytes_ -= bytes;
+    out->emplace_back(std::move(it->second), false);
+    w.held.erase(it);
+    ++w.next;
+  }
+  w.gap_since = now;  // a wait for the new `next`, if any, starts now
+}
+
+void Customer::SkipGap(uint64_t stream, SeqWindow& w, Ready* out) {
+  if (w.held.empty()) return;
+  LOG_EVERY_T(WARNING, 1.0)
+      << "app " << app_id_ << " customer " << customer_id_
+      << ": gave up waiting for requests " << w.next << ".."
+      << w.held.begin()->first - 1 << " of node " << (stream >> 32)
+      << " customer " << static_cast<uint32_t>(stream) << "; handling the "
+      << w.held.size() << " that came after them";
+  for (auto& [seq, msg] : w.held) {
+    out->emplace_back(std::move(msg), false);
+    w.next = seq + 1;
+  }
+  held_bytes_ -= w.held_bytes;
+  w.held_bytes = 0;
+  w.held.clear();
 }
 
 void Customer::AcceptResponse(Message&& msg) {
@@ -189,6 +242,18 @@ void Customer::AcceptResponse(Message&& msg) {
 }
 
 void Customer::Tick(absl::Time now) {
+  Ready ready;
+  {
+    absl::MutexLock lock(&mu_);
+    if (held_bytes_ > 0) {
+      for (auto& [stream, w] : seen_) {
+        if (!w.held.empty() && now - w.gap_since >= options_.max_reorder_wait) {
+          SkipGap(stream, w, &ready);
+        }
+      }
+    }
+  }
+  Dispatch(std::move(ready));
   if (options_.resend_timeout <= absl::ZeroDuration()) return;
   std::vector<Message> resend;
   {

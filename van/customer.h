@@ -4,12 +4,20 @@
 // resends unanswered requests, recognises duplicate requests and responses,
 // and lets callers wait for completion with a deadline.
 //
+// Requests reach the handler in the order their sender's customer
+// numbered them, whatever order they arrived in (different threads of a
+// sender use different connections; resends and faults reorder): one that
+// arrives ahead of a missing sequence number is held until the gap fills,
+// for at most max_reorder_wait and within bounded memory, after which the
+// gap is skipped and logged.
+//
 // Thread safety: all methods are thread-safe. Handlers and completion
 // callbacks run on the van's receive thread.
 #ifndef PETREL_VAN_CUSTOMER_H_
 #define PETREL_VAN_CUSTOMER_H_
 
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "absl/container/btree_map.h"
@@ -31,6 +39,9 @@ struct CustomerOptions {
   absl::Duration resend_timeout = absl::ZeroDuration();
   // Give up resending after this many tries. Default 20.
   int max_resends = 20;
+  // Longest a request that arrived ahead of a missing one is held for it.
+  // Default 5 s.
+  absl::Duration max_reorder_wait = absl::Seconds(5);
 };
 
 class Customer {
@@ -103,15 +114,28 @@ class Customer {
     int resends = 0;
     CompletionHandler on_complete;
   };
-  // Duplicate detection for one sender's sequence numbers.
+  // In-order delivery and duplicate detection for one sender customer's
+  // sequence numbers.
   struct SeqWindow {
-    uint64_t next = 1;                    // every seq below is seen
-    absl::flat_hash_set<uint64_t> ahead;  // seen seqs >= next
-    bool Insert(uint64_t seq);            // false if seen before
+    uint64_t next = 1;                        // every seq below was handled
+    absl::btree_map<uint64_t, Message> held;  // arrived ahead of `next`
+    size_t held_bytes = 0;
+    absl::Time gap_since;  // when the oldest wait for `next` began
   };
+  // A request and whether it is a duplicate, ready for the handler.
+  using Ready = std::vector<std::pair<Message, bool>>;
 
   void AcceptResponse(Message&& msg);
-  bool IsDuplicateRequest(const Message& msg);
+  // The requests `msg` makes ready, in order (none while it is held).
+  Ready SequenceRequest(Message&& msg);
+  // Moves the held requests that follow `w.next` without a gap to `out`.
+  void ReleaseHeld(SeqWindow& w, absl::Time now, Ready* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives up on the missing sequence numbers: moves everything held to
+  // `out`, in order.
+  void SkipGap(uint64_t stream, SeqWindow& w, Ready* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Dispatch(Ready ready);
 
   const int app_id_;
   const int customer_id_;
@@ -127,6 +151,7 @@ class Customer {
   absl::flat_hash_map<int, uint64_t> next_seq_ ABSL_GUARDED_BY(mu_);
   // Keyed by (sender node, sending customer).
   absl::flat_hash_map<uint64_t, SeqWindow> seen_ ABSL_GUARDED_BY(mu_);
+  size_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // over all windows
 };
 
 }  // namespace petrel

@@ -70,6 +70,72 @@ TEST(CustomerTest, DetectsDuplicateRequestsPerSenderAndCustomer) {
                                      true, true, false, false}));
 }
 
+TEST(CustomerTest, HandlesRequestsInSequenceOrderWhateverTheArrivalOrder) {
+  OfflineNode node;
+  Customer c(kApp, 0, &node.po);
+  std::vector<std::pair<uint64_t, bool>> handled;
+  c.set_request_handler([&](Message&& m, bool duplicate) {
+    handled.emplace_back(m.meta.seq(), duplicate);
+  });
+  using Handled = std::vector<std::pair<uint64_t, bool>>;
+  c.Accept(Request(9, 0, 3));  // held: 1 and 2 are missing
+  c.Accept(Request(9, 0, 5));
+  c.Accept(Request(9, 0, 3));  // a copy of a held one: dropped
+  EXPECT_EQ(handled, Handled{});
+  c.Accept(Request(9, 0, 1));
+  EXPECT_EQ(handled, (Handled{{1, false}}));
+  c.Accept(Request(9, 0, 2));  // fills the gap: 2, then the held 3
+  EXPECT_EQ(handled, (Handled{{1, false}, {2, false}, {3, false}}));
+  c.Accept(Request(9, 0, 4));
+  c.Accept(Request(9, 0, 3));  // handled before: a duplicate
+  EXPECT_EQ(handled, (Handled{{1, false},
+                              {2, false},
+                              {3, false},
+                              {4, false},
+                              {5, false},
+                              {3, true}}));
+}
+
+TEST(CustomerTest, SkipsAGapWhenTooManyRequestsWaitForIt) {
+  OfflineNode node;
+  Customer c(kApp, 0, &node.po);
+  size_t handled = 0;
+  uint64_t last = 0;
+  c.set_request_handler([&](Message&& m, bool) {
+    EXPECT_GT(m.meta.seq(), last);  // still in order
+    last = m.meta.seq();
+    ++handled;
+  });
+  // Seq 1 never comes; the per-stream bound is 16384 held requests.
+  for (uint64_t seq = 2; seq <= 16385; ++seq) c.Accept(Request(9, 0, seq));
+  EXPECT_EQ(handled, 0u);
+  c.Accept(Request(9, 0, 16386));
+  EXPECT_EQ(handled, 16385u);
+  EXPECT_EQ(last, 16386u);
+}
+
+TEST(CustomerTest, SkipsAGapThatOutlastsMaxReorderWait) {
+  OfflineNode node;
+  CustomerOptions options;
+  options.max_reorder_wait = absl::Seconds(1);
+  Customer c(kApp, 0, &node.po, options);
+  std::vector<std::pair<uint64_t, bool>> handled;
+  c.set_request_handler([&](Message&& m, bool duplicate) {
+    handled.emplace_back(m.meta.seq(), duplicate);
+  });
+  using Handled = std::vector<std::pair<uint64_t, bool>>;
+  c.Accept(Request(9, 0, 2));
+  c.Accept(Request(9, 0, 4));
+  c.Tick(absl::Now());  // not waited long enough yet
+  EXPECT_EQ(handled, Handled{});
+  c.Tick(absl::Now() + absl::Seconds(2));
+  EXPECT_EQ(handled, (Handled{{2, false}, {4, false}}));
+  // Late arrivals from the skipped gap count as handled before.
+  c.Accept(Request(9, 0, 1));
+  c.Accept(Request(9, 0, 5));
+  EXPECT_EQ(handled, (Handled{{2, false}, {4, false}, {1, true}, {5, false}}));
+}
+
 TEST(CustomerTest, WaitTimeoutNamesNodesThatDidNotAnswer) {
   OfflineNode node;
   Customer c(kApp, 0, &node.po);

@@ -8,10 +8,14 @@
 #include <algorithm>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 
 #include "server/kv_server.h"
@@ -75,7 +79,14 @@ class ExactlyOnceTest : public ::testing::Test {
       handlers_.push_back(std::make_unique<KVStoreHandler<float>>());
       servers_.push_back(
           std::make_unique<KVServer<float>>(0, cluster_->server(i), co));
-      servers_.back()->set_request_handler(std::ref(*handlers_.back()));
+      // Records each push the handler sees before applying it.
+      servers_.back()->set_request_handler(
+          [this, i, store = handlers_.back().get()](const KVMeta& meta,
+                                                    const KVPairs<float>& data,
+                                                    KVServer<float>* server) {
+            if (meta.push) RecordPush(i, meta);
+            (*store)(meta, data, server);
+          });
       ASSERT_TRUE(servers_.back()->Start().ok());
     }
     for (int i = 0; i < kNumWorkers; ++i) {
@@ -153,6 +164,22 @@ class ExactlyOnceTest : public ::testing::Test {
     return total;
   }
 
+  // Each worker issues its pushes from one thread, so their sequence
+  // numbers follow (timestamp, part); every server must handle them in that
+  // order however the faults reorder their arrival.
+  void RecordPush(int server, const KVMeta& meta) {
+    absl::MutexLock lock(&order_mu_);
+    auto key = std::make_tuple(server, meta.sender, meta.customer_id);
+    auto order = std::make_pair(meta.timestamp, meta.part);
+    auto it = last_push_.find(key);
+    if (it != last_push_.end() && order <= it->second) ++out_of_order_;
+    last_push_[key] = order;
+  }
+  int out_of_order() {
+    absl::MutexLock lock(&order_mu_);
+    return out_of_order_;
+  }
+
   void TearDown() override {
     if (cluster_ != nullptr) {
       EXPECT_TRUE(cluster_->Finish().ok());
@@ -168,6 +195,11 @@ class ExactlyOnceTest : public ::testing::Test {
   std::vector<FaultVan*> worker_vans_;
   std::unique_ptr<LocalCluster> cluster_;
   std::vector<std::unique_ptr<KVStoreHandler<float>>> handlers_;
+  absl::Mutex order_mu_;
+  // (server, sender, customer) -> the last push's (timestamp, part).
+  std::map<std::tuple<int, int, int>, std::pair<int, int>> last_push_
+      ABSL_GUARDED_BY(order_mu_);
+  int out_of_order_ ABSL_GUARDED_BY(order_mu_) = 0;
   std::vector<std::unique_ptr<KVServer<float>>> servers_;
   std::vector<std::unique_ptr<KVWorker<float>>> workers_;
 };
@@ -186,6 +218,7 @@ TEST_F(ExactlyOnceTest, DropsAndDuplicatesKeepSumsExact) {
   EXPECT_GT(requests.duplicated, 0);
   EXPECT_GT(responses.dropped, 0);
   EXPECT_GT(responses.duplicated, 0);
+  EXPECT_EQ(out_of_order(), 0);
 }
 
 TEST_F(ExactlyOnceTest, DelaysAndReorderingKeepSumsExact) {
@@ -201,6 +234,7 @@ TEST_F(ExactlyOnceTest, DelaysAndReorderingKeepSumsExact) {
   FaultStats responses = Total(server_vans_);
   EXPECT_GT(all.delayed + responses.delayed, 0);
   EXPECT_GT(all.reordered + responses.reordered, 0);
+  EXPECT_EQ(out_of_order(), 0);
 }
 
 }  // namespace
