@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -22,9 +23,17 @@ absl::Status ZmqError(absl::string_view what) {
   return absl::UnavailableError(absl::StrCat(what, ": ", zmq_strerror(errno)));
 }
 
-// Releases the Buffer that kept a sent frame alive; runs on a ZeroMQ thread.
-void FreeSentBuffer(void* /*data*/, void* hint) {
-  delete static_cast<Buffer*>(hint);
+std::atomic<uint64_t> next_van_instance{1};
+
+// Each thread's sockets per van instance; weak, so a stopped van's go.
+thread_local absl::flat_hash_map<uint64_t, std::weak_ptr<ZmqThreadSockets>>
+    this_thread_sockets;
+
+// Data bytes of a message's frames (all but the header).
+size_t DataBytes(const std::vector<Buffer>& frames) {
+  size_t bytes = 0;
+  for (size_t i = 1; i < frames.size(); ++i) bytes += frames[i].size();
+  return bytes;
 }
 
 void SetIntOption(void* socket, int option, int value) {
@@ -36,7 +45,7 @@ void SetIntOption(void* socket, int option, int value) {
 }  // namespace
 
 ZmqVan::ZmqVan(VanOptions options, MetricsRegistry* metrics)
-    : Van(std::move(options), metrics) {}
+    : Van(std::move(options), metrics), instance_(next_van_instance++) {}
 
 ZmqVan::~ZmqVan() { Stop(); }
 
@@ -80,6 +89,10 @@ absl::Status ZmqVan::Start(MessageHandler on_message, TickHandler on_tick) {
   if (wake_fd_ < 0) return absl::UnavailableError("cannot create an eventfd");
   stop_ = false;
   running_ = true;
+  {
+    absl::MutexLock lock(&direct_mu_);
+    direct_open_ = true;
+  }
   io_thread_ = std::thread([this] { IoLoop(); });
   return absl::OkStatus();
 }
@@ -89,6 +102,9 @@ void ZmqVan::Stop() {
     CloseSockets();
     return;
   }
+  // Before the I/O thread terminates the context, which waits for every
+  // socket to be closed.
+  CloseThreadSockets();
   stop_ = true;
   uint64_t one = 1;
   ssize_t n = write(wake_fd_, &one, sizeof(one));
@@ -96,6 +112,33 @@ void ZmqVan::Stop() {
   io_thread_.join();
   close(wake_fd_);
   wake_fd_ = -1;
+}
+
+void ZmqVan::CloseThreadSockets() {
+  std::vector<std::shared_ptr<ZmqThreadSockets>> sockets;
+  {
+    absl::MutexLock lock(&direct_mu_);
+    direct_open_ = false;
+    sockets.swap(thread_sockets_);
+  }
+  for (auto& s : sockets) s->CloseAll();
+}
+
+std::shared_ptr<ZmqThreadSockets> ZmqVan::ThisThreadSockets() {
+  if (!direct_open_) return nullptr;
+  auto it = this_thread_sockets.find(instance_);
+  if (it != this_thread_sockets.end()) {
+    if (auto sockets = it->second.lock()) return sockets;
+  }
+  // Forget the sockets of vans that are gone.
+  absl::erase_if(this_thread_sockets,
+                 [](const auto& entry) { return entry.second.expired(); });
+  auto sockets = std::make_shared<ZmqThreadSockets>(
+      context_, absl::StrCat(transport_id(), kThreadSocketSeparator,
+                             thread_sockets_.size() + 1));
+  thread_sockets_.push_back(sockets);
+  this_thread_sockets[instance_] = sockets;
+  return sockets;
 }
 
 void ZmqVan::CloseSockets() {
@@ -111,6 +154,12 @@ void ZmqVan::CloseSockets() {
 }
 
 void ZmqVan::Connect(const pb::Node& node) {
+  {
+    // At once, so this thread's next Send finds the route.
+    absl::MutexLock lock(&direct_mu_);
+    addresses_[node.id()] =
+        absl::StrCat("tcp://", node.host(), ":", node.port());
+  }
   if (OnIoThread()) {
     DoConnect(node);
     return;
@@ -128,14 +177,35 @@ absl::Status ZmqVan::Send(Message msg) {
   frames.reserve(msg.data.size() + 1);
   frames.push_back(EncodeHeader(msg.meta));
   for (Buffer& b : msg.data) frames.push_back(std::move(b));
+  const int recipient = msg.meta.recipient();
   if (OnIoThread()) {  // a handler replying: straight to the socket
-    DoSend(msg.meta.recipient(), frames);
+    DoSend(recipient, frames);
     return absl::OkStatus();
   }
-  Op op;
-  op.recipient = msg.meta.recipient();
-  op.frames = std::move(frames);
-  return Enqueue(std::move(op));
+  std::shared_ptr<ZmqThreadSockets> sockets;
+  std::string address;
+  {
+    absl::MutexLock lock(&direct_mu_);
+    sockets = ThisThreadSockets();
+    if (sockets == nullptr) {
+      return absl::FailedPreconditionError("van is stopping");
+    }
+    auto it = addresses_.find(recipient);
+    if (it != addresses_.end()) address = it->second;
+  }
+  if (address.empty()) {
+    CountDrop("no_route", absl::StrCat("no connection to node ", recipient));
+    return absl::OkStatus();
+  }
+  absl::Status s = sockets->Send(address, frames);
+  if (absl::IsFailedPrecondition(s)) return s;
+  if (!s.ok()) {
+    CountDrop("send_failed",
+              absl::StrCat("to node ", recipient, ": ", s.message()));
+    return absl::OkStatus();
+  }
+  CountSent(DataBytes(frames));
+  return absl::OkStatus();
 }
 
 absl::Status ZmqVan::Enqueue(Op op) {
@@ -229,21 +299,10 @@ void ZmqVan::DoConnect(const pb::Node& node) {
       return;
     }
   }
-  void* socket = zmq_socket(context_, ZMQ_DEALER);
+  std::string error;
+  void* socket = NewDealer(context_, transport_id(), address, &error);
   if (socket == nullptr) {
-    CountDrop("connect_failed", zmq_strerror(errno));
-    return;
-  }
-  const std::string& id = transport_id();
-  zmq_setsockopt(socket, ZMQ_ROUTING_ID, id.data(), id.size());
-  SetIntOption(socket, ZMQ_LINGER, 2000);
-  SetIntOption(socket, ZMQ_SNDHWM, 0);
-  SetIntOption(socket, ZMQ_RECONNECT_IVL, 50);
-  SetIntOption(socket, ZMQ_RECONNECT_IVL_MAX, 1000);
-  if (zmq_connect(socket, address.c_str()) != 0) {
-    CountDrop("connect_failed",
-              absl::StrCat(address, ": ", zmq_strerror(errno)));
-    zmq_close(socket);
+    CountDrop("connect_failed", error);
     return;
   }
   VLOG(1) << "node " << my_id() << " connected to node " << node.id() << " at "
@@ -264,22 +323,13 @@ void ZmqVan::DoSend(int recipient, const std::vector<Buffer>& frames) {
     CountDrop("no_route", absl::StrCat("no connection to node ", recipient));
     return;
   }
-  size_t bytes = 0;
-  for (size_t i = 0; i < frames.size(); ++i) {
-    zmq_msg_t m;
-    Buffer* hold = new Buffer(frames[i]);
-    zmq_msg_init_data(&m, hold->mutable_data(), hold->size(), FreeSentBuffer,
-                      hold);
-    int flags = ZMQ_DONTWAIT | (i + 1 < frames.size() ? ZMQ_SNDMORE : 0);
-    if (zmq_msg_send(&m, it->second.socket, flags) < 0) {
-      zmq_msg_close(&m);  // frees `hold`
-      CountDrop("send_failed",
-                absl::StrCat("to node ", recipient, ": ", zmq_strerror(errno)));
-      return;
-    }
-    if (i > 0) bytes += frames[i].size();
+  absl::Status s = SendFrames(it->second.socket, frames);
+  if (!s.ok()) {
+    CountDrop("send_failed",
+              absl::StrCat("to node ", recipient, ": ", s.message()));
+    return;
   }
-  CountSent(bytes);
+  CountSent(DataBytes(frames));
 }
 
 void ZmqVan::ReceiveAvailable() {
@@ -310,7 +360,10 @@ bool ZmqVan::ReceiveOne() {
     }
     more = zmq_msg_more(m);
     if (part == 0) {
-      from.assign(static_cast<char*>(zmq_msg_data(m)), zmq_msg_size(m));
+      // An application thread's socket: "<transport id>#<n>".
+      absl::string_view id(static_cast<char*>(zmq_msg_data(m)),
+                           zmq_msg_size(m));
+      from = std::string(id.substr(0, id.find(kThreadSocketSeparator[0])));
       zmq_msg_close(m);
       delete m;
       continue;

@@ -3,21 +3,24 @@
 // as its routing id. Data frames travel without copying in both directions
 // (zmq_msg_init_data on send; the received zmq_msg_t is owned by a Buffer).
 //
-// Every socket is used only by the van's I/O thread. Send from another thread
-// queues the message (bounded; Send blocks when full) and wakes the thread
-// through an eventfd; Send from the I/O thread itself (handlers replying)
-// goes straight to the socket, so a request/response costs no extra thread
-// hand-off on the server. Sends never block on the network (ZMQ_DONTWAIT,
-// no high-water mark).
+// The ROUTER and the DEALERs above are used only by the van's I/O thread:
+// Send from it (handlers replying) goes straight to the socket, so a
+// request/response costs no extra thread hand-off on the server. Another
+// thread sends on DEALERs of its own (ZmqThreadSockets, routing id
+// "<transport id>#<n>"), also without a hand-off; Connect from another
+// thread is queued for the I/O thread, which an eventfd wakes. Sends never
+// block on the network (ZMQ_DONTWAIT, no high-water mark).
 //
 // Thread safety: as Van.
 #ifndef PETREL_VAN_ZMQ_VAN_H_
 #define PETREL_VAN_ZMQ_VAN_H_
 
 #include <deque>
+#include <memory>
 #include <thread>
 
 #include "van/van.h"
+#include "van/zmq_sockets.h"
 
 namespace petrel {
 
@@ -44,6 +47,10 @@ class ZmqVan : public Van {
     std::string address;
   };
 
+  // This thread's sockets, made on first use. Null once the van stops.
+  std::shared_ptr<ZmqThreadSockets> ThisThreadSockets()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(direct_mu_);
+  void CloseThreadSockets();
   bool OnIoThread() const {
     return std::this_thread::get_id() == io_thread_id_.load();
   }
@@ -71,6 +78,16 @@ class ZmqVan : public Van {
   // Owned by the I/O thread. Ids reached at the same address share one
   // DEALER socket.
   absl::flat_hash_map<int, Peer> peers_;
+
+  // Every ZmqVan's number, so a thread's socket table never mistakes a
+  // new van for a destroyed one at the same address.
+  const uint64_t instance_;
+  absl::Mutex direct_mu_;
+  bool direct_open_ ABSL_GUARDED_BY(direct_mu_) = false;
+  // Peer addresses by node id, for other threads' sockets.
+  absl::flat_hash_map<int, std::string> addresses_ ABSL_GUARDED_BY(direct_mu_);
+  std::vector<std::shared_ptr<ZmqThreadSockets>> thread_sockets_
+      ABSL_GUARDED_BY(direct_mu_);
 
   absl::Mutex queue_mu_;
   std::deque<Op> queue_ ABSL_GUARDED_BY(queue_mu_);

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -137,6 +138,44 @@ TEST(ZmqVanTest, ExchangesLargeFrames) {
   ASSERT_TRUE(server.van().Send(To(8, 9, 42)).ok());
   ASSERT_TRUE(worker.WaitForMessages(1));
   EXPECT_EQ(worker.got()[0].meta.head(), 42);
+}
+
+TEST(ZmqVanTest, ThreadsSendOnConnectionsOfTheirOwnAsTheSameNode) {
+  Endpoint server(8), worker(9);
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_TRUE(worker.Start().ok());
+  server.Connect(worker);
+  worker.Connect(server);
+  constexpr int kThreads = 3;
+  constexpr int kPerThread = 50;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        EXPECT_TRUE(worker.van().Send(To(9, 8, t * 1000 + i)).ok());
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ASSERT_TRUE(server.WaitForMessages(kThreads * kPerThread));
+  // Every message is node 9's, and each thread's arrive in its order.
+  std::vector<int> next(kThreads, 0);
+  for (const Message& m : server.got()) {
+    EXPECT_EQ(m.meta.sender(), 9);
+    const int t = m.meta.head() / 1000;
+    ASSERT_LT(t, kThreads);
+    EXPECT_EQ(m.meta.head() % 1000, next[t]++);
+  }
+  EXPECT_EQ(next, std::vector<int>(kThreads, kPerThread));
+  EXPECT_EQ(server.Rejected("permission_denied"), 0);
+  // Stopping closes the threads' sockets too (else it would hang), and
+  // later sends from any thread fail.
+  worker.van().Stop();
+  std::thread late([&] {
+    EXPECT_EQ(worker.van().Send(To(9, 8)).code(),
+              absl::StatusCode::kFailedPrecondition);
+  });
+  late.join();
 }
 
 TEST(ZmqVanTest, PortInUseIsUnavailableNamingThePort) {

@@ -1,0 +1,86 @@
+#include "van/zmq_sockets.h"
+
+#include <cerrno>
+
+#include <zmq.h>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+
+namespace petrel {
+namespace {
+
+// Releases the Buffer that kept a sent frame alive; runs on a ZeroMQ thread.
+void FreeSentBuffer(void* /*data*/, void* hint) {
+  delete static_cast<Buffer*>(hint);
+}
+
+void SetIntOption(void* socket, int option, int value) {
+  // Only fails for a bad option or a closed socket: our own bug.
+  CHECK_EQ(zmq_setsockopt(socket, option, &value, sizeof(value)), 0)
+      << zmq_strerror(errno);
+}
+
+}  // namespace
+
+void* NewDealer(void* context, const std::string& routing_id,
+                const std::string& address, std::string* error) {
+  void* socket = zmq_socket(context, ZMQ_DEALER);
+  if (socket == nullptr) {
+    *error = zmq_strerror(errno);
+    return nullptr;
+  }
+  zmq_setsockopt(socket, ZMQ_ROUTING_ID, routing_id.data(), routing_id.size());
+  SetIntOption(socket, ZMQ_LINGER, 2000);
+  SetIntOption(socket, ZMQ_SNDHWM, 0);
+  SetIntOption(socket, ZMQ_RECONNECT_IVL, 50);
+  SetIntOption(socket, ZMQ_RECONNECT_IVL_MAX, 1000);
+  if (zmq_connect(socket, address.c_str()) != 0) {
+    *error = absl::StrCat(address, ": ", zmq_strerror(errno));
+    zmq_close(socket);
+    return nullptr;
+  }
+  return socket;
+}
+
+absl::Status SendFrames(void* socket, const std::vector<Buffer>& frames) {
+  for (size_t i = 0; i < frames.size(); ++i) {
+    zmq_msg_t m;
+    Buffer* hold = new Buffer(frames[i]);
+    zmq_msg_init_data(&m, hold->mutable_data(), hold->size(), FreeSentBuffer,
+                      hold);
+    int flags = ZMQ_DONTWAIT | (i + 1 < frames.size() ? ZMQ_SNDMORE : 0);
+    if (zmq_msg_send(&m, socket, flags) < 0) {
+      const int err = errno;
+      zmq_msg_close(&m);  // frees `hold`
+      return absl::UnavailableError(zmq_strerror(err));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ZmqThreadSockets::Send(const std::string& address,
+                                    const std::vector<Buffer>& frames) {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return absl::FailedPreconditionError("van is stopping");
+  void*& socket = sockets_[address];
+  if (socket == nullptr) {
+    std::string error;
+    socket = NewDealer(context_, routing_id_, address, &error);
+    if (socket == nullptr) {
+      sockets_.erase(address);
+      return absl::UnavailableError(absl::StrCat("connect ", error));
+    }
+  }
+  return SendFrames(socket, frames);
+}
+
+void ZmqThreadSockets::CloseAll() {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return;
+  closed_ = true;
+  for (auto& [address, socket] : sockets_) zmq_close(socket);
+  sockets_.clear();
+}
+
+}  // namespace petrel
