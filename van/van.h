@@ -36,9 +36,6 @@ struct VanOptions {
   DecodeLimits limits;
   // How often the tick handler runs. Default 50 ms; range 1 ms .. 10 s.
   absl::Duration tick_interval = absl::Milliseconds(50);
-  // Messages other threads may queue for the send thread before Send
-  // blocks. Default 65536.
-  size_t send_queue_depth = 65536;
 };
 
 class Van {

@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <deque>
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -164,10 +163,7 @@ void ZmqVan::Connect(const pb::Node& node) {
     DoConnect(node);
     return;
   }
-  Op op;
-  op.connect = true;
-  op.node = node;
-  absl::Status s = Enqueue(std::move(op));
+  absl::Status s = EnqueueConnect(node);
   if (!s.ok()) LOG(WARNING) << "connect to node " << node.id() << ": " << s;
 }
 
@@ -208,16 +204,12 @@ absl::Status ZmqVan::Send(Message msg) {
   return absl::OkStatus();
 }
 
-absl::Status ZmqVan::Enqueue(Op op) {
+absl::Status ZmqVan::EnqueueConnect(const pb::Node& node) {
   bool wake = false;
   {
     absl::MutexLock lock(&queue_mu_);
-    auto has_room = [this]() ABSL_SHARED_LOCKS_REQUIRED(queue_mu_) -> bool {
-      return queue_.size() < options().send_queue_depth || !running_;
-    };
-    queue_mu_.Await(absl::Condition(&has_room));
     if (!running_) return absl::FailedPreconditionError("van is stopping");
-    queue_.push_back(std::move(op));
+    connects_.push_back(node);
     wake = !wake_pending_;
     wake_pending_ = true;
   }
@@ -234,19 +226,13 @@ void ZmqVan::DrainQueue() {
   uint64_t count;
   ssize_t n = read(wake_fd_, &count, sizeof(count));
   (void)n;
-  std::deque<Op> ops;
+  std::vector<pb::Node> connects;
   {
     absl::MutexLock lock(&queue_mu_);
-    ops.swap(queue_);
+    connects.swap(connects_);
     wake_pending_ = false;
   }
-  for (Op& op : ops) {
-    if (op.connect) {
-      DoConnect(op.node);
-    } else {
-      DoSend(op.recipient, op.frames);
-    }
-  }
+  for (const pb::Node& node : connects) DoConnect(node);
 }
 
 void ZmqVan::IoLoop() {
@@ -267,13 +253,7 @@ void ZmqVan::IoLoop() {
       next_tick = absl::Now() + options().tick_interval;
     }
   }
-  // Flush what was queued before Stop (e.g. a final reply); closing the
-  // DEALERs lets it leave within the linger time.
-  DrainQueue();
-  {
-    absl::MutexLock lock(&queue_mu_);
-    queue_.clear();
-  }
+  // Closing the DEALERs lets what they queued leave within the linger time.
   CloseSockets();
   io_thread_id_ = std::thread::id();
 }

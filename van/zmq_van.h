@@ -15,9 +15,9 @@
 #ifndef PETREL_VAN_ZMQ_VAN_H_
 #define PETREL_VAN_ZMQ_VAN_H_
 
-#include <deque>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "van/van.h"
 #include "van/zmq_sockets.h"
@@ -36,12 +36,6 @@ class ZmqVan : public Van {
   absl::Status Send(Message msg) override;
 
  private:
-  struct Op {
-    bool connect = false;
-    pb::Node node;               // connect
-    int recipient = 0;           // send
-    std::vector<Buffer> frames;  // send: header, data...
-  };
   struct Peer {
     void* socket = nullptr;
     std::string address;
@@ -54,7 +48,8 @@ class ZmqVan : public Van {
   bool OnIoThread() const {
     return std::this_thread::get_id() == io_thread_id_.load();
   }
-  absl::Status Enqueue(Op op);
+  // Queues a Connect for the I/O thread and wakes it.
+  absl::Status EnqueueConnect(const pb::Node& node);
   void DrainQueue();
   void IoLoop();
   void ReceiveAvailable();
@@ -90,7 +85,7 @@ class ZmqVan : public Van {
       ABSL_GUARDED_BY(direct_mu_);
 
   absl::Mutex queue_mu_;
-  std::deque<Op> queue_ ABSL_GUARDED_BY(queue_mu_);
+  std::vector<pb::Node> connects_ ABSL_GUARDED_BY(queue_mu_);
   bool wake_pending_ ABSL_GUARDED_BY(queue_mu_) = false;
 };
 
