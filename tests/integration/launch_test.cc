@@ -1,6 +1,6 @@
-// petrel-launch end to end with the real daemons: a check job on 2 servers
-// and 2 workers succeeds with prefixed output, and a failing worker command
-// stops the whole job with exit 1.
+// petrel-launch end to end with the real daemons: a check job and
+// petrel-bench on 2 servers and 2 workers succeed with prefixed output, and
+// a failing worker command stops the whole job with exit 1.
 #include <string>
 #include <vector>
 
@@ -38,6 +38,34 @@ TEST(LaunchTest, CheckJobRunsEndToEndWithPrefixedOutput) {
                           " keys=1000 rounds=10 ok=true")))
         << out;
   }
+}
+
+// petrel-bench checks every answer: pulls return what was pushed, and each
+// push-pull answers the sum of exactly the pushes before it, which holds
+// only if the servers handle every worker's requests in the order sent.
+// 4 MiB over 8 keys reaches each server in parts of at most 1 MiB, sent
+// from the main thread's own connections.
+TEST(LaunchTest, BenchVerifiesPushesInPartsOnTwoServers) {
+  absl::StatusOr<std::unique_ptr<Subprocess>> launch =
+      StartProgram({Bin("petrel-launch"), "--num_servers=2", "--num_workers=2",
+                    "--timeout_s=80", "--", Bin("petrel-bench"),
+                    "--workload=push,pull,pushpull", "--value_bytes=4194304",
+                    "--num_keys=8", "--max_push_part_bytes=1048576",
+                    "--inflight=4", "--iterations=30", "--bind=127.0.0.1"});
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  absl::StatusOr<int> code = (*launch)->Wait(kExitTimeout);
+  ASSERT_TRUE(code.ok()) << code.status();
+  const std::string out = (*launch)->Output();
+  EXPECT_EQ(*code, 0) << out;
+  for (const char* workload : {"push", "pull", "pushpull"}) {
+    for (int rank = 0; rank < 2; ++rank) {
+      EXPECT_TRUE(absl::StrContains(
+          out, absl::StrCat("[worker ", rank, "] workload=", workload,
+                            " value_bytes=4194304")))
+          << out;
+    }
+  }
+  EXPECT_FALSE(absl::StrContains(out, "verified=false")) << out;
 }
 
 TEST(LaunchTest, FailingWorkerStopsTheJobWithExitOne) {
