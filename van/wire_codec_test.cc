@@ -137,10 +137,11 @@ TEST(WireCodecTest, RejectsBadMagic) {
 TEST(WireCodecTest, RejectsWrongVersion) {
   std::string meta = DataMessage().meta.SerializeAsString();
   auto r = DecodeMessage(
-      RawHeader(meta, static_cast<uint32_t>(meta.size()), kWireMagic, 2), {},
+      RawHeader(meta, static_cast<uint32_t>(meta.size()), kWireMagic, 1), {},
       ServerContext());
   EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("version 2"));
+  // Version 1 had no Meta.part: its peers cannot answer pushes in parts.
+  EXPECT_THAT(r.status().message(), HasSubstr("version 1, this node speaks 2"));
 }
 
 TEST(WireCodecTest, RejectsMetaLengthMismatch) {
