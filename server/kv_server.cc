@@ -61,6 +61,8 @@ void KVServer<Val>::Process(Message&& msg, bool duplicate) {
   meta.customer_id = msg.meta.customer_id();
   meta.table_id = msg.meta.table_id();
   meta.part = msg.meta.part();
+  meta.value_offset = msg.meta.value_offset();
+  meta.value_total = msg.meta.value_total();
   meta.clock = msg.meta.clock();
   meta.clock_advance = msg.meta.clock_advance();
   if (!msg.meta.kv() || (msg.data.size() >= 2 &&
@@ -85,6 +87,14 @@ void KVServer<Val>::Process(Message&& msg, bool duplicate) {
     meta.push = false;
     data.vals = SArray<Val>();
     data.lens = SArray<int>();
+  }
+  if (meta.value_total > 0 && !accepts_key_slices_) {
+    ResponseError(meta,
+                  absl::InvalidArgumentError(
+                      "this server's handler does not take a key's values "
+                      "in slices; turn KVWorker::set_split_large_keys off"))
+        .IgnoreError();
+    return;
   }
   handler_(meta, data, this);
 }
@@ -136,7 +146,38 @@ absl::Status KVServer<Val>::ResponseError(const KVMeta& meta,
 }
 
 template <typename Val>
-absl::Status KVStoreHandler<Val>::Apply(const KVPairs<Val>& data) {
+absl::Status KVStoreHandler<Val>::ApplySlice(const KVMeta& meta,
+                                             const KVPairs<Val>& data) {
+  const size_t total = static_cast<size_t>(meta.value_total);
+  const size_t offset = static_cast<size_t>(meta.value_offset);
+  const size_t len = data.vals.size();
+  SArray<Val>& row = store_[data.keys[0]];
+  if (row.size() != total) {
+    if (!row.empty() && mode_ == Mode::kSum) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("key ", data.keys[0], " has ", row.size(),
+                       " values, push has ", total));
+    }
+    row = SArray<Val>(total, Val{0});
+  } else if (row.buffer().owner().use_count() > 1) {
+    // Shared with a pull answer on its way out (see Lookup): copy first.
+    row = SArray<Val>::CopyOf(row.data(), total);
+  } else {
+    std::atomic_thread_fence(std::memory_order_acquire);  // as in Apply
+  }
+  Val* dst = row.data() + offset;
+  if (mode_ == Mode::kAssign) {
+    std::memcpy(dst, data.vals.data(), len * sizeof(Val));
+  } else {
+    AddTo(dst, data.vals.data(), dst, len);
+  }
+  return absl::OkStatus();
+}
+
+template <typename Val>
+absl::Status KVStoreHandler<Val>::Apply(const KVMeta& meta,
+                                        const KVPairs<Val>& data) {
+  if (meta.value_total > 0) return ApplySlice(meta, data);
   size_t n = data.keys.size();
   size_t width = n == 0 ? 0 : data.vals.size() / n;
   const Val* src = data.vals.data();
@@ -202,12 +243,14 @@ KVPairs<Val> KVStoreHandler<Val>::Lookup(const SArray<Key>& keys) const {
 }
 
 template <typename Val>
-absl::Status KVStoreHandler<Val>::CheckWidths(const KVPairs<Val>& data) const {
+absl::Status KVStoreHandler<Val>::CheckWidths(const KVMeta& meta,
+                                              const KVPairs<Val>& data) const {
   if (mode_ == Mode::kAssign) return absl::OkStatus();
   size_t n = data.keys.size();
   size_t width = n == 0 ? 0 : data.vals.size() / n;
   for (size_t i = 0; i < n; ++i) {
     size_t len = data.lens.empty() ? width : static_cast<size_t>(data.lens[i]);
+    if (meta.value_total > 0) len = static_cast<size_t>(meta.value_total);
     auto it = store_.find(data.keys[i]);
     if (it != store_.end() && it->second.size() != len) {
       return absl::InvalidArgumentError(
@@ -226,17 +269,17 @@ void KVStoreHandler<Val>::operator()(const KVMeta& meta,
     // Acknowledge before summing: this thread applies the push before it
     // handles any later request, so nothing a client can observe changes,
     // and the sum overlaps the acknowledgement's trip and the next request.
-    absl::Status valid = CheckWidths(data);
+    absl::Status valid = CheckWidths(meta, data);
     absl::Status s = valid.ok() ? server->Response(meta)
                                 : server->ResponseError(meta, valid);
     if (!s.ok()) {
       LOG_EVERY_T(WARNING, 1.0) << "response: " << s;
     }
-    if (valid.ok()) Apply(data).IgnoreError();
+    if (valid.ok()) Apply(meta, data).IgnoreError();
     return;
   }
   if (meta.push) {
-    absl::Status s = Apply(data);
+    absl::Status s = Apply(meta, data);
     if (!s.ok()) {
       LOG_EVERY_T(WARNING, 1.0)
           << "push from node " << meta.sender << ": " << s;

@@ -35,6 +35,12 @@ struct KVMeta {
   // Which message of the request this is, when the worker split a large
   // push into several (each a request of its own to the handler).
   int part = 0;
+  // A push part with a slice of one key's values (value_total > 0): they
+  // are values [value_offset, value_offset + n) of the key's value_total.
+  // Handlers see these only when set_request_handler was told they take
+  // them.
+  int64_t value_offset = 0;
+  int64_t value_total = 0;
   // Bounded delay (training jobs). A pull: the batch it is for, -1 = no
   // bound. A clock request (no keys, neither push nor pull, clock_advance):
   // the worker's new clock, -1 = the worker left the job.
@@ -61,8 +67,13 @@ class KVServer {
   KVServer(const KVServer&) = delete;
   KVServer& operator=(const KVServer&) = delete;
 
-  // Set before Start.
-  void set_request_handler(Handler h) { handler_ = std::move(h); }
+  // Set before Start. With `accepts_key_slices` the handler also gets push
+  // parts holding a slice of one key's values (KVMeta::value_total > 0);
+  // without, such a part is answered with InvalidArgument.
+  void set_request_handler(Handler h, bool accepts_key_slices = false) {
+    handler_ = std::move(h);
+    accepts_key_slices_ = accepts_key_slices;
+  }
   absl::Status Start();
 
   // Answers the request `meta`: a push with no data, a pull with the keys
@@ -81,11 +92,13 @@ class KVServer {
 
   Customer customer_;
   Handler handler_;
+  bool accepts_key_slices_ = false;
 };
 
 // A default handler: keeps a key -> values store and sums pushed values into
 // it (kSum) or overwrites (kAssign). A pull returns the stored values; a key
-// never pushed has no values (length 0). Not thread-safe: use from the
+// never pushed has no values (length 0). Takes key slices (a key first
+// pushed in slices starts as zeros). Not thread-safe: use from the
 // KVServer's handler only.
 template <typename Val>
 class KVStoreHandler {
@@ -98,9 +111,10 @@ class KVStoreHandler {
   size_t num_keys() const { return store_.size(); }
 
  private:
-  absl::Status Apply(const KVPairs<Val>& data);
+  absl::Status Apply(const KVMeta& meta, const KVPairs<Val>& data);
+  absl::Status ApplySlice(const KVMeta& meta, const KVPairs<Val>& data);
   // InvalidArgument when a pushed width disagrees with a stored row's.
-  absl::Status CheckWidths(const KVPairs<Val>& data) const;
+  absl::Status CheckWidths(const KVMeta& meta, const KVPairs<Val>& data) const;
   KVPairs<Val> Lookup(const SArray<Key>& keys) const;
 
   Mode mode_;

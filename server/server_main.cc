@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     server.set_request_handler(tables->handler());
     status = tables->Start();
   } else {
-    server.set_request_handler(std::ref(handler));
+    server.set_request_handler(std::ref(handler), /*accepts_key_slices=*/true);
   }
   if (status.ok()) status = server.Start();
   if (status.ok()) status = runtime.Start();

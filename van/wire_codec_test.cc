@@ -85,6 +85,42 @@ TEST(WireCodecTest, RoundTripPreservesMetaAndFrames) {
   EXPECT_EQ(r->data[1].data(), m.data[1].data());
 }
 
+// A push of key 7 carrying values [offset, offset + 3) of `total`.
+Message KeySlice(int64_t offset, int64_t total) {
+  Message m = KvMessage({7}, {1, 2, 3});
+  m.meta.set_push(true);
+  m.meta.set_value_offset(offset);
+  m.meta.set_value_total(total);
+  return m;
+}
+
+TEST(WireCodecTest, AcceptsKeySlicesWithinTheirKey) {
+  EXPECT_TRUE(Decode(KeySlice(0, 3)).ok());
+  EXPECT_TRUE(Decode(KeySlice(97, 100)).ok());
+}
+
+TEST(WireCodecTest, RejectsKeySlicesThatDoNotFit) {
+  // Past the end, negative, an offset without a total, a key larger than
+  // the message limit (4 GiB).
+  std::vector<Message> bad = {KeySlice(98, 100), KeySlice(-1, 100),
+                              KeySlice(5, 0), KeySlice(0, int64_t{1} << 40)};
+  Message two_keys = KvMessage({7, 8}, {1, 2});
+  two_keys.meta.set_push(true);
+  two_keys.meta.set_value_total(10);
+  bad.push_back(two_keys);
+  Message pull = KeySlice(0, 10);
+  pull.meta.set_pull(true);
+  bad.push_back(pull);
+  Message not_kv = DataMessage();
+  not_kv.meta.set_value_total(10);
+  bad.push_back(not_kv);
+  for (size_t i = 0; i < bad.size(); ++i) {
+    auto r = Decode(bad[i]);
+    EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument) << i;
+    EXPECT_THAT(r.status().message(), HasSubstr("key slice")) << i;
+  }
+}
+
 TEST(WireCodecTest, RoundTripOfControlMessage) {
   Message m;
   m.meta.set_sender(kSchedulerId);

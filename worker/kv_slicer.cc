@@ -1,5 +1,6 @@
 #include "worker/kv_slicer.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -116,14 +117,40 @@ absl::StatusOr<std::vector<KVSlice>> SliceRequest(const KeyRangeMap& ranges,
   return slices;
 }
 
+namespace {
+
+// Parts of at most `max_bytes` (whole elements, at least one) of the values
+// of key `key` (lens entry `len` when the request had lens), which start
+// at byte `offset` of `vals`.
+void SplitKey(int server_rank, const SArray<Key>& keys, size_t key,
+              const Buffer& vals, size_t offset, size_t bytes, bool with_lens,
+              size_t elem_size, size_t max_bytes, std::vector<KVSlice>* out) {
+  const size_t total = bytes / elem_size;
+  const size_t per_part = std::max<size_t>(1, max_bytes / elem_size);
+  for (size_t first = 0; first < total; first += per_part) {
+    const size_t n = std::min(per_part, total - first);
+    KVSlice part;
+    part.server_rank = server_rank;
+    part.keys = keys.Segment(key, key + 1);
+    part.vals = vals.Slice(offset + first * elem_size, n * elem_size);
+    if (with_lens) part.lens = SArray<int>{static_cast<int>(n)};
+    part.value_offset = static_cast<int64_t>(first);
+    part.value_total = static_cast<int64_t>(total);
+    out->push_back(std::move(part));
+  }
+}
+
+}  // namespace
+
 std::vector<KVSlice> SplitPushSlices(std::vector<KVSlice> slices,
-                                     size_t elem_size, size_t max_bytes) {
+                                     size_t elem_size, size_t max_bytes,
+                                     bool split_keys) {
   if (max_bytes == 0) return slices;
   std::vector<KVSlice> out;
   out.reserve(slices.size());
   for (KVSlice& slice : slices) {
     const size_t n = slice.keys.size();
-    if (slice.vals.size() <= max_bytes || n < 2) {
+    if (slice.vals.size() <= max_bytes || (n < 2 && !split_keys) || n == 0) {
       out.push_back(std::move(slice));
       continue;
     }
@@ -138,6 +165,13 @@ std::vector<KVSlice> SplitPushSlices(std::vector<KVSlice> slices,
       size_t bytes = bytes_of(begin);
       while (end < n && bytes + bytes_of(end) <= max_bytes) {
         bytes += bytes_of(end++);
+      }
+      if (split_keys && end == begin + 1 && bytes > max_bytes) {
+        SplitKey(slice.server_rank, slice.keys, begin, slice.vals, offset,
+                 bytes, !slice.lens.empty(), elem_size, max_bytes, &out);
+        begin = end;
+        offset += bytes;
+        continue;
       }
       KVSlice part;
       part.server_rank = slice.server_rank;

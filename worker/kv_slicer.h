@@ -28,6 +28,11 @@ struct KVSlice {
   // Index in the caller's keys of each of `keys`; empty when the slice is
   // the caller's whole request in its own order.
   std::vector<uint32_t> positions;
+  // A part holding values [value_offset, value_offset + n) of its single
+  // key's value_total values (SplitPushSlices with split_keys); 0 and 0
+  // otherwise.
+  int64_t value_offset = 0;
+  int64_t value_total = 0;
 };
 
 // One server's answer to a pull slice.
@@ -49,11 +54,14 @@ absl::StatusOr<std::vector<KVSlice>> SliceRequest(const KeyRangeMap& ranges,
 
 // Splits every slice of a push whose values exceed `max_bytes` into
 // consecutive parts at key boundaries, each at most `max_bytes` unless one
-// key's values alone are larger (that key is a part of its own). Parts share
-// the slice's buffers without copying and keep its server; they have no
-// positions (a push needs none). `max_bytes` 0 splits nothing.
+// key's values alone are larger: that key is a part of its own or, with
+// `split_keys`, several parts of at most `max_bytes` of its values each
+// (value_offset, value_total set). Parts share the slice's buffers without
+// copying and keep its server; they have no positions (a push needs none).
+// `max_bytes` 0 splits nothing.
 std::vector<KVSlice> SplitPushSlices(std::vector<KVSlice> slices,
-                                     size_t elem_size, size_t max_bytes);
+                                     size_t elem_size, size_t max_bytes,
+                                     bool split_keys = false);
 
 // Merges the answers to `slices` (parts[i] answers slices[i]) into the
 // caller's order. Writes into `*vals` when it already has the right size,

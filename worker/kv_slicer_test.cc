@@ -228,6 +228,39 @@ TEST(KVSlicerTest, SplitKeepsEachServerAndVariableLengths) {
   }
 }
 
+TEST(KVSlicerTest, SplitsAKeyLargerThanAPartIntoSlicesWhenAsked) {
+  SArray<Key> keys = {4, 5, 6};
+  SArray<int> lens = {2, 7, 1};  // key 5's 28 bytes exceed the 12-byte parts
+  SArray<float> vals(10);
+  for (size_t i = 0; i < vals.size(); ++i) vals[i] = static_cast<float>(i);
+  auto slices = SliceRequest(Map(1), keys, vals.buffer(), 4, lens);
+  ASSERT_TRUE(slices.ok()) << slices.status();
+  // Without split_keys key 5 goes whole.
+  std::vector<KVSlice> whole = SplitPushSlices(*slices, 4, 12);
+  ASSERT_EQ(whole.size(), 3u);
+  EXPECT_EQ(whole[1].vals.size(), 28u);
+  EXPECT_EQ(whole[1].value_total, 0);
+  // With it: key 4 | key 5 values 0-2, 3-5, 6 | key 6.
+  std::vector<KVSlice> parts = SplitPushSlices(*slices, 4, 12, true);
+  ASSERT_EQ(parts.size(), 5u);
+  const std::vector<int64_t> offsets = {0, 0, 3, 6, 0};
+  const std::vector<int64_t> totals = {0, 7, 7, 7, 0};
+  const std::vector<int> counts = {2, 3, 3, 1, 1};
+  for (size_t i = 0; i < parts.size(); ++i) {
+    EXPECT_EQ(parts[i].value_offset, offsets[i]) << i;
+    EXPECT_EQ(parts[i].value_total, totals[i]) << i;
+    ASSERT_EQ(parts[i].lens.size(), 1u) << i;
+    EXPECT_EQ(parts[i].lens[0], counts[i]) << i;
+    EXPECT_EQ(parts[i].vals.size(), counts[i] * 4u) << i;
+  }
+  EXPECT_EQ(parts[3].keys.ToVector(), std::vector<Key>{5});
+  EXPECT_EQ(SArray<float>(parts[3].vals).ToVector(), std::vector<float>{8});
+  std::string concatenated;
+  for (const KVSlice& p : parts)
+    concatenated.append(p.vals.data(), p.vals.size());
+  EXPECT_EQ(concatenated, std::string(vals.buffer().data(), 40));
+}
+
 TEST(KVSlicerTest, MergeRestoresCallerOrder) {
   SArray<Key> keys = SomeKeys(100);
   SArray<float> vals = TwoEach(keys.size());

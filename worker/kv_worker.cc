@@ -135,8 +135,9 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
                    sizeof(Val), lens);
   if (!slices.ok()) return Fail(slices.status(), cb);
   if (push && !pull) {
-    *slices = SplitPushSlices(*std::move(slices), sizeof(Val),
-                              max_push_part_bytes_.load());
+    *slices =
+        SplitPushSlices(*std::move(slices), sizeof(Val),
+                        max_push_part_bytes_.load(), split_large_keys_.load());
   }
   std::vector<int> recipients;
   for (const KVSlice& s : *slices) {
@@ -158,6 +159,8 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
     msg.meta.set_head(options.cmd);
     msg.meta.set_table_id(options.table_id);
     if (pull) msg.meta.set_clock(options.clock);
+    msg.meta.set_value_offset(s.value_offset);
+    msg.meta.set_value_total(s.value_total);
     msg.meta.set_kv(true);
     msg.AddData(s.keys);
     if (push) {

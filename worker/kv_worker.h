@@ -115,6 +115,11 @@ class KVWorker {
   // kDefaultMaxPushPartBytes.
   static constexpr size_t kDefaultMaxPushPartBytes = size_t{1} << 20;
   void set_max_push_part_bytes(size_t bytes) { max_push_part_bytes_ = bytes; }
+  // Also splits one key's values over several parts when they alone exceed
+  // max_push_part_bytes (each part says which slice it holds), instead of
+  // sending the key whole. Only for servers whose handler takes key slices
+  // (KVStoreHandler does; others answer InvalidArgument). Default false.
+  void set_split_large_keys(bool split) { split_large_keys_ = split; }
 
   Customer* customer() { return &customer_; }
 
@@ -142,6 +147,7 @@ class KVWorker {
 
   Customer customer_;
   std::atomic<size_t> max_push_part_bytes_{kDefaultMaxPushPartBytes};
+  std::atomic<bool> split_large_keys_{false};
   absl::Mutex mu_;
   absl::flat_hash_map<int, std::unique_ptr<PullState>> pulls_
       ABSL_GUARDED_BY(mu_);

@@ -26,7 +26,8 @@ struct KVCluster {
   using Handler = typename KVServer<Val>::Handler;
   // `wrap`, when given, makes each server's handler around its store.
   KVCluster(int servers, int workers,
-            std::function<Handler(KVStoreHandler<Val>*)> wrap = nullptr)
+            std::function<Handler(KVStoreHandler<Val>*)> wrap = nullptr,
+            bool accept_key_slices = true)
       : cluster(Options(servers, workers)) {
     EXPECT_TRUE(cluster.Start().ok());
     for (int i = 0; i < servers; ++i) {
@@ -35,7 +36,8 @@ struct KVCluster {
           std::make_unique<KVServer<Val>>(0, cluster.server(i)));
       kv_servers.back()->set_request_handler(
           wrap ? wrap(handlers.back().get())
-               : Handler(std::ref(*handlers.back())));
+               : Handler(std::ref(*handlers.back())),
+          accept_key_slices);
       EXPECT_TRUE(kv_servers.back()->Start().ok());
     }
     for (int i = 0; i < workers; ++i) {
@@ -211,6 +213,71 @@ TEST(KVWorkerTest, LargePushesArriveInPartsAndSumExactly) {
   messages = 0;
   ASSERT_TRUE(kv.Wait(kv.Push(keys, vals), absl::Seconds(10)).ok());
   EXPECT_EQ(messages, 2);
+  EXPECT_TRUE(c.cluster.Finish().ok());
+}
+
+TEST(KVWorkerTest, LargeKeysGoInSlicesAndSumExactly) {
+  std::atomic<int> slices{0};
+  KVCluster<float> c(2, 1, [&](KVStoreHandler<float>* store) {
+    return [&, store](const KVMeta& meta, const KVPairs<float>& data,
+                      KVServer<float>* server) {
+      if (meta.value_total > 0) ++slices;
+      (*store)(meta, data, server);
+    };
+  });
+  KVWorker<float>& kv = *c.kv_workers[0];
+  kv.set_max_push_part_bytes(40);  // 10 floats
+  kv.set_split_large_keys(true);
+  // Key 1: 95 values (10 slices); keys 2 and 3: 3 values each, sent whole.
+  SArray<Key> keys = {2, 1, 3};
+  SArray<int> lens = {3, 95, 3};
+  SArray<float> vals(101);
+  std::iota(vals.begin(), vals.end(), 1.0f);
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_TRUE(kv.Wait(kv.Push(keys, vals, lens), absl::Seconds(10)).ok());
+  }
+  EXPECT_EQ(slices, 20);
+  SArray<float> out;
+  SArray<int> out_lens;
+  ASSERT_TRUE(kv.Wait(kv.Pull(keys, &out, &out_lens), absl::Seconds(10)).ok());
+  EXPECT_EQ(out_lens.ToVector(), lens.ToVector());
+  for (size_t i = 0; i < vals.size(); ++i) ASSERT_EQ(out[i], 2 * vals[i]) << i;
+  EXPECT_TRUE(c.cluster.Finish().ok());
+}
+
+TEST(KVWorkerTest, KeySlicesOverwriteInAssignMode) {
+  KVStoreHandler<int32_t> assign(KVStoreHandler<int32_t>::Mode::kAssign);
+  KVCluster<int32_t> c(1, 1, [&](KVStoreHandler<int32_t>*) {
+    return KVServer<int32_t>::Handler(std::ref(assign));
+  });
+  KVWorker<int32_t>& kv = *c.kv_workers[0];
+  kv.set_max_push_part_bytes(8);
+  kv.set_split_large_keys(true);
+  SArray<Key> key = {3};
+  for (int32_t base : {100, 200}) {
+    SArray<int32_t> vals = {base + 1, base + 2, base + 3, base + 4, base + 5};
+    ASSERT_TRUE(kv.Wait(kv.Push(key, vals), absl::Seconds(10)).ok());
+  }
+  SArray<int32_t> out;
+  ASSERT_TRUE(kv.Wait(kv.Pull(key, &out), absl::Seconds(10)).ok());
+  EXPECT_EQ(out.ToVector(), (std::vector<int32_t>{201, 202, 203, 204, 205}));
+  EXPECT_TRUE(c.cluster.Finish().ok());
+}
+
+TEST(KVWorkerTest, KeySlicesToAHandlerThatDoesNotTakeThemFail) {
+  KVCluster<float> c(1, 1, nullptr, /*accept_key_slices=*/false);
+  KVWorker<float>& kv = *c.kv_workers[0];
+  kv.set_max_push_part_bytes(8);
+  kv.set_split_large_keys(true);
+  absl::Status s = kv.Wait(
+      kv.Push(SArray<Key>{5}, SArray<float>{1, 2, 3, 4, 5}), absl::Seconds(10));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("set_split_large_keys"));
+  // Sent whole, the same push is taken.
+  kv.set_split_large_keys(false);
+  EXPECT_TRUE(kv.Wait(kv.Push(SArray<Key>{5}, SArray<float>{1, 2, 3, 4, 5}),
+                      absl::Seconds(10))
+                  .ok());
   EXPECT_TRUE(c.cluster.Finish().ok());
 }
 

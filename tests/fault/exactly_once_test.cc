@@ -86,15 +86,23 @@ class ExactlyOnceTest : public ::testing::Test {
                                                     KVServer<float>* server) {
             if (meta.push) RecordPush(i, meta);
             (*store)(meta, data, server);
-          });
+          },
+          /*accepts_key_slices=*/true);
       ASSERT_TRUE(servers_.back()->Start().ok());
     }
     for (int i = 0; i < kNumWorkers; ++i) {
       workers_.push_back(
           std::make_unique<KVWorker<float>>(0, 0, cluster_->worker(i), co));
-      // Two keys' values (16 bytes) per message: every push reaches each
-      // server in parts, each sequenced, resent and deduplicated alone.
-      workers_.back()->set_max_push_part_bytes(2 * kValsPerKey * sizeof(float));
+      // Every push reaches each server in parts, each sequenced, resent
+      // and deduplicated alone: worker 0 sends each key's two values as two
+      // slices, worker 1 two keys per message.
+      if (i == 0) {
+        workers_.back()->set_max_push_part_bytes(sizeof(float));
+        workers_.back()->set_split_large_keys(true);
+      } else {
+        workers_.back()->set_max_push_part_bytes(2 * kValsPerKey *
+                                                 sizeof(float));
+      }
       ASSERT_TRUE(workers_.back()->Start().ok());
     }
   }

@@ -63,6 +63,11 @@ DEFINE_int64(max_push_part_bytes, 1048576,
              "this many bytes is sent as several messages split at key "
              "boundaries (KVWorker::set_max_push_part_bytes); 0 never "
              "splits. Default 1048576 (1 MiB); range [0, 2^30].");
+DEFINE_bool(split_large_keys, true,
+            "Petrel workloads: push a key whose values exceed "
+            "--max_push_part_bytes in slices of that size "
+            "(KVWorker::set_split_large_keys; petrel-server's store takes "
+            "them). Default true.");
 DEFINE_int32(inflight, 1,
              "Requests kept outstanding. Default 1; range [1, 65536].");
 DEFINE_double(duration_s, 3,
@@ -142,6 +147,7 @@ int main(int argc, char** argv) {
   config.value_bytes = FLAGS_value_bytes;
   config.num_keys = FLAGS_num_keys;
   config.max_push_part_bytes = FLAGS_max_push_part_bytes;
+  config.split_large_keys = FLAGS_split_large_keys;
   config.inflight = FLAGS_inflight;
   config.duration_s = FLAGS_duration_s;
   config.iterations = FLAGS_iterations;

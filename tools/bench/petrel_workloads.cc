@@ -97,6 +97,7 @@ absl::StatusOr<PetrelBench::RunKeys> PetrelBench::NewRun(
   }
   const int64_t run = next_run_++;
   kv_->set_max_push_part_bytes(static_cast<size_t>(config.max_push_part_bytes));
+  kv_->set_split_large_keys(config.split_large_keys);
   const int rank = runtime_->postoffice()->my_rank();
   RunKeys out;
   out.keys = SArray<Key>(static_cast<size_t>(config.num_keys));

@@ -33,6 +33,10 @@ struct WorkloadConfig {
   // server above it is sent in parts split at key boundaries); 0 never
   // splits. Default 1 MiB; range [0, 1 GiB].
   int64_t max_push_part_bytes = int64_t{1} << 20;
+  // Petrel workloads: the KVWorker's split_large_keys (a key whose values
+  // exceed max_push_part_bytes is pushed in slices; petrel-server's store
+  // takes them). Default true.
+  bool split_large_keys = true;
   // Requests kept outstanding. Default 1; range [1, 65536].
   int inflight = 1;
   // Seconds to run when iterations == 0. Default 3; range (0, 86400].
