@@ -76,6 +76,15 @@ void KVServer<Val>::Process(Message&& msg, bool duplicate) {
   data.keys = SArray<Key>(msg.data[0]);
   if (msg.data.size() >= 2) data.vals = SArray<Val>(msg.data[1]);
   if (msg.data.size() >= 3) data.lens = SArray<int>(msg.data[2]);
+  // Before the duplicate check, so a resent slice gets the same answer.
+  if (meta.value_total > 0 && !accepts_key_slices_) {
+    ResponseError(meta,
+                  absl::InvalidArgumentError(
+                      "this server's handler does not take a key's values "
+                      "in slices; turn KVWorker::set_split_large_keys off"))
+        .IgnoreError();
+    return;
+  }
   if (duplicate && meta.push) {
     // Already applied: acknowledge (or answer the pull) without applying.
     VLOG(1) << "duplicate push ts=" << meta.timestamp << " from node "
@@ -87,14 +96,6 @@ void KVServer<Val>::Process(Message&& msg, bool duplicate) {
     meta.push = false;
     data.vals = SArray<Val>();
     data.lens = SArray<int>();
-  }
-  if (meta.value_total > 0 && !accepts_key_slices_) {
-    ResponseError(meta,
-                  absl::InvalidArgumentError(
-                      "this server's handler does not take a key's values "
-                      "in slices; turn KVWorker::set_split_large_keys off"))
-        .IgnoreError();
-    return;
   }
   handler_(meta, data, this);
 }
