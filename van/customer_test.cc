@@ -315,50 +315,54 @@ std::vector<uint64_t> Seqs(const std::vector<Seen>& seen) {
   return out;
 }
 
+// Two servers answering with EchoServers, and a customer on worker 0.
+struct EchoCluster {
+  EchoCluster() : cluster(TwoServers()) {
+    EXPECT_TRUE(cluster.Start().ok());
+    s0 = std::make_unique<EchoServer>(cluster.server(0));
+    s1 = std::make_unique<EchoServer>(cluster.server(1));
+    c = std::make_unique<Customer>(kApp, 0, cluster.worker(0));
+    EXPECT_TRUE(c->Start().ok());
+  }
+  LocalCluster cluster;
+  std::unique_ptr<EchoServer> s0, s1;
+  std::unique_ptr<Customer> c;
+};
+
 TEST(CustomerTest, NumbersRequestsPerRecipient) {
-  LocalCluster cluster(TwoServers());
-  ASSERT_TRUE(cluster.Start().ok());
-  EchoServer s0(cluster.server(0));
-  EchoServer s1(cluster.server(1));
-  Customer c(kApp, 0, cluster.worker(0));
-  ASSERT_TRUE(c.Start().ok());
+  EchoCluster e;
   for (const std::vector<int>& to :
        std::vector<std::vector<int>>{{8}, {8, 10}, {10}, {8}}) {
-    ASSERT_TRUE(c.Wait(SendTo(c, to), absl::Seconds(10)).ok());
+    ASSERT_TRUE(e.c->Wait(SendTo(*e.c, to), absl::Seconds(10)).ok());
   }
-  EXPECT_EQ(Seqs(s0.seen()), (std::vector<uint64_t>{1, 2, 3}));
-  EXPECT_EQ(Seqs(s1.seen()), (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(Seqs(e.s0->seen()), (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(Seqs(e.s1->seen()), (std::vector<uint64_t>{1, 2}));
   // Another customer of the same worker numbers its own stream, and the
   // server does not take its seq 1 for a duplicate.
-  Customer c1(kApp, 1, cluster.worker(0));
+  Customer c1(kApp, 1, e.cluster.worker(0));
   ASSERT_TRUE(c1.Start().ok());
   ASSERT_TRUE(c1.Wait(SendTo(c1, {8}), absl::Seconds(10)).ok());
-  std::vector<Seen> seen = s0.seen();
+  std::vector<Seen> seen = e.s0->seen();
   ASSERT_EQ(seen.size(), 4u);
   EXPECT_EQ(seen[3].customer_id, 1);
   EXPECT_EQ(seen[3].seq, 1u);
   EXPECT_FALSE(seen[3].duplicate);
   for (const Seen& s : seen) EXPECT_EQ(s.sender, 9);
-  EXPECT_TRUE(cluster.Finish().ok());
+  EXPECT_TRUE(e.cluster.Finish().ok());
 }
 
 TEST(CustomerTest, NumbersPartsPerRecipientAndMatchesTheirAnswers) {
-  LocalCluster cluster(TwoServers());
-  ASSERT_TRUE(cluster.Start().ok());
-  EchoServer s0(cluster.server(0));
-  EchoServer s1(cluster.server(1));
-  Customer c(kApp, 0, cluster.worker(0));
-  ASSERT_TRUE(c.Start().ok());
+  EchoCluster e;
   // The echo server answers each part with its part number; the request
   // completes only once all three parts to node 8 were answered.
-  ASSERT_TRUE(c.Wait(SendTo(c, {8, 10, 8, 8}), absl::Seconds(10)).ok());
+  ASSERT_TRUE(e.c->Wait(SendTo(*e.c, {8, 10, 8, 8}), absl::Seconds(10)).ok());
   std::vector<int> parts;
-  for (const Seen& seen : s0.seen()) parts.push_back(seen.part);
+  for (const Seen& seen : e.s0->seen()) parts.push_back(seen.part);
   EXPECT_EQ(parts, (std::vector<int>{0, 1, 2}));
-  EXPECT_EQ(Seqs(s0.seen()), (std::vector<uint64_t>{1, 2, 3}));
-  ASSERT_EQ(s1.seen().size(), 1u);
-  EXPECT_EQ(s1.seen()[0].part, 0);
-  EXPECT_TRUE(cluster.Finish().ok());
+  EXPECT_EQ(Seqs(e.s0->seen()), (std::vector<uint64_t>{1, 2, 3}));
+  ASSERT_EQ(e.s1->seen().size(), 1u);
+  EXPECT_EQ(e.s1->seen()[0].part, 0);
+  EXPECT_TRUE(e.cluster.Finish().ok());
 }
 
 TEST(CustomerTest, TickResendsOnlyAfterResendTimeout) {
