@@ -8,7 +8,6 @@
 #include "kernels/embedding.h"
 
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <vector>
 
@@ -202,8 +201,7 @@ TEST_P(EmbeddingTest, BackwardIsBitwiseRepeatable) {
   ASSERT_TRUE(EmbeddingPoolBackward(kCpu, b.FieldView(), grad_out, dim,
                                     GetParam(), false, absl::MakeSpan(second))
                   .ok());
-  EXPECT_EQ(0, std::memcmp(first.data(), second.data(),
-                           first.size() * sizeof(float)));
+  EXPECT_TRUE(testing::SameBits(first, second));
 }
 
 INSTANTIATE_TEST_SUITE_P(Pooling, EmbeddingTest,

@@ -1,6 +1,7 @@
 #include "kernels/testing/random_batch.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "glog/logging.h"
@@ -60,6 +61,12 @@ std::vector<float> RandomNonZero(size_t n, float lo, float hi,
   std::vector<float> out(n);
   for (float& x : out) x = negative(*rng) ? -magnitude(*rng) : magnitude(*rng);
   return out;
+}
+
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() &&
+         (a.empty() ||
+          std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 double Gamma(size_t n) {

@@ -78,6 +78,10 @@ RandomBatch MakeCriteoLikeBatch(size_t examples, uint64_t vocab,
 // tests bound kernel errors this way, so a bound never fails by bad luck.
 double Gamma(size_t n);
 
+// Whether `a` and `b` hold the same floats bit for bit (empty ones
+// included, which std::memcmp may not be given: their data may be null).
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b);
+
 }  // namespace testing
 }  // namespace petrel
 
