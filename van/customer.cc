@@ -14,6 +14,8 @@ namespace {
 // Bounds on requests held for a missing sequence number: per stream, and in
 // bytes over all streams of a customer. Past either the gap is skipped.
 constexpr size_t kMaxHeldPerStream = 16384;
+// A request further ahead of the next expected one than this is dropped.
+constexpr uint64_t kMaxSeqAhead = uint64_t{1} << 16;
 constexpr size_t kMaxHeldBytes = size_t{256} << 20;
 // Counted per held request besides its data.
 constexpr size_t kHeldOverheadBytes = 512;
@@ -165,6 +167,17 @@ Customer::Ready Customer::SequenceRequest(Message&& msg) {
   }
   // A copy of a held request: the held one is answered when it runs.
   if (w.held.contains(seq)) return out;
+  if (seq - w.next > kMaxSeqAhead) {
+    // Further ahead than any gap we wait for: holding it would let one
+    // bad number skip the stream past every request still to come, and
+    // those would then be acknowledged as duplicates without being run.
+    LOG_EVERY_T(WARNING, 1.0)
+        << "app " << app_id_ << " customer " << customer_id_
+        << ": dropped request seq " << seq << " of node " << (stream >> 32)
+        << " customer " << static_cast<uint32_t>(stream) << ", more than "
+        << kMaxHeldPerStream << " ahead of " << w.next;
+    return out;
+  }
   if (seq == w.next) {
     ++w.next;
     out.emplace_back(std::move(msg), false);

@@ -114,6 +114,23 @@ TEST(CustomerTest, SkipsAGapWhenTooManyRequestsWaitForIt) {
   EXPECT_EQ(last, 16386u);
 }
 
+TEST(CustomerTest, DropsARequestTooFarAheadInsteadOfSkippingToIt) {
+  OfflineNode node;
+  CustomerOptions options;
+  options.max_reorder_wait = absl::Seconds(1);
+  Customer c(kApp, 0, &node.po, options);
+  std::vector<std::pair<uint64_t, bool>> handled;
+  c.set_request_handler([&](Message&& m, bool duplicate) {
+    handled.emplace_back(m.meta.seq(), duplicate);
+  });
+  using Handled = std::vector<std::pair<uint64_t, bool>>;
+  c.Accept(Request(9, 0, uint64_t{1} << 40));  // bogus: never held
+  c.Tick(absl::Now() + absl::Seconds(2));
+  c.Accept(Request(9, 0, 1));
+  c.Accept(Request(9, 0, 2));
+  EXPECT_EQ(handled, (Handled{{1, false}, {2, false}}));
+}
+
 TEST(CustomerTest, SkipsAGapThatOutlastsMaxReorderWait) {
   OfflineNode node;
   CustomerOptions options;

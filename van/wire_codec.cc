@@ -95,7 +95,6 @@ absl::Status CheckFrames(const pb::Meta& meta, std::vector<Buffer>& frames,
   return absl::OkStatus();
 }
 
-// Keys, values and optional lengths must agree.
 // A push part carrying values [value_offset, value_offset + vals) of one
 // key's value_total values; the whole key must fit the message limit.
 absl::Status CheckKeySlice(const pb::Meta& meta, size_t keys, size_t vals,
@@ -119,6 +118,7 @@ absl::Status CheckKeySlice(const pb::Meta& meta, size_t keys, size_t vals,
   return absl::OkStatus();
 }
 
+// Keys, values and optional lengths must agree.
 absl::Status CheckKvLayout(const pb::Meta& meta,
                            const std::vector<Buffer>& frames,
                            const DecodeLimits& limits) {
