@@ -58,6 +58,7 @@ int Customer::NewRequest(const std::vector<int>& recipients,
     if (recipients.empty()) {
       run_now = std::move(on_complete);
     } else {
+      postoffice_->CountRequestOpened();
       Pending& p = pending_[ts];
       absl::flat_hash_map<int, int> parts;
       for (int r : recipients) p.waiting.insert(PartKey(r, parts[r]++));
@@ -104,11 +105,24 @@ absl::Status Customer::SendResponse(const Message& request, Message response) {
 }
 
 absl::Status Customer::Wait(int timestamp, absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
+  const absl::Time deadline = absl::Now() + timeout;
   auto done = [this, timestamp]() ABSL_SHARED_LOCKS_REQUIRED(mu_) -> bool {
     return !pending_.contains(timestamp);
   };
-  if (mu_.AwaitWithTimeout(absl::Condition(&done), timeout)) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (done()) return absl::OkStatus();
+  }
+  // Receive the answer on this thread when the van lets us: no wake-up
+  // hand-off from its receive thread.
+  postoffice_->van()->ReceiveUntil(
+      [this, &done] {
+        absl::MutexLock lock(&mu_);
+        return done();
+      },
+      deadline);
+  absl::MutexLock lock(&mu_);
+  if (mu_.AwaitWithDeadline(absl::Condition(&done), deadline)) {
     return absl::OkStatus();
   }
   std::vector<int> missing;
@@ -250,6 +264,7 @@ void Customer::AcceptResponse(Message&& msg) {
   }
   // Before the entry goes: waiters must see the handler's effects.
   if (on_complete) on_complete(ts);
+  postoffice_->CountRequestClosed();
   absl::MutexLock lock(&mu_);
   pending_.erase(ts);
 }

@@ -2,7 +2,7 @@
 // string body), as in PS-Lite. Useful for control commands of applications.
 //
 // Thread safety: Request and Wait are thread-safe; handlers run on the van
-// thread.
+// thread or on a thread receiving in Wait (see Customer).
 #ifndef PETREL_VAN_SIMPLE_APP_H_
 #define PETREL_VAN_SIMPLE_APP_H_
 

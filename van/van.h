@@ -5,8 +5,9 @@
 // with DecodeMessage, counts and logs rejects, and dispatches the rest.
 //
 // Thread safety: Connect, Send, set_my_id and the accessors are thread-safe.
-// Start and Stop are called by the owner only. Handlers passed to Start run on
-// the van's receive thread, one at a time, in arrival order.
+// Start and Stop are called by the owner only. Handlers passed to Start run
+// one at a time, in arrival order, on the van's receive thread or on a
+// thread inside ReceiveUntil.
 #ifndef PETREL_VAN_VAN_H_
 #define PETREL_VAN_VAN_H_
 
@@ -65,6 +66,36 @@ class Van {
   // Sends `msg` to msg.meta.recipient(). Returns FailedPrecondition before
   // Start or after Stop. Delivery failures later are counted and logged.
   virtual absl::Status Send(Message msg) = 0;
+  // Lets a thread that waits for a response receive it itself, which saves
+  // the hand-off from the receive thread to the waiter: receives and
+  // dispatches messages on the calling thread, exactly as the receive
+  // thread would (handlers included), until `done()` returns true, the
+  // van stops or `deadline` passes. Returns false at once, having received
+  // nothing, when the van does not support this, another thread is
+  // already receiving this way (or the caller is a handler), or more than
+  // one request is pending (see set_pending_requests); the caller then
+  // waits as usual while the receive thread delivers.
+  virtual bool ReceiveUntil(const std::function<bool()>& done,
+                            absl::Time deadline) {
+    (void)done;
+    (void)deadline;
+    return false;
+  }
+  // How many requests of this node await answers, or -1 when the node
+  // may get messages at any time (it serves requests). A thread borrows
+  // the receiving in ReceiveUntil only while at most one is pending (its
+  // own: with more in flight, as in a pipelined trainer, the receive
+  // thread delivers them all anyway and lending it out would only cost
+  // wake-ups). When a borrower ends with none pending, the receive thread
+  // resumes within about a millisecond instead of at once, so a thread
+  // that waits for one request after another finds the receiving free and
+  // wakes nobody. Set before Start; default: -1.
+  void set_pending_requests(std::function<int64_t()> count) {
+    pending_requests_ = std::move(count);
+  }
+  int64_t pending_requests() const {
+    return pending_requests_ ? pending_requests_() : -1;
+  }
 
   // This node's transport identity, sent with every message.
   const std::string& transport_id() const { return transport_id_; }
@@ -91,6 +122,7 @@ class Van {
 
   MessageHandler on_message_;
   TickHandler on_tick_;
+  std::function<int64_t()> pending_requests_;
 
  private:
   int ExpectedSender(absl::string_view from);

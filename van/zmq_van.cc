@@ -1,9 +1,12 @@
 #include "van/zmq_van.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -17,6 +20,9 @@ namespace petrel {
 namespace {
 
 constexpr int kMaxReceivesPerWake = 256;
+// After a borrower with no request pending gave the ROUTER back, the I/O
+// thread takes it within this time (unless another borrower came).
+constexpr absl::Duration kLazyResume = absl::Milliseconds(1);
 
 absl::Status ZmqError(absl::string_view what) {
   return absl::UnavailableError(absl::StrCat(what, ": ", zmq_strerror(errno)));
@@ -85,7 +91,12 @@ absl::Status ZmqVan::Start(MessageHandler on_message, TickHandler on_tick) {
     return absl::InternalError(absl::StrCat("cannot parse endpoint ", bound));
   }
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0) return absl::UnavailableError("cannot create an eventfd");
+  stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  resume_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (wake_fd_ < 0 || stop_fd_ < 0 || resume_fd_ < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot create an eventfd or timerfd: ", strerror(errno)));
+  }
   stop_ = false;
   running_ = true;
   {
@@ -104,13 +115,26 @@ void ZmqVan::Stop() {
   // Before the I/O thread terminates the context, which waits for every
   // socket to be closed.
   CloseThreadSockets();
+  {
+    absl::MutexLock lock(&receive_mu_);
+    stopping_ = true;
+  }
   stop_ = true;
   uint64_t one = 1;
-  ssize_t n = write(wake_fd_, &one, sizeof(one));
+  ssize_t n = write(stop_fd_, &one, sizeof(one));  // stays readable
   (void)n;
+  Wake();
   io_thread_.join();
-  close(wake_fd_);
-  wake_fd_ = -1;
+  for (int* fd : {&wake_fd_, &stop_fd_, &resume_fd_}) {
+    close(*fd);
+    *fd = -1;
+  }
+}
+
+void ZmqVan::Wake() {
+  uint64_t one = 1;
+  ssize_t n = write(wake_fd_, &one, sizeof(one));
+  (void)n;  // EAGAIN: the counter is full, so the thread wakes anyway
 }
 
 void ZmqVan::CloseThreadSockets() {
@@ -153,8 +177,10 @@ void ZmqVan::CloseSockets() {
 }
 
 void ZmqVan::Connect(const pb::Node& node) {
+  // At once, so that a thread receiving in ReceiveUntil accepts the node's
+  // messages, and this thread's next Send finds the route.
+  BindIdentity(node.transport_id(), node.id());
   {
-    // At once, so this thread's next Send finds the route.
     absl::MutexLock lock(&direct_mu_);
     addresses_[node.id()] =
         absl::StrCat("tcp://", node.host(), ":", node.port());
@@ -239,23 +265,130 @@ void ZmqVan::IoLoop() {
   io_thread_id_ = std::this_thread::get_id();
   absl::Time next_tick = absl::Now() + options().tick_interval;
   while (!stop_) {
-    zmq_pollitem_t items[2] = {{router_, 0, ZMQ_POLLIN, 0},
-                               {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
-    int64_t wait_ms = absl::ToInt64Milliseconds(next_tick - absl::Now());
-    int rc = zmq_poll(items, 2, wait_ms < 0 ? 0 : static_cast<long>(wait_ms));
-    if (rc < 0 && errno != EINTR) {
-      LOG_EVERY_T(ERROR, 1.0) << "zmq_poll: " << zmq_strerror(errno);
+    const int64_t to_tick = absl::ToInt64Milliseconds(next_tick - absl::Now());
+    const long wait_ms = to_tick < 0 ? 0 : static_cast<long>(to_tick);
+    if (AcquireRouter()) {
+      zmq_pollitem_t items[2] = {{router_, 0, ZMQ_POLLIN, 0},
+                                 {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
+      int rc = zmq_poll(items, 2, wait_ms);
+      if (rc < 0 && errno != EINTR) {
+        LOG_EVERY_T(ERROR, 1.0) << "zmq_poll: " << zmq_strerror(errno);
+      }
+      if (rc > 0 && (items[0].revents & ZMQ_POLLIN)) ReceiveAvailable();
+      ReleaseRouter();
+      if (rc > 0 && (items[1].revents & ZMQ_POLLIN)) DrainQueue();
+    } else {
+      // Lent out or given back lazily: sleep until an eager hand-back, a
+      // connect or Stop (wake_fd_), the lazy-resume timer, or the tick.
+      pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {resume_fd_, POLLIN, 0}};
+      int rc = poll(fds, 2, static_cast<int>(std::min<long>(wait_ms, 1000)));
+      if (rc > 0 && (fds[1].revents & POLLIN)) ResumeAfterTimer();
+      if (rc > 0 && (fds[0].revents & POLLIN)) DrainQueue();
     }
-    if (rc > 0 && (items[1].revents & ZMQ_POLLIN)) DrainQueue();
-    if (rc > 0 && (items[0].revents & ZMQ_POLLIN)) ReceiveAvailable();
-    if (absl::Now() >= next_tick) {
-      if (on_tick_) on_tick_();
-      next_tick = absl::Now() + options().tick_interval;
-    }
+    RunTickIfDue(&next_tick);
+  }
+  {
+    // A borrower polls stop_fd_ and gives the ROUTER back at once.
+    absl::MutexLock lock(&receive_mu_);
+    auto returned = [this]() ABSL_SHARED_LOCKS_REQUIRED(receive_mu_) {
+      return !borrowed_;
+    };
+    receive_mu_.Await(absl::Condition(&returned));
   }
   // Closing the DEALERs lets what they queued leave within the linger time.
   CloseSockets();
   io_thread_id_ = std::thread::id();
+}
+
+bool ZmqVan::AcquireRouter() {
+  absl::MutexLock lock(&receive_mu_);
+  if (borrowed_ || lazy_resume_) return false;
+  io_receiving_ = true;
+  return true;
+}
+
+void ZmqVan::ReleaseRouter() {
+  absl::MutexLock lock(&receive_mu_);
+  io_receiving_ = false;
+}
+
+void ZmqVan::ResumeAfterTimer() {
+  uint64_t expirations;
+  ssize_t n = read(resume_fd_, &expirations, sizeof(expirations));
+  (void)n;  // EAGAIN: a borrower disarmed it meanwhile
+  absl::MutexLock lock(&receive_mu_);
+  if (!borrowed_) lazy_resume_ = false;
+}
+
+void ZmqVan::SetResumeTimer(absl::Duration after) {
+  itimerspec spec = {};
+  spec.it_value = absl::ToTimespec(after);
+  if (timerfd_settime(resume_fd_, 0, &spec, nullptr) != 0 &&
+      after > absl::ZeroDuration()) {
+    lazy_resume_ = false;  // no timer: hand back at once instead
+    Wake();
+  }
+}
+
+void ZmqVan::RunTickIfDue(absl::Time* next_tick) {
+  if (absl::Now() < *next_tick) return;
+  if (on_tick_) {
+    absl::MutexLock lock(&handler_mu_);
+    on_tick_();
+  }
+  *next_tick = absl::Now() + options().tick_interval;
+}
+
+bool ZmqVan::ReceiveUntil(const std::function<bool()>& done,
+                          absl::Time deadline) {
+  if (OnIoThread()) return false;
+  {
+    absl::MutexLock lock(&receive_mu_);
+    if (borrowed_ || stopping_ || !running_ || pending_requests() > 1) {
+      return false;
+    }
+    borrowed_ = true;
+    if (lazy_resume_) {
+      lazy_resume_ = false;
+      SetResumeTimer(absl::ZeroDuration());  // disarm: ours now
+    }
+    if (io_receiving_) {
+      Wake();  // out of zmq_poll; it gives the ROUTER up
+      auto idle = [this]() ABSL_SHARED_LOCKS_REQUIRED(receive_mu_) {
+        return !io_receiving_;
+      };
+      receive_mu_.Await(absl::Condition(&idle));
+    }
+  }
+  while (!done()) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) break;
+    // zmq_poll counts whole milliseconds: round up, never spin.
+    const long wait_ms = left == absl::InfiniteDuration()
+                             ? -1
+                             : static_cast<long>(absl::ToInt64Milliseconds(
+                                   left + absl::Microseconds(999)));
+    zmq_pollitem_t items[2] = {{router_, 0, ZMQ_POLLIN, 0},
+                               {nullptr, stop_fd_, ZMQ_POLLIN, 0}};
+    int rc = zmq_poll(items, 2, wait_ms);
+    if (rc < 0 && errno != EINTR) {
+      LOG_EVERY_T(ERROR, 1.0) << "zmq_poll: " << zmq_strerror(errno);
+    }
+    if (rc > 0 && (items[1].revents & ZMQ_POLLIN)) break;  // stopping
+    if (rc > 0 && (items[0].revents & ZMQ_POLLIN)) ReceiveAvailable();
+  }
+  const bool idle = pending_requests() == 0;
+  absl::MutexLock lock(&receive_mu_);
+  borrowed_ = false;
+  if (idle) {
+    // Probably back soon with the next request: the I/O thread sleeps on
+    // unless nobody comes within kLazyResume.
+    lazy_resume_ = true;
+    SetResumeTimer(kLazyResume);
+  } else {
+    Wake();
+  }
+  return true;
 }
 
 void ZmqVan::DoConnect(const pb::Node& node) {
@@ -369,6 +502,7 @@ bool ZmqVan::ReceiveOne() {
   }
   Buffer header = frames.front();
   frames.erase(frames.begin());
+  absl::MutexLock lock(&handler_mu_);
   Deliver(from, header, std::move(frames));
   return true;
 }

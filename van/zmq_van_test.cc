@@ -1,5 +1,6 @@
 #include "van/zmq_van.h"
 
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -43,11 +45,16 @@ class Endpoint {
   absl::Status Start() {
     return van_->Start(
         [this](Message&& msg) {
+          if (on_message_) on_message_();
           absl::MutexLock lock(&mu_);
           got_.push_back(std::move(msg));
+          threads_.push_back(std::this_thread::get_id());
         },
-        nullptr);
+        [this] { ++ticks_; });
   }
+  // Runs in the message handler, before the message is recorded. Set
+  // before Start.
+  void set_on_message(std::function<void()> f) { on_message_ = std::move(f); }
   pb::Node Self() const {
     pb::Node n;
     n.set_id(van_->my_id());
@@ -70,6 +77,16 @@ class Endpoint {
     absl::MutexLock lock(&mu_);
     return got_;
   }
+  size_t num_got() {
+    absl::MutexLock lock(&mu_);
+    return got_.size();
+  }
+  // The thread each message was delivered on.
+  std::vector<std::thread::id> threads() {
+    absl::MutexLock lock(&mu_);
+    return threads_;
+  }
+  int ticks() const { return ticks_.load(); }
   double Rejected(const std::string& reason) {
     return metrics_
         .Value("petrel_van_messages_rejected_total", {{"reason", reason}})
@@ -80,8 +97,11 @@ class Endpoint {
  private:
   MetricsRegistry metrics_;
   std::unique_ptr<ZmqVan> van_;
+  std::function<void()> on_message_;
+  std::atomic<int> ticks_{0};
   absl::Mutex mu_;
   std::vector<Message> got_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread::id> threads_ ABSL_GUARDED_BY(mu_);
 };
 
 Message To(int sender, int recipient, int head = 0) {
@@ -291,6 +311,127 @@ TEST(ZmqVanTest, AcceptsLimitsAboveTwoGiB) {
   ASSERT_TRUE(worker.van().Send(std::move(m)).ok());
   ASSERT_TRUE(server.WaitForMessages(1));
   EXPECT_EQ(server.got()[0].data[0].size(), size_t{3} << 20);
+}
+
+// A connected pair: the worker (9) waits for what the server (8) sends.
+class ZmqVanReceiveUntilTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(server_.Start().ok());
+    ASSERT_TRUE(worker_.Start().ok());
+    server_.Connect(worker_);
+    worker_.Connect(server_);
+  }
+  // Borrows the worker's receiving until it got `n` messages in all; the
+  // first call of `done` (made once the borrow began) sends one from the
+  // server, so that message must arrive on this thread.
+  bool ReceiveOneSentWhileWaiting(size_t n) {
+    bool sent = false;
+    return worker_.van().ReceiveUntil(
+        [&] {
+          if (!sent) {
+            sent = true;
+            EXPECT_TRUE(server_.van().Send(To(8, 9, static_cast<int>(n))).ok());
+          }
+          return worker_.num_got() >= n;
+        },
+        absl::Now() + absl::Seconds(10));
+  }
+
+  Endpoint server_{8};
+  Endpoint worker_{9};
+};
+
+TEST_F(ZmqVanReceiveUntilTest, DeliversOnTheWaitingThreadThenOnTheVanThread) {
+  EXPECT_TRUE(ReceiveOneSentWhileWaiting(1));
+  ASSERT_EQ(worker_.num_got(), 1u);
+  EXPECT_EQ(worker_.threads()[0], std::this_thread::get_id());
+  EXPECT_EQ(worker_.got()[0].meta.head(), 1);
+  // Given back: the van's own thread receives the next one.
+  ASSERT_TRUE(server_.van().Send(To(8, 9, 2)).ok());
+  ASSERT_TRUE(worker_.WaitForMessages(2));
+  EXPECT_NE(worker_.threads()[1], std::this_thread::get_id());
+  // And lends it again.
+  EXPECT_TRUE(ReceiveOneSentWhileWaiting(3));
+  EXPECT_EQ(worker_.threads()[2], std::this_thread::get_id());
+}
+
+TEST_F(ZmqVanReceiveUntilTest, OneThreadAtATimeAndNeverAHandler) {
+  // Handlers (on the van thread or on a waiting thread) may not borrow.
+  std::vector<bool> from_handler;
+  worker_.van().Stop();
+  Endpoint worker(10);
+  worker.set_on_message([&] {
+    from_handler.push_back(
+        worker.van().ReceiveUntil([] { return true; }, absl::InfiniteFuture()));
+  });
+  ASSERT_TRUE(worker.Start().ok());
+  server_.Connect(worker);
+  worker.Connect(server_);
+  ASSERT_TRUE(server_.van().Send(To(8, 10)).ok());
+  ASSERT_TRUE(worker.WaitForMessages(1));
+  bool sent = false;
+  EXPECT_TRUE(worker.van().ReceiveUntil(
+      [&] {
+        if (!sent) {
+          sent = true;
+          EXPECT_TRUE(server_.van().Send(To(8, 10)).ok());
+          // Another thread while this one receives.
+          bool other = true;
+          std::thread t([&] {
+            other = worker.van().ReceiveUntil([] { return true; },
+                                              absl::InfiniteFuture());
+          });
+          t.join();
+          EXPECT_FALSE(other);
+        }
+        return worker.num_got() >= 2;
+      },
+      absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ(from_handler, std::vector<bool>({false, false}));
+}
+
+TEST_F(ZmqVanReceiveUntilTest, LendsOnlyWhileAtMostOneRequestIsPending) {
+  std::atomic<int64_t> pending{2};
+  Endpoint worker(10);
+  worker.van().set_pending_requests([&] { return pending.load(); });
+  ASSERT_TRUE(worker.Start().ok());
+  EXPECT_FALSE(
+      worker.van().ReceiveUntil([] { return false; }, absl::InfiniteFuture()));
+  pending = 1;  // the caller's own
+  EXPECT_TRUE(
+      worker.van().ReceiveUntil([] { return true; }, absl::InfiniteFuture()));
+}
+
+TEST_F(ZmqVanReceiveUntilTest, ReturnsAtTheDeadline) {
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(30);
+  EXPECT_TRUE(worker_.van().ReceiveUntil([] { return false; }, deadline));
+  EXPECT_GE(absl::Now(), deadline);
+}
+
+TEST_F(ZmqVanReceiveUntilTest, TicksGoOnWhileAThreadReceives) {
+  const int before = worker_.ticks();
+  EXPECT_TRUE(
+      worker_.van().ReceiveUntil([&] { return worker_.ticks() >= before + 3; },
+                                 absl::Now() + absl::Seconds(10)));
+  EXPECT_GE(worker_.ticks(), before + 3);
+}
+
+TEST_F(ZmqVanReceiveUntilTest, StopEndsAReceivingThread) {
+  absl::Notification receiving;
+  std::thread t([&] {
+    EXPECT_TRUE(worker_.van().ReceiveUntil(
+        [&] {
+          if (!receiving.HasBeenNotified()) receiving.Notify();
+          return false;
+        },
+        absl::InfiniteFuture()));
+  });
+  receiving.WaitForNotification();
+  worker_.van().Stop();  // returns only once the thread gave the ROUTER back
+  t.join();
+  EXPECT_FALSE(
+      worker_.van().ReceiveUntil([] { return true; }, absl::InfiniteFuture()));
 }
 
 }  // namespace

@@ -5,30 +5,40 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <thread>
 
+#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 #include "server/kv_server.h"
 #include "tests/harness/local_cluster.h"
+#include "van/zmq_van.h"
 
 namespace petrel {
 namespace {
 
 template <typename Val>
 struct KVCluster {
-  static LocalClusterOptions Options(int servers, int workers) {
+  static LocalClusterOptions Options(int servers, int workers,
+                                     bool over_tcp = false) {
     LocalClusterOptions o;
     o.num_servers = servers;
     o.num_workers = workers;
+    if (over_tcp) {  // ZmqVans on 127.0.0.1 instead of the loopback network
+      o.van_factory = [](pb::Role, int, VanOptions vo,
+                         MetricsRegistry* metrics) -> std::unique_ptr<Van> {
+        return std::make_unique<ZmqVan>(std::move(vo), metrics);
+      };
+    }
     return o;
   }
   using Handler = typename KVServer<Val>::Handler;
   // `wrap`, when given, makes each server's handler around its store.
   KVCluster(int servers, int workers,
             std::function<Handler(KVStoreHandler<Val>*)> wrap = nullptr,
-            bool accept_key_slices = true)
-      : cluster(Options(servers, workers)) {
+            bool accept_key_slices = true, bool over_tcp = false)
+      : cluster(Options(servers, workers, over_tcp)) {
     EXPECT_TRUE(cluster.Start().ok());
     for (int i = 0; i < servers; ++i) {
       handlers.push_back(std::make_unique<KVStoreHandler<Val>>());
@@ -66,6 +76,58 @@ TEST(KVWorkerTest, PushThenPullSumsAcrossServers) {
   EXPECT_EQ(out.ToVector(), want);
   EXPECT_GT(c.handlers[0]->num_keys(), 0u);
   EXPECT_GT(c.handlers[1]->num_keys(), 0u);
+  EXPECT_TRUE(c.cluster.Finish().ok());
+}
+
+// Over TCP a thread that waits for one request after another receives its
+// answers itself (ZmqVan::ReceiveUntil); requests nobody waits for are then
+// still answered, through the van's own thread taking receiving back; and
+// threads waiting together all get exact answers.
+TEST(KVWorkerTest, OverTcpWaitersReceiveAndEveryAnswerArrives) {
+  KVCluster<float> c(2, 1, nullptr, true, /*over_tcp=*/true);
+  KVWorker<float>& kv = *c.kv_workers[0];
+  SArray<Key> keys = {500, 5000003};  // on both servers
+  SArray<float> twos = {2, 2};
+  constexpr int kRounds = 50;
+  int on_this_thread = 0;
+  for (int r = 0; r < kRounds; ++r) {
+    std::thread::id ran_on;
+    int ts = kv.Push(keys, twos, {}, 0,
+                     [&] { ran_on = std::this_thread::get_id(); });
+    ASSERT_TRUE(kv.Wait(ts, absl::Seconds(10)).ok());
+    on_this_thread += ran_on == std::this_thread::get_id();
+  }
+  // Not always: an answer may come before the wait begins.
+  EXPECT_GT(on_this_thread, 0);
+
+  constexpr int kUnwaited = 200;
+  absl::Notification all_called;
+  std::atomic<int> called{0};
+  for (int i = 0; i < kUnwaited; ++i) {
+    kv.Push(keys, twos, {}, 0, [&] {
+      if (++called == kUnwaited) all_called.Notify();
+    });
+  }
+  ASSERT_TRUE(all_called.WaitForNotificationWithTimeout(absl::Seconds(10)));
+
+  constexpr int kThreads = 3;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&kv, t] {
+      SArray<Key> own = {Key(t), Key(1000003) * (t + 1), Key(77) + t};
+      SArray<float> ones = {1, 1, 1};
+      for (int r = 1; r <= kRounds; ++r) {
+        ASSERT_TRUE(kv.Wait(kv.Push(own, ones), absl::Seconds(10)).ok());
+        SArray<float> out;
+        ASSERT_TRUE(kv.Wait(kv.Pull(own, &out), absl::Seconds(10)).ok());
+        ASSERT_EQ(out.ToVector(), std::vector<float>(3, r));
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  SArray<float> out;
+  ASSERT_TRUE(kv.Wait(kv.Pull(keys, &out), absl::Seconds(10)).ok());
+  EXPECT_EQ(out.ToVector(), std::vector<float>(2, 2 * (kRounds + kUnwaited)));
   EXPECT_TRUE(c.cluster.Finish().ok());
 }
 
