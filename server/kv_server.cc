@@ -16,7 +16,9 @@ namespace {
 // epilogue), and summing a pushed array was most of the server's CPU time
 // at 1 MiB per push.
 template <typename Val>
-void AddTo(const Val* a, const Val* b, Val* out, size_t n) {
+inline __attribute__((always_inline)) void AddVectors(const Val* a,
+                                                      const Val* b, Val* out,
+                                                      size_t n) {
   typedef Val Vec __attribute__((vector_size(32)));
   constexpr size_t kLanes = sizeof(Vec) / sizeof(Val);
   size_t i = 0;
@@ -28,6 +30,35 @@ void AddTo(const Val* a, const Val* b, Val* out, size_t n) {
     std::memcpy(out + i, &x, sizeof(Vec));
   }
   for (; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+// An AVX2 version of each, chosen when the program loads where the CPU has
+// it: it sums 1 MiB in about half the time of the default x86-64 (SSE2)
+// one, which a 1 MiB push with one request in flight shows on 2 cores.
+// One plain function per type: clang takes target_clones on no template.
+__attribute__((target_clones("avx2", "default"))) void AddTo(const float* a,
+                                                             const float* b,
+                                                             float* out,
+                                                             size_t n) {
+  AddVectors(a, b, out, n);
+}
+__attribute__((target_clones("avx2", "default"))) void AddTo(const double* a,
+                                                             const double* b,
+                                                             double* out,
+                                                             size_t n) {
+  AddVectors(a, b, out, n);
+}
+__attribute__((target_clones("avx2", "default"))) void AddTo(const int32_t* a,
+                                                             const int32_t* b,
+                                                             int32_t* out,
+                                                             size_t n) {
+  AddVectors(a, b, out, n);
+}
+__attribute__((target_clones("avx2", "default"))) void AddTo(const int64_t* a,
+                                                             const int64_t* b,
+                                                             int64_t* out,
+                                                             size_t n) {
+  AddVectors(a, b, out, n);
 }
 
 }  // namespace
