@@ -315,19 +315,28 @@ void ZmqVan::ReleaseRouter() {
 void ZmqVan::ResumeAfterTimer() {
   uint64_t expirations;
   ssize_t n = read(resume_fd_, &expirations, sizeof(expirations));
-  (void)n;  // EAGAIN: a borrower disarmed it meanwhile
+  (void)n;
   absl::MutexLock lock(&receive_mu_);
-  if (!borrowed_) lazy_resume_ = false;
+  resume_armed_ = false;
+  // While borrowed, the next lazy hand-back arms the timer again.
+  if (borrowed_ || !lazy_resume_) return;
+  const absl::Duration idle = absl::Now() - lazy_since_;
+  if (idle >= kLazyResume) {
+    lazy_resume_ = false;
+  } else {
+    ArmResumeTimer(kLazyResume - idle);
+  }
 }
 
-void ZmqVan::SetResumeTimer(absl::Duration after) {
+void ZmqVan::ArmResumeTimer(absl::Duration after) {
   itimerspec spec = {};
-  spec.it_value = absl::ToTimespec(after);
-  if (timerfd_settime(resume_fd_, 0, &spec, nullptr) != 0 &&
-      after > absl::ZeroDuration()) {
+  spec.it_value = absl::ToTimespec(std::max(after, absl::Microseconds(1)));
+  if (timerfd_settime(resume_fd_, 0, &spec, nullptr) != 0) {
     lazy_resume_ = false;  // no timer: hand back at once instead
     Wake();
+    return;
   }
+  resume_armed_ = true;
 }
 
 void ZmqVan::RunTickIfDue(absl::Time* next_tick) {
@@ -348,10 +357,7 @@ bool ZmqVan::ReceiveUntil(const std::function<bool()>& done,
       return false;
     }
     borrowed_ = true;
-    if (lazy_resume_) {
-      lazy_resume_ = false;
-      SetResumeTimer(absl::ZeroDuration());  // disarm: ours now
-    }
+    lazy_resume_ = false;  // an armed timer finds it borrowed and stops
     if (io_receiving_) {
       Wake();  // out of zmq_poll; it gives the ROUTER up
       auto idle = [this]() ABSL_SHARED_LOCKS_REQUIRED(receive_mu_) {
@@ -375,7 +381,12 @@ bool ZmqVan::ReceiveUntil(const std::function<bool()>& done,
       LOG_EVERY_T(ERROR, 1.0) << "zmq_poll: " << zmq_strerror(errno);
     }
     if (rc > 0 && (items[1].revents & ZMQ_POLLIN)) break;  // stopping
-    if (rc > 0 && (items[0].revents & ZMQ_POLLIN)) ReceiveAvailable();
+    // One message at a time, so that the caller's answer ends the loop
+    // without a further receive that would find nothing.
+    if (rc > 0 && (items[0].revents & ZMQ_POLLIN)) {
+      while (!done() && ReceiveOne()) {
+      }
+    }
   }
   const bool idle = pending_requests() == 0;
   absl::MutexLock lock(&receive_mu_);
@@ -383,8 +394,10 @@ bool ZmqVan::ReceiveUntil(const std::function<bool()>& done,
   if (idle) {
     // Probably back soon with the next request: the I/O thread sleeps on
     // unless nobody comes within kLazyResume.
+    // The timer is armed at most once per kLazyResume, not per request.
     lazy_resume_ = true;
-    SetResumeTimer(kLazyResume);
+    lazy_since_ = absl::Now();
+    if (!resume_armed_) ArmResumeTimer(kLazyResume);
   } else {
     Wake();
   }

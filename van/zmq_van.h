@@ -63,10 +63,10 @@ class ZmqVan : public Van {
   // has it or it was given back lazily.
   bool AcquireRouter();
   void ReleaseRouter();
-  // The lazy-resume timer fired: take the ROUTER back unless borrowed.
+  // The lazy-resume timer fired: take the ROUTER back if it has been idle
+  // for kLazyResume, else wait for the rest of that time.
   void ResumeAfterTimer();
-  // Arms the lazy-resume timer, or disarms it (zero).
-  void SetResumeTimer(absl::Duration after)
+  void ArmResumeTimer(absl::Duration after)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(receive_mu_);
   void RunTickIfDue(absl::Time* next_tick);
   void Wake();
@@ -113,6 +113,8 @@ class ZmqVan : public Van {
   // ROUTER back when resume_fd_ fires (after kLazyResume) rather than at
   // once, unless a borrower came first.
   bool lazy_resume_ ABSL_GUARDED_BY(receive_mu_) = false;
+  absl::Time lazy_since_ ABSL_GUARDED_BY(receive_mu_);
+  bool resume_armed_ ABSL_GUARDED_BY(receive_mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(receive_mu_) = false;
   // Held while a handler or the tick runs, so they run one at a time
   // whichever thread receives.
