@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Measures a Petrel workload against the raw ZeroMQ baseline in one run,
+# alternating the two (0.5 s each) N times on a local 1 server + 1 worker
+# cluster, and prints the medians: both sides and the ratio taken pair by
+# pair. On a shared, noisy machine this ratio is far steadier than two
+# separate runs.
+#
+#   tools/bench/pair-ratio.sh BIN WORKLOAD VALUE_BYTES INFLIGHT PAIRS
+#   tools/bench/pair-ratio.sh build/bin pull 1048576 1 8
+#   tools/bench/pair-ratio.sh build/bin latency 4 1 12     # p50 round trips
+set -euo pipefail
+if [[ $# -ne 5 ]]; then
+  sed -n '2,10p' "$0" >&2
+  exit 2
+fi
+bin=$1 workload=$2 value_bytes=$3 inflight=$4 pairs=$5
+raw=raw_zmq metric=gbps
+if [[ $workload == latency ]]; then raw=raw_zmq_latency metric=p50_us; fi
+list=$(for _ in $(seq "$pairs"); do printf '%s,%s,' "$raw" "$workload"; done)
+"$bin/petrel-launch" --num_servers=1 --num_workers=1 -- "$bin/petrel-bench" \
+  --workload="${list%,}" --value_bytes="$value_bytes" --inflight="$inflight" \
+  --duration_s=0.5 |
+  grep -o "$metric=[0-9.]*" | cut -d= -f2 | paste - - |
+  awk -v w="$workload" -v v="$value_bytes" -v i="$inflight" -v m="$metric" '
+    function median(a, n,   s, k, j, t) {
+      for (k = 1; k <= n; k++) s[k] = a[k]
+      for (k = 2; k <= n; k++)
+        for (j = k; j > 1 && s[j - 1] > s[j]; j--) { t = s[j]; s[j] = s[j - 1]; s[j - 1] = t }
+      return n % 2 ? s[(n + 1) / 2] : (s[n / 2] + s[n / 2 + 1]) / 2
+    }
+    { raw[NR] = $1; pet[NR] = $2; ratio[NR] = $2 / $1 }
+    END {
+      if (NR == 0) { print "no result lines" > "/dev/stderr"; exit 1 }
+      printf "workload=%s value_bytes=%s inflight=%s pairs=%d raw_%s=%.2f petrel_%s=%.2f ratio=%.2f\n",
+        w, v, i, NR, m, median(raw, NR), m, median(pet, NR), median(ratio, NR)
+    }'
