@@ -32,34 +32,21 @@ inline __attribute__((always_inline)) void AddVectors(const Val* a,
   for (; i < n; ++i) out[i] = a[i] + b[i];
 }
 
-// An AVX2 version of each, chosen when the program loads where the CPU has
-// it: it sums 1 MiB in about half the time of the default x86-64 (SSE2)
-// one, which a 1 MiB push with one request in flight shows on 2 cores.
-// One plain function per type: clang takes target_clones on no template.
-__attribute__((target_clones("avx2", "default"))) void AddTo(const float* a,
-                                                             const float* b,
-                                                             float* out,
-                                                             size_t n) {
-  AddVectors(a, b, out, n);
-}
-__attribute__((target_clones("avx2", "default"))) void AddTo(const double* a,
-                                                             const double* b,
-                                                             double* out,
-                                                             size_t n) {
-  AddVectors(a, b, out, n);
-}
-__attribute__((target_clones("avx2", "default"))) void AddTo(const int32_t* a,
-                                                             const int32_t* b,
-                                                             int32_t* out,
-                                                             size_t n) {
-  AddVectors(a, b, out, n);
-}
-__attribute__((target_clones("avx2", "default"))) void AddTo(const int64_t* a,
-                                                             const int64_t* b,
-                                                             int64_t* out,
-                                                             size_t n) {
-  AddVectors(a, b, out, n);
-}
+// An AVX2 and a default (SSE2) version of AddTo for each type, chosen when
+// the program loads: AVX2 sums 1 MiB in about half the time, which a 1 MiB
+// push with one request in flight shows on 2 cores. A macro because clang
+// takes target_clones on no template (and a target("avx2") template picked
+// by a run-time check came out no faster than SSE2 with GCC 12).
+#define PETREL_DEFINE_ADD_TO(Val)                               \
+  __attribute__((target_clones("avx2", "default"))) void AddTo( \
+      const Val* a, const Val* b, Val* out, size_t n) {         \
+    AddVectors(a, b, out, n);                                   \
+  }
+PETREL_DEFINE_ADD_TO(float)
+PETREL_DEFINE_ADD_TO(double)
+PETREL_DEFINE_ADD_TO(int32_t)
+PETREL_DEFINE_ADD_TO(int64_t)
+#undef PETREL_DEFINE_ADD_TO
 
 }  // namespace
 
