@@ -189,7 +189,7 @@ Customer::Ready Customer::SequenceRequest(Message&& msg) {
         << "app " << app_id_ << " customer " << customer_id_
         << ": dropped request seq " << seq << " of node " << (stream >> 32)
         << " customer " << static_cast<uint32_t>(stream) << ", more than "
-        << kMaxHeldPerStream << " ahead of " << w.next;
+        << kMaxSeqAhead << " ahead of " << w.next;
     return out;
   }
   if (seq == w.next) {

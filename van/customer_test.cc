@@ -114,16 +114,27 @@ TEST(CustomerTest, SkipsAGapWhenTooManyRequestsWaitForIt) {
   EXPECT_EQ(last, 16386u);
 }
 
-TEST(CustomerTest, DropsARequestTooFarAheadInsteadOfSkippingToIt) {
-  OfflineNode node;
-  CustomerOptions options;
-  options.max_reorder_wait = absl::Seconds(1);
-  Customer c(kApp, 0, &node.po, options);
-  std::vector<std::pair<uint64_t, bool>> handled;
-  c.set_request_handler([&](Message&& m, bool duplicate) {
-    handled.emplace_back(m.meta.seq(), duplicate);
-  });
+// A customer that waits at most 1 s for a missing request and records
+// what it handles: (seq, duplicate).
+class CustomerReorderTest : public ::testing::Test {
+ protected:
   using Handled = std::vector<std::pair<uint64_t, bool>>;
+  static CustomerOptions Options() {
+    CustomerOptions options;
+    options.max_reorder_wait = absl::Seconds(1);
+    return options;
+  }
+  void SetUp() override {
+    c.set_request_handler([this](Message&& m, bool duplicate) {
+      handled.emplace_back(m.meta.seq(), duplicate);
+    });
+  }
+  OfflineNode node;
+  Customer c{kApp, 0, &node.po, Options()};
+  Handled handled;
+};
+
+TEST_F(CustomerReorderTest, DropsARequestTooFarAheadInsteadOfSkippingToIt) {
   c.Accept(Request(9, 0, uint64_t{1} << 40));  // bogus: never held
   c.Tick(absl::Now() + absl::Seconds(2));
   c.Accept(Request(9, 0, 1));
@@ -131,16 +142,7 @@ TEST(CustomerTest, DropsARequestTooFarAheadInsteadOfSkippingToIt) {
   EXPECT_EQ(handled, (Handled{{1, false}, {2, false}}));
 }
 
-TEST(CustomerTest, SkipsAGapThatOutlastsMaxReorderWait) {
-  OfflineNode node;
-  CustomerOptions options;
-  options.max_reorder_wait = absl::Seconds(1);
-  Customer c(kApp, 0, &node.po, options);
-  std::vector<std::pair<uint64_t, bool>> handled;
-  c.set_request_handler([&](Message&& m, bool duplicate) {
-    handled.emplace_back(m.meta.seq(), duplicate);
-  });
-  using Handled = std::vector<std::pair<uint64_t, bool>>;
+TEST_F(CustomerReorderTest, SkipsAGapThatOutlastsMaxReorderWait) {
   c.Accept(Request(9, 0, 2));
   c.Accept(Request(9, 0, 4));
   c.Tick(absl::Now());  // not waited long enough yet

@@ -122,9 +122,9 @@ class Van {
 
   MessageHandler on_message_;
   TickHandler on_tick_;
-  std::function<int64_t()> pending_requests_;
 
  private:
+  std::function<int64_t()> pending_requests_;
   int ExpectedSender(absl::string_view from);
 
   // A message from an unknown connection that arrived before this node had

@@ -281,7 +281,7 @@ void ZmqVan::IoLoop() {
       // Lent out or given back lazily: sleep until an eager hand-back, a
       // connect or Stop (wake_fd_), the lazy-resume timer, or the tick.
       pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {resume_fd_, POLLIN, 0}};
-      int rc = poll(fds, 2, static_cast<int>(std::min<long>(wait_ms, 1000)));
+      int rc = poll(fds, 2, static_cast<int>(wait_ms));  // a tick <= 10 s
       if (rc > 0 && (fds[1].revents & POLLIN)) ResumeAfterTimer();
       if (rc > 0 && (fds[0].revents & POLLIN)) DrainQueue();
     }
@@ -393,8 +393,8 @@ bool ZmqVan::ReceiveUntil(const std::function<bool()>& done,
   borrowed_ = false;
   if (idle) {
     // Probably back soon with the next request: the I/O thread sleeps on
-    // unless nobody comes within kLazyResume.
-    // The timer is armed at most once per kLazyResume, not per request.
+    // unless nobody comes within kLazyResume. The timer is armed at most
+    // once per kLazyResume, not per request.
     lazy_resume_ = true;
     lazy_since_ = absl::Now();
     if (!resume_armed_) ArmResumeTimer(kLazyResume);

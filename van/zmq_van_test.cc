@@ -104,6 +104,14 @@ class Endpoint {
   std::vector<std::thread::id> threads_ ABSL_GUARDED_BY(mu_);
 };
 
+// Starts both and connects each to the other.
+void StartPair(Endpoint& server, Endpoint& worker) {
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_TRUE(worker.Start().ok());
+  server.Connect(worker);
+  worker.Connect(server);
+}
+
 Message To(int sender, int recipient, int head = 0) {
   Message m;
   m.meta.set_sender(sender);
@@ -124,10 +132,7 @@ TEST(ZmqVanTest, PortZeroBindsARealPort) {
 
 TEST(ZmqVanTest, ExchangesLargeFrames) {
   Endpoint server(8), worker(9);
-  ASSERT_TRUE(server.Start().ok());
-  ASSERT_TRUE(worker.Start().ok());
-  server.Connect(worker);
-  worker.Connect(server);
+  ASSERT_NO_FATAL_FAILURE(StartPair(server, worker));
   const size_t kKeys = 1 << 20;  // 8 MiB of keys, 16 MiB of values
   SArray<uint64_t> keys(kKeys);
   SArray<float> vals(4 * kKeys);
@@ -162,10 +167,7 @@ TEST(ZmqVanTest, ExchangesLargeFrames) {
 
 TEST(ZmqVanTest, ThreadsSendOnConnectionsOfTheirOwnAsTheSameNode) {
   Endpoint server(8), worker(9);
-  ASSERT_TRUE(server.Start().ok());
-  ASSERT_TRUE(worker.Start().ok());
-  server.Connect(worker);
-  worker.Connect(server);
+  ASSERT_NO_FATAL_FAILURE(StartPair(server, worker));
   constexpr int kThreads = 3;
   constexpr int kPerThread = 50;
   std::vector<std::thread> threads;
@@ -264,10 +266,7 @@ TEST(ZmqVanTest, DropsFrameOverMaxMessageBytes) {
   VanOptions small = Local();
   small.limits.max_message_bytes = 1 << 20;
   Endpoint server(8, small), worker(9);
-  ASSERT_TRUE(server.Start().ok());
-  ASSERT_TRUE(worker.Start().ok());
-  server.Connect(worker);
-  worker.Connect(server);
+  ASSERT_NO_FATAL_FAILURE(StartPair(server, worker));
   Message big = To(9, 8);
   big.AddData(SArray<char>(2 << 20, 'x'));
   ASSERT_TRUE(worker.van().Send(std::move(big)).ok());
@@ -282,10 +281,7 @@ TEST(ZmqVanTest, RejectsMessageWhoseFramesTogetherExceedTheLimit) {
   VanOptions small = Local();
   small.limits.max_message_bytes = 1 << 20;
   Endpoint server(8, small), worker(9);
-  ASSERT_TRUE(server.Start().ok());
-  ASSERT_TRUE(worker.Start().ok());
-  server.Connect(worker);
-  worker.Connect(server);
+  ASSERT_NO_FATAL_FAILURE(StartPair(server, worker));
   Message m = To(9, 8);
   m.AddData(SArray<char>(600 << 10, 'a'));
   m.AddData(SArray<char>(600 << 10, 'b'));
@@ -302,10 +298,7 @@ TEST(ZmqVanTest, AcceptsLimitsAboveTwoGiB) {
   VanOptions big = Local();
   big.limits.max_message_bytes = int64_t{5} << 30;
   Endpoint server(8, big), worker(9, big);
-  ASSERT_TRUE(server.Start().ok());
-  ASSERT_TRUE(worker.Start().ok());
-  server.Connect(worker);
-  worker.Connect(server);
+  ASSERT_NO_FATAL_FAILURE(StartPair(server, worker));
   Message m = To(9, 8);
   m.AddData(SArray<char>(3 << 20, 'z'));
   ASSERT_TRUE(worker.van().Send(std::move(m)).ok());
@@ -317,10 +310,7 @@ TEST(ZmqVanTest, AcceptsLimitsAboveTwoGiB) {
 class ZmqVanReceiveUntilTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(server_.Start().ok());
-    ASSERT_TRUE(worker_.Start().ok());
-    server_.Connect(worker_);
-    worker_.Connect(server_);
+    ASSERT_NO_FATAL_FAILURE(StartPair(server_, worker_));
   }
   // Borrows the worker's receiving until it got `n` messages in all; the
   // first call of `done` (made once the borrow began) sends one from the
