@@ -10,9 +10,9 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
+#include "base/signal_watcher.h"
 #include "scheduler/scheduler.h"
 #include "van/node_flags.h"
-#include "van/signal_watcher.h"
 
 DEFINE_int32(heartbeat_timeout_s, 30,
              "Declare a node dead after this many seconds without a "

@@ -18,11 +18,11 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
+#include "base/config_file.h"
+#include "base/signal_watcher.h"
 #include "server/kv_server.h"
 #include "server/table_server.h"
-#include "van/config_file.h"
 #include "van/node_flags.h"
-#include "van/signal_watcher.h"
 
 DEFINE_string(store_mode, "sum",
               "What a push does to stored values: sum (add) or assign "

@@ -38,9 +38,9 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
+#include "base/metrics.h"
 #include "server/initializer.h"
 #include "server/optimizer.h"
-#include "van/metrics.h"
 
 namespace petrel {
 

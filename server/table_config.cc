@@ -5,7 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
-#include "van/status_macros.h"
+#include "base/status_macros.h"
 
 namespace petrel {
 namespace {

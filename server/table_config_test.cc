@@ -5,7 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-#include "van/config_file.h"
+#include "base/config_file.h"
 
 namespace petrel {
 namespace {

@@ -45,11 +45,11 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 
+#include "base/metrics.h"
 #include "proto/job.pb.h"
 #include "server/kv_server.h"
 #include "server/shard_pool.h"
 #include "server/table.h"
-#include "van/metrics.h"
 
 namespace petrel {
 

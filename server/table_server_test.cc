@@ -10,8 +10,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include "base/config_file.h"
 #include "tests/harness/local_cluster.h"
-#include "van/config_file.h"
 #include "worker/kv_worker.h"
 
 namespace petrel {

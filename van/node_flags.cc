@@ -7,10 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 
-#include "van/flag_check.h"
+#include "base/flag_check.h"
+#include "base/net_util.h"
+#include "base/status_macros.h"
 #include "van/legacy_env.h"
-#include "van/net_util.h"
-#include "van/status_macros.h"
 
 DEFINE_string(scheduler, "",
               "Scheduler address HOST:PORT (workers and servers). Default: "

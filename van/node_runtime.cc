@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
-#include "van/status_macros.h"
+#include "base/status_macros.h"
 #include "van/zmq_van.h"
 
 namespace petrel {

@@ -15,8 +15,8 @@
 
 #include "absl/status/status.h"
 
-#include "van/metrics.h"
-#include "van/metrics_http_server.h"
+#include "base/metrics.h"
+#include "base/metrics_http_server.h"
 #include "van/postoffice.h"
 #include "van/van.h"
 

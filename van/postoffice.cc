@@ -3,9 +3,9 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
+#include "base/net_util.h"
+#include "base/status_macros.h"
 #include "van/customer.h"
-#include "van/net_util.h"
-#include "van/status_macros.h"
 
 namespace petrel {
 namespace {

@@ -24,9 +24,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
+#include "base/metrics.h"
 #include "van/key_range_map.h"
 #include "van/message.h"
-#include "van/metrics.h"
 #include "van/van.h"
 
 namespace petrel {

@@ -22,9 +22,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
+#include "base/metrics.h"
 #include "proto/meta.pb.h"
 #include "van/message.h"
-#include "van/metrics.h"
 #include "van/wire_codec.h"
 
 namespace petrel {

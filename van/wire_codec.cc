@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/stubs/logging.h"
 
-#include "van/status_macros.h"
+#include "base/status_macros.h"
 
 namespace petrel {
 namespace {

@@ -1,7 +1,7 @@
 #include "worker/batch_prefetcher.h"
 
+#include "base/status_macros.h"
 #include "kernels/dedup.h"
-#include "van/status_macros.h"
 
 namespace petrel {
 

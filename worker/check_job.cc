@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "base/status_macros.h"
 #include "van/message.h"
-#include "van/status_macros.h"
 
 namespace petrel {
 namespace {

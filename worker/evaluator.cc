@@ -1,7 +1,7 @@
 #include "worker/evaluator.h"
 
+#include "base/status_macros.h"
 #include "kernels/dedup.h"
-#include "van/status_macros.h"
 #include "worker/eval_metrics.h"
 #include "worker/model_rows.h"
 #include "worker/reader.h"

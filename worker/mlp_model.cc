@@ -6,11 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "base/status_macros.h"
 #include "kernels/dense.h"
 #include "kernels/device_memory.h"
 #include "kernels/embedding.h"
 #include "kernels/sigmoid_cross_entropy.h"
-#include "van/status_macros.h"
 
 namespace petrel {
 namespace {

@@ -2,10 +2,10 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "base/status_macros.h"
 #include "kernels/fm.h"
 #include "kernels/lr.h"
 #include "kernels/sigmoid_cross_entropy.h"
-#include "van/status_macros.h"
 #include "worker/mlp_model.h"
 
 namespace petrel {

@@ -3,7 +3,7 @@
 #include <numeric>
 #include <utility>
 
-#include "van/status_macros.h"
+#include "base/status_macros.h"
 
 namespace petrel {
 

@@ -7,9 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
+#include "base/status_macros.h"
 #include "kernels/device.h"
 #include "van/simple_app.h"
-#include "van/status_macros.h"
 #include "worker/batch_prefetcher.h"
 #include "worker/eval_metrics.h"
 #include "worker/evaluator.h"

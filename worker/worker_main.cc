@@ -25,10 +25,10 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
-#include "van/config_file.h"
-#include "van/flag_check.h"
+#include "base/config_file.h"
+#include "base/flag_check.h"
+#include "base/signal_watcher.h"
 #include "van/node_flags.h"
-#include "van/signal_watcher.h"
 #include "worker/check_job.h"
 #include "worker/kv_worker.h"
 #include "worker/trainer.h"

@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "van/status_macros.h"
+#include "base/status_macros.h"
 
 namespace petrel {
 
@@ -73,7 +73,8 @@ absl::Status LocalCluster::Finish(absl::Duration timeout) {
   std::vector<absl::Status> results(workers_.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < workers_.size(); ++i) {
-    threads.emplace_back([&, i] { results[i] = workers_[i].po->Finish(timeout); });
+    threads.emplace_back(
+        [&, i] { results[i] = workers_[i].po->Finish(timeout); });
   }
   for (std::thread& t : threads) t.join();
   for (Node& n : servers_) {

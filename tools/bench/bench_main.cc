@@ -42,9 +42,9 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
+#include "base/flag_check.h"
 #include "tools/bench/petrel_workloads.h"
 #include "tools/bench/workloads.h"
-#include "van/flag_check.h"
 #include "van/node_flags.h"
 #include "van/node_runtime.h"
 

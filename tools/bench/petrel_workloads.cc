@@ -6,12 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
+#include "base/status_macros.h"
 #include "tools/bench/bench_verify.h"
 #include "tools/bench/request_chain.h"
 #include "tools/bench/request_window.h"
 #include "van/message.h"
 #include "van/postoffice.h"
-#include "van/status_macros.h"
 
 namespace petrel {
 namespace {

@@ -17,11 +17,11 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
+#include "base/config_file.h"
+#include "base/flag_check.h"
 #include "proto/job.pb.h"
 #include "tools/launch/executable_path.h"
 #include "tools/launch/launcher.h"
-#include "van/config_file.h"
-#include "van/flag_check.h"
 
 DEFINE_int32(num_servers, 1, "Number of petrel-server processes (>= 1).");
 DEFINE_int32(num_workers, 1,

@@ -31,7 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
-#include "van/metrics.h"
+#include "base/metrics.h"
 #include "van/van.h"
 
 namespace petrel {

@@ -1,8 +1,8 @@
 // Status propagation helpers. Abseil 20220623 has no ABSL_RETURN_IF_ERROR /
 // ABSL_ASSIGN_OR_RETURN; these have the same meaning so that moving to the
 // abseil ones later is a rename.
-#ifndef PETREL_VAN_STATUS_MACROS_H_
-#define PETREL_VAN_STATUS_MACROS_H_
+#ifndef PETREL_BASE_STATUS_MACROS_H_
+#define PETREL_BASE_STATUS_MACROS_H_
 
 #include <utility>
 
@@ -41,4 +41,4 @@ inline absl::Status Annotate(const absl::Status& status,
 
 }  // namespace petrel
 
-#endif  // PETREL_VAN_STATUS_MACROS_H_
+#endif  // PETREL_BASE_STATUS_MACROS_H_

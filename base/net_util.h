@@ -2,8 +2,8 @@
 // HOST:PORT strings.
 //
 // Thread safety: stateless.
-#ifndef PETREL_VAN_NET_UTIL_H_
-#define PETREL_VAN_NET_UTIL_H_
+#ifndef PETREL_BASE_NET_UTIL_H_
+#define PETREL_BASE_NET_UTIL_H_
 
 #include <string>
 #include <utility>
@@ -22,4 +22,4 @@ absl::StatusOr<std::pair<std::string, int>> ParseHostPort(
 
 }  // namespace petrel
 
-#endif  // PETREL_VAN_NET_UTIL_H_
+#endif  // PETREL_BASE_NET_UTIL_H_

@@ -5,8 +5,8 @@
 // them as a Status and exit 2, the project's code for bad flags. Library
 // code does not use this file: it reads no flags.
 
-#ifndef PETREL_VAN_FLAG_CHECK_H_
-#define PETREL_VAN_FLAG_CHECK_H_
+#ifndef PETREL_BASE_FLAG_CHECK_H_
+#define PETREL_BASE_FLAG_CHECK_H_
 
 #include "absl/status/status.h"
 
@@ -26,4 +26,4 @@ bool FlagIsSet(const char* name);
 
 }  // namespace petrel
 
-#endif  // PETREL_VAN_FLAG_CHECK_H_
+#endif  // PETREL_BASE_FLAG_CHECK_H_

@@ -1,4 +1,4 @@
-#include "van/metrics_http_server.h"
+#include "base/metrics_http_server.h"
 
 #include <chrono>
 #include <string>

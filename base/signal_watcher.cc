@@ -1,4 +1,4 @@
-#include "van/signal_watcher.h"
+#include "base/signal_watcher.h"
 
 #include <ctime>
 

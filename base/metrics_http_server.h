@@ -7,8 +7,8 @@
 // poll(), so a slow or hostile client delays nobody: each connection gets a
 // bounded request size and a deadline, after which it is closed.
 
-#ifndef PETREL_VAN_METRICS_HTTP_SERVER_H_
-#define PETREL_VAN_METRICS_HTTP_SERVER_H_
+#ifndef PETREL_BASE_METRICS_HTTP_SERVER_H_
+#define PETREL_BASE_METRICS_HTTP_SERVER_H_
 
 #include <atomic>
 #include <cstddef>
@@ -18,7 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 
-#include "van/metrics.h"
+#include "base/metrics.h"
 
 namespace petrel {
 
@@ -88,4 +88,4 @@ class MetricsHttpServer {
 
 }  // namespace petrel
 
-#endif  // PETREL_VAN_METRICS_HTTP_SERVER_H_
+#endif  // PETREL_BASE_METRICS_HTTP_SERVER_H_

@@ -1,4 +1,4 @@
-#include "van/net_util.h"
+#include "base/net_util.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

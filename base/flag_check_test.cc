@@ -1,4 +1,4 @@
-#include "van/flag_check.h"
+#include "base/flag_check.h"
 
 #include <vector>
 

@@ -1,4 +1,4 @@
-#include "van/metrics.h"
+#include "base/metrics.h"
 
 #include <cmath>
 #include <limits>

@@ -7,8 +7,8 @@
 //
 // Thread safety: a free function with no shared state; callers may run it
 // concurrently on different output messages.
-#ifndef PETREL_VAN_CONFIG_FILE_H_
-#define PETREL_VAN_CONFIG_FILE_H_
+#ifndef PETREL_BASE_CONFIG_FILE_H_
+#define PETREL_BASE_CONFIG_FILE_H_
 
 #include <string>
 
@@ -33,4 +33,4 @@ absl::Status ParseTextProto(const std::string& text, const std::string& name,
 
 }  // namespace petrel
 
-#endif  // PETREL_VAN_CONFIG_FILE_H_
+#endif  // PETREL_BASE_CONFIG_FILE_H_

@@ -13,8 +13,8 @@
 //       {{"reason", "bad_magic"}});
 //   dropped->Increment();
 
-#ifndef PETREL_VAN_METRICS_H_
-#define PETREL_VAN_METRICS_H_
+#ifndef PETREL_BASE_METRICS_H_
+#define PETREL_BASE_METRICS_H_
 
 #include <atomic>
 #include <cstdint>
@@ -136,4 +136,4 @@ class MetricsRegistry {
 
 }  // namespace petrel
 
-#endif  // PETREL_VAN_METRICS_H_
+#endif  // PETREL_BASE_METRICS_H_

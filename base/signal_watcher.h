@@ -4,8 +4,8 @@
 // Thread safety: Start and Stop are called by the owner (main) only.
 // REQUIRES: Start is called before any other thread is created, so that
 // every thread inherits the blocked signal mask.
-#ifndef PETREL_VAN_SIGNAL_WATCHER_H_
-#define PETREL_VAN_SIGNAL_WATCHER_H_
+#ifndef PETREL_BASE_SIGNAL_WATCHER_H_
+#define PETREL_BASE_SIGNAL_WATCHER_H_
 
 #include <atomic>
 #include <functional>
@@ -37,4 +37,4 @@ class SignalWatcher {
 
 }  // namespace petrel
 
-#endif  // PETREL_VAN_SIGNAL_WATCHER_H_
+#endif  // PETREL_BASE_SIGNAL_WATCHER_H_

@@ -1,4 +1,4 @@
-#include "van/config_file.h"
+#include "base/config_file.h"
 
 #include <fstream>
 #include <string>
