@@ -34,6 +34,14 @@ function(petrel_cc_test)
   endif()
   add_executable(${P_NAME} ${P_SRCS})
   target_link_libraries(${P_NAME} PRIVATE ${P_DEPS} GTest::gmock GTest::gtest_main)
+  # `cmake --build B --target petrel_unit_tests` builds just what
+  # `ctest -L unit` runs (the sanitizer build of deploy/run-tests.sh).
+  if("unit" IN_LIST P_LABELS)
+    if(NOT TARGET petrel_unit_tests)
+      add_custom_target(petrel_unit_tests)
+    endif()
+    add_dependencies(petrel_unit_tests ${P_NAME})
+  endif()
   gtest_discover_tests(${P_NAME}
     PROPERTIES LABELS "${P_LABELS}" TIMEOUT ${P_TIMEOUT}
     DISCOVERY_TIMEOUT 30)

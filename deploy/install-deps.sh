@@ -7,6 +7,7 @@ packages=(
   build-essential cmake pkg-config git
   libzmq3-dev libprotobuf-dev protobuf-compiler libabsl-dev
   libgoogle-glog-dev libgflags-dev libgtest-dev libgmock-dev libbenchmark-dev
+  ccache
 )
 # clang builds the libFuzzer target; optional for users, used by CI.
 if [[ "${PETREL_WITH_CLANG:-1}" == 1 ]]; then

@@ -2,8 +2,10 @@
 # Installs dependencies, builds Petrel and runs the whole test suite:
 #   1. a normal build and every test (unit, integration, fault; with the
 #      CUDA kernels compiled when nvcc is present);
-#   2. the unit tests again under ASan+UBSan;
+#   2. the unit tests again under ASan+UBSan, built with clang when present,
+#      which also checks the lock annotations (-Wthread-safety, as errors);
 #   3. the wire decoder's libFuzzer target for a bounded time (clang).
+# Compiles go through ccache when it is installed (install-deps.sh adds it).
 # Build trees: build/ (normal), build-asan/, build-fuzz/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,9 +29,16 @@ echo "== tests"
 ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
 
 echo "== unit tests under ASan+UBSan"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPETREL_SANITIZE=ON \
-  -DPETREL_WITH_CUDA=OFF > /dev/null
-cmake --build build-asan -j"$jobs"
+asan_env=()
+if command -v clang++ > /dev/null; then
+  asan_env=(CC=clang CXX=clang++)
+  echo "(clang, with -Wthread-safety)"
+fi
+env "${asan_env[@]}" cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug \
+  -DPETREL_SANITIZE=ON -DPETREL_WITH_CUDA=OFF > /dev/null
+# Only what `ctest -L unit` runs: daemons and multi-process tests are not
+# run under the sanitizers.
+cmake --build build-asan -j"$jobs" --target petrel_unit_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" -L unit --timeout 300
 
