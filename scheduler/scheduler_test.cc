@@ -11,22 +11,13 @@
 #include "gtest/gtest.h"
 
 #include "van/loopback_van.h"
+#include "van/testing/van_cluster.h"
+#include "van/testing/wait_until.h"
 
 namespace petrel {
 namespace {
 
 using ::testing::HasSubstr;
-
-// Waits (polling) for `cond` up to `timeout`.
-bool WaitUntil(const std::function<bool()>& cond,
-               absl::Duration timeout = absl::Seconds(10)) {
-  absl::Time deadline = absl::Now() + timeout;
-  while (!cond()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
-}
 
 // A scheduler and nodes over LoopbackVan whose joins the test starts one by
 // one, so that the join order is known.
@@ -41,13 +32,9 @@ class Harness {
 
   Harness(int servers, int workers, SchedulerOptions options = {})
       : servers_(servers), workers_(workers) {
-    PostofficeOptions po;
-    po.role = pb::ROLE_SCHEDULER;
-    po.advertise_host = "127.0.0.1";
-    po.num_servers = servers;
-    po.num_workers = workers;
     scheduler_po_ = std::make_unique<Postoffice>(
-        po, std::make_unique<LoopbackVan>(&network_, VanFlags(), &metrics_),
+        TestNodeOptions(pb::ROLE_SCHEDULER, servers, workers, 0),
+        std::make_unique<LoopbackVan>(&network_, TestVanOptions(), &metrics_),
         &metrics_);
     scheduler_ = std::make_unique<Scheduler>(scheduler_po_.get(), options);
     EXPECT_TRUE(scheduler_po_->Start().ok());
@@ -71,20 +58,15 @@ class Harness {
                 const std::string& token = "") {
     auto node = std::make_unique<Node>();
     node->metrics = std::make_unique<MetricsRegistry>();
-    PostofficeOptions po;
-    po.role = role;
-    po.scheduler_host = "127.0.0.1";
-    po.scheduler_port = scheduler_po_->port();
-    po.advertise_host = "127.0.0.1";
-    po.num_servers = servers_;
-    po.num_workers = workers_;
+    PostofficeOptions po =
+        TestNodeOptions(role, servers_, workers_, scheduler_po_->port());
     po.requested_rank = requested_rank;
     po.auth_token = token;
     po.join_timeout = absl::Seconds(10);
     po.heartbeat_interval = absl::Milliseconds(20);
     node->po = std::make_unique<Postoffice>(
         po,
-        std::make_unique<LoopbackVan>(&network_, VanFlags(),
+        std::make_unique<LoopbackVan>(&network_, TestVanOptions(),
                                       node->metrics.get()),
         node->metrics.get());
     nodes_.push_back(std::move(node));
@@ -125,12 +107,6 @@ class Harness {
   Postoffice* scheduler_po() { return scheduler_po_.get(); }
 
  private:
-  static VanOptions VanFlags() {
-    VanOptions v;
-    v.bind_host = "127.0.0.1";
-    v.tick_interval = absl::Milliseconds(10);
-    return v;
-  }
   int64_t Received() {
     return static_cast<int64_t>(
         metrics_.Value("petrel_van_messages_received_total").value_or(0));

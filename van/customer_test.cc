@@ -10,9 +10,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-#include "tests/harness/local_cluster.h"
 #include "van/loopback_van.h"
 #include "van/postoffice.h"
+#include "van/testing/van_cluster.h"
 
 namespace petrel {
 namespace {
@@ -309,8 +309,8 @@ class EchoServer {
   std::vector<int> drop_;
 };
 
-LocalClusterOptions TwoServers() {
-  LocalClusterOptions o;
+VanClusterOptions TwoServers() {
+  VanClusterOptions o;
   o.num_servers = 2;
   o.num_workers = 1;
   return o;
@@ -343,7 +343,7 @@ struct EchoCluster {
     c = std::make_unique<Customer>(kApp, 0, cluster.worker(0));
     EXPECT_TRUE(c->Start().ok());
   }
-  LocalCluster cluster;
+  VanCluster cluster;
   std::unique_ptr<EchoServer> s0, s1;
   std::unique_ptr<Customer> c;
 };
@@ -385,7 +385,7 @@ TEST(CustomerTest, NumbersPartsPerRecipientAndMatchesTheirAnswers) {
 }
 
 TEST(CustomerTest, TickResendsOnlyAfterResendTimeout) {
-  LocalCluster cluster(TwoServers());
+  VanCluster cluster(TwoServers());
   ASSERT_TRUE(cluster.Start().ok());
   EchoServer s0(cluster.server(0), /*drop=*/{0});
   CustomerOptions options;
@@ -411,7 +411,7 @@ TEST(CustomerTest, TickResendsOnlyAfterResendTimeout) {
 }
 
 TEST(CustomerTest, ResendsUnansweredRequestOnTicks) {
-  LocalCluster cluster(TwoServers());
+  VanCluster cluster(TwoServers());
   ASSERT_TRUE(cluster.Start().ok());
   EchoServer s0(cluster.server(0), /*drop=*/{0});
   EchoServer s1(cluster.server(1));
@@ -430,7 +430,7 @@ TEST(CustomerTest, ResendsUnansweredRequestOnTicks) {
 }
 
 TEST(CustomerTest, WaitNamesServerThatNeverAnswersOverNetwork) {
-  LocalCluster cluster(TwoServers());
+  VanCluster cluster(TwoServers());
   ASSERT_TRUE(cluster.Start().ok());
   EchoServer s0(cluster.server(0), /*drop=*/{0});
   EchoServer s1(cluster.server(1));

@@ -7,25 +7,16 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-#include "tests/harness/local_cluster.h"
 #include "van/customer.h"
 #include "van/loopback_van.h"
+#include "van/testing/van_cluster.h"
+#include "van/testing/wait_until.h"
 
 namespace petrel {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-bool WaitUntil(const std::function<bool()>& cond,
-               absl::Duration timeout = absl::Seconds(10)) {
-  absl::Time deadline = absl::Now() + timeout;
-  while (!cond()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
-}
 
 struct Standalone {
   explicit Standalone(PostofficeOptions options)
@@ -38,12 +29,7 @@ struct Standalone {
 };
 
 PostofficeOptions Options(pb::Role role, int servers, int workers) {
-  PostofficeOptions o;
-  o.role = role;
-  o.num_servers = servers;
-  o.num_workers = workers;
-  o.advertise_host = "127.0.0.1";
-  return o;
+  return TestNodeOptions(role, servers, workers, /*scheduler_port=*/0);
 }
 
 TEST(PostofficeTest, GroupIdsExpandToMembers) {
@@ -93,10 +79,10 @@ TEST(PostofficeTest, InterruptWakesWaitersWithAborted) {
 }
 
 TEST(PostofficeTest, CountsMessagesForUnknownApps) {
-  LocalClusterOptions o;
+  VanClusterOptions o;
   o.num_servers = 1;
   o.num_workers = 1;
-  LocalCluster cluster(o);
+  VanCluster cluster(o);
   ASSERT_TRUE(cluster.Start().ok());
   Customer sender(7, 0, cluster.worker(0));
   ASSERT_TRUE(sender.Start().ok());
@@ -115,10 +101,10 @@ TEST(PostofficeTest, CountsMessagesForUnknownApps) {
 }
 
 TEST(PostofficeTest, NodesLearnTheTableAndRanges) {
-  LocalClusterOptions o;
+  VanClusterOptions o;
   o.num_servers = 3;
   o.num_workers = 2;
-  LocalCluster cluster(o);
+  VanCluster cluster(o);
   ASSERT_TRUE(cluster.Start().ok());
   for (int i = 0; i < 2; ++i) {
     Postoffice* w = cluster.worker(i);

@@ -6,22 +6,22 @@
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 
-#include "tests/harness/local_cluster.h"
+#include "van/testing/van_cluster.h"
 
 namespace petrel {
 namespace {
 
 constexpr int kApp = 5;
 
-LocalClusterOptions TwoByTwo() {
-  LocalClusterOptions o;
+VanClusterOptions TwoByTwo() {
+  VanClusterOptions o;
   o.num_servers = 2;
   o.num_workers = 2;
   return o;
 }
 
 TEST(SimpleAppTest, RequestReachesEveryGroupMemberAndResponsesComeBack) {
-  LocalCluster cluster(TwoByTwo());
+  VanCluster cluster(TwoByTwo());
   ASSERT_TRUE(cluster.Start().ok());
   std::vector<std::unique_ptr<SimpleApp>> servers;
   for (int i = 0; i < 2; ++i) {
@@ -50,7 +50,7 @@ TEST(SimpleAppTest, RequestReachesEveryGroupMemberAndResponsesComeBack) {
 }
 
 TEST(SimpleAppTest, WaitNamesTheNodeThatDidNotAnswer) {
-  LocalCluster cluster(TwoByTwo());
+  VanCluster cluster(TwoByTwo());
   ASSERT_TRUE(cluster.Start().ok());
   SimpleApp silent(kApp, 0, cluster.server(1));
   silent.set_request_handler([](const SimpleData&, SimpleApp*) {});

@@ -12,20 +12,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include "van/testing/wait_until.h"
+
 namespace petrel {
 namespace {
 
 using ::testing::HasSubstr;
-
-bool WaitUntil(const std::function<bool()>& cond,
-               absl::Duration timeout = absl::Seconds(10)) {
-  absl::Time deadline = absl::Now() + timeout;
-  while (!cond()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
-}
 
 VanOptions Local() {
   VanOptions o;

@@ -18,17 +18,16 @@
 // failure (a wrong sum, a deadline, a failed job, SIGTERM/SIGINT: one line
 // on stderr says which); 2 bad flags or configuration.
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gflags/gflags.h"
-#include "glog/logging.h"
 
 #include "base/config_file.h"
 #include "base/flag_check.h"
-#include "base/signal_watcher.h"
-#include "van/node_flags.h"
+#include "van/daemon_main.h"
 #include "worker/check_job.h"
 #include "worker/kv_worker.h"
 #include "worker/trainer.h"
@@ -67,15 +66,6 @@ DEFINE_int32(timeout_s, 60,
              "and the end of the job (1..86400). Default 60.");
 
 namespace {
-
-constexpr int kExitFailed = 1;
-constexpr int kExitBadFlags = 2;
-
-int Fail(int code, const absl::Status& status) {
-  std::fprintf(stderr, "petrel-worker: %s\n",
-               std::string(status.message()).c_str());
-  return code;
-}
 
 absl::StatusOr<petrel::pb::JobConfig> TrainConfigFromFlags() {
   petrel::pb::JobConfig job;
@@ -157,53 +147,44 @@ absl::Status RunWorker(petrel::NodeRuntime& runtime,
   return po->Finish(options.timeout);
 }
 
+class WorkerDaemon : public petrel::NodeDaemon {
+ public:
+  absl::Status CheckFlags(const petrel::NodeSettings&) override {
+    if (FLAGS_job != "check" && FLAGS_job != "train") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--job: unknown job '", FLAGS_job, "' (jobs: check, train)"));
+    }
+    if (FLAGS_timeout_s < 1 || FLAGS_timeout_s > 86400) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--timeout_s: ", FLAGS_timeout_s, " is not in 1..86400"));
+    }
+    if (FLAGS_job == "check") {
+      options_ = JobOptionsFromFlags();
+      return options_.status();
+    }
+    job_ = TrainConfigFromFlags();
+    return job_.status();
+  }
+  absl::Status Run(petrel::NodeRuntime& runtime) override {
+    return FLAGS_job == "check" ? RunWorker(runtime, *options_)
+                                : RunTrain(runtime, *job_);
+  }
+
+ private:
+  absl::StatusOr<petrel::CheckJobOptions> options_;
+  absl::StatusOr<petrel::pb::JobConfig> job_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
+  petrel::DaemonInfo info;
+  info.name = "petrel-worker";
+  info.role = petrel::pb::ROLE_WORKER;
+  info.usage =
       "runs a built-in Petrel worker job.\n"
       "  petrel-worker --scheduler=HOST:PORT [--job=check] [--rounds=10] "
-      "[--num_keys=1000]");
-  if (int code = petrel::ParseNodeCommandLine(&argc, &argv); code >= 0) {
-    return code;
-  }
-  FLAGS_logtostderr = true;
-  google::InitGoogleLogging(argv[0]);
-  petrel::SignalWatcher signals;
-  absl::StatusOr<petrel::NodeSettings> settings =
-      petrel::NodeSettingsFromFlags(petrel::pb::ROLE_WORKER);
-  if (!settings.ok()) return Fail(kExitBadFlags, settings.status());
-  if (FLAGS_job != "check" && FLAGS_job != "train") {
-    return Fail(kExitBadFlags, absl::InvalidArgumentError(absl::StrCat(
-                                   "--job: unknown job '", FLAGS_job,
-                                   "' (jobs: check, train)")));
-  }
-  if (FLAGS_timeout_s < 1 || FLAGS_timeout_s > 86400) {
-    return Fail(kExitBadFlags,
-                absl::InvalidArgumentError(absl::StrCat(
-                    "--timeout_s: ", FLAGS_timeout_s, " is not in 1..86400")));
-  }
-  absl::StatusOr<petrel::CheckJobOptions> options;
-  absl::StatusOr<petrel::pb::JobConfig> job;
-  if (FLAGS_job == "check") {
-    options = JobOptionsFromFlags();
-    if (!options.ok()) return Fail(kExitBadFlags, options.status());
-  } else {
-    job = TrainConfigFromFlags();
-    if (!job.ok()) return Fail(kExitBadFlags, job.status());
-  }
-
-  petrel::NodeRuntime runtime(*settings);
-  signals.Start([&](const std::string& name) {
-    runtime.postoffice()->Interrupt(name + " received");
-  });
-  absl::Status status = FLAGS_job == "check" ? RunWorker(runtime, *options)
-                                             : RunTrain(runtime, *job);
-  runtime.Stop();
-  signals.Stop();
-  if (!status.ok()) {
-    return Fail(petrel::ExitCodeFor(status) == 2 ? kExitBadFlags : kExitFailed,
-                status);
-  }
-  return 0;
+      "[--num_keys=1000]";
+  return petrel::RunNodeDaemon(argc, argv, info,
+                               std::make_unique<WorkerDaemon>());
 }

@@ -25,6 +25,7 @@
 
 #include "tests/harness/daemon_cluster.h"
 #include "van/node_runtime.h"
+#include "van/testing/wait_until.h"
 #include "van/wire_codec.h"
 #include "worker/check_job.h"
 #include "worker/kv_worker.h"
@@ -156,18 +157,17 @@ void SendRawTcp(int port, const std::string& bytes) {
 
 // Polls /metrics until the rejects sum to `at_least`; returns them by reason.
 std::map<std::string, double> AwaitRejects(int metrics_port, double at_least) {
-  const absl::Time deadline = absl::Now() + kTimeout;
   std::map<std::string, double> by_reason;
-  while (absl::Now() < deadline) {
-    absl::StatusOr<std::string> text = HttpGet(metrics_port, "/metrics");
-    if (text.ok()) {
-      by_reason = SumMetric(*text, kRejected, "reason");
-      double total = 0;
-      for (const auto& [reason, n] : by_reason) total += n;
-      if (total >= at_least) return by_reason;
-    }
-    absl::SleepFor(absl::Milliseconds(50));  // polling: no event to wait on
-  }
+  WaitUntil(
+      [&] {
+        absl::StatusOr<std::string> text = HttpGet(metrics_port, "/metrics");
+        if (!text.ok()) return false;
+        by_reason = SumMetric(*text, kRejected, "reason");
+        double total = 0;
+        for (const auto& [reason, n] : by_reason) total += n;
+        return total >= at_least;
+      },
+      kTimeout, /*poll_interval=*/absl::Milliseconds(50));
   return by_reason;
 }
 

@@ -1,0 +1,65 @@
+#include "van/daemon_main.h"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+
+#include "base/signal_watcher.h"
+#include "van/node_flags.h"
+
+namespace petrel {
+namespace {
+
+constexpr int kExitBadFlags = 2;
+
+// Prints the daemon's one line for a failure; returns `code`.
+int Report(const DaemonInfo& info, const absl::Status& status, int code) {
+  std::fprintf(stderr, "%s: %s\n", info.name,
+               std::string(status.message()).c_str());
+  return code;
+}
+
+// Steps 3 and 4 of RunNodeDaemon's; `runtime` is made here.
+absl::Status Configure(const DaemonInfo& info, NodeDaemon& daemon,
+                       std::unique_ptr<NodeRuntime>* runtime) {
+  if (absl::Status s = daemon.LoadConfig(); !s.ok()) return s;
+  absl::StatusOr<NodeSettings> settings = NodeSettingsFromFlags(info.role);
+  if (!settings.ok()) return settings.status();
+  if (absl::Status s = daemon.CheckFlags(*settings); !s.ok()) return s;
+  if (info.tune_allocator) TuneAllocatorForLargeMessages();
+  *runtime = std::make_unique<NodeRuntime>(*settings);
+  return daemon.Build(**runtime);
+}
+
+}  // namespace
+
+int RunNodeDaemon(int argc, char** argv, const DaemonInfo& info,
+                  std::unique_ptr<NodeDaemon> owned) {
+  gflags::SetUsageMessage(info.usage);
+  if (int code = ParseNodeCommandLine(&argc, &argv); code >= 0) return code;
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  SignalWatcher signals;
+  std::unique_ptr<NodeRuntime> runtime;
+  // Declared after `runtime`, so destroyed before it.
+  const std::unique_ptr<NodeDaemon> daemon_holder = std::move(owned);
+  NodeDaemon& daemon = *daemon_holder;
+  if (absl::Status s = Configure(info, daemon, &runtime); !s.ok()) {
+    return Report(info, s, kExitBadFlags);
+  }
+  signals.Start([&](const std::string& name) {
+    daemon.Interrupt(*runtime, name + " received");
+  });
+  absl::Status status = daemon.Run(*runtime);
+  runtime->Stop();
+  status = daemon.Finish(*runtime, std::move(status));
+  signals.Stop();
+  if (status.ok()) return 0;
+  return Report(info, status, ExitCodeFor(status));
+}
+
+}  // namespace petrel
