@@ -20,7 +20,7 @@
 
 #include "base/config_file.h"
 #include "base/signal_watcher.h"
-#include "server/kv_server.h"
+#include "kv/kv_server.h"
 #include "server/table_server.h"
 #include "van/node_flags.h"
 

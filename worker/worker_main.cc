@@ -28,9 +28,9 @@
 #include "base/config_file.h"
 #include "base/flag_check.h"
 #include "base/signal_watcher.h"
+#include "kv/kv_worker.h"
 #include "van/node_flags.h"
 #include "worker/check_job.h"
-#include "worker/kv_worker.h"
 #include "worker/trainer.h"
 
 DEFINE_string(job, "check", "Job to run: check or train. Default check.");
