@@ -20,7 +20,7 @@
 #include "glog/logging.h"
 
 #include "base/config_file.h"
-#include "server/kv_server.h"
+#include "kv/kv_server.h"
 #include "server/table_server.h"
 #include "van/daemon_main.h"
 

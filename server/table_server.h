@@ -46,8 +46,8 @@
 #include "absl/synchronization/mutex.h"
 
 #include "base/metrics.h"
+#include "kv/kv_server.h"
 #include "proto/job.pb.h"
-#include "server/kv_server.h"
 #include "server/shard_pool.h"
 #include "server/table.h"
 

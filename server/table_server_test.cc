@@ -11,8 +11,8 @@
 #include "gtest/gtest.h"
 
 #include "base/config_file.h"
+#include "kv/kv_worker.h"
 #include "tests/harness/local_cluster.h"
-#include "worker/kv_worker.h"
 
 namespace petrel {
 namespace {

@@ -90,17 +90,13 @@ absl::Status Customer::SendRequest(Message msg) {
   return postoffice_->Send(std::move(msg));
 }
 
-absl::Status Customer::SendResponse(const Message& request, Message response) {
+absl::Status Customer::SendResponse(const ReplyAddress& to, Message response) {
   response.meta.set_app_id(app_id_);
-  response.meta.set_customer_id(request.meta.customer_id());
+  response.meta.set_customer_id(to.customer_id);
   response.meta.set_request(false);
-  response.meta.set_timestamp(request.meta.timestamp());
-  response.meta.set_recipient(request.meta.sender());
-  response.meta.set_push(request.meta.push());
-  response.meta.set_pull(request.meta.pull());
-  response.meta.set_head(request.meta.head());
-  response.meta.set_table_id(request.meta.table_id());
-  response.meta.set_part(request.meta.part());
+  response.meta.set_timestamp(to.timestamp);
+  response.meta.set_recipient(to.sender);
+  response.meta.set_part(to.part);
   return postoffice_->Send(std::move(response));
 }
 

@@ -34,6 +34,21 @@ namespace petrel {
 
 class Postoffice;
 
+// Where the answer to a request goes: the requesting node and customer,
+// and the request's timestamp and part (see ReplyAddressOf).
+struct ReplyAddress {
+  int sender = 0;
+  int customer_id = 0;
+  int timestamp = 0;
+  int part = 0;
+};
+
+// The reply address of a received request.
+inline ReplyAddress ReplyAddressOf(const pb::Meta& request) {
+  return ReplyAddress{request.sender(), request.customer_id(),
+                      request.timestamp(), request.part()};
+}
+
 struct CustomerOptions {
   // Resend a request not answered within this long; zero disables resends.
   // Default 0 (TCP delivers; a fault-injecting van in tests needs resends).
@@ -85,8 +100,10 @@ class Customer {
   // customer, sender, sequence number and part (0, 1, ... in the order the
   // parts to one recipient are sent), and keeps it for resending.
   absl::Status SendRequest(Message msg);
-  // Sends a response to `request`; fills in the addressing fields.
-  absl::Status SendResponse(const Message& request, Message response);
+  // Sends `response` to the request at `to`; fills in the addressing
+  // fields only (app, customer, request = false, timestamp, recipient,
+  // part). The application fills in the rest of the header.
+  absl::Status SendResponse(const ReplyAddress& to, Message response);
   // Waits until request `timestamp` completes. DeadlineExceeded names the
   // nodes that did not answer within `timeout`. When the van allows it
   // (ZmqVan) and no other thread does so already, the waiting thread

@@ -286,7 +286,10 @@ class EchoServer {
         auto it = std::find(drop_.begin(), drop_.end(), msg.meta.timestamp());
         if (it != drop_.end() && !duplicate) answer = false;
       }
-      if (answer) customer_.SendResponse(msg, Message()).IgnoreError();
+      if (answer) {
+        customer_.SendResponse(ReplyAddressOf(msg.meta), Message())
+            .IgnoreError();
+      }
     });
     EXPECT_TRUE(customer_.Start().ok());
   }

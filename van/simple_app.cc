@@ -53,14 +53,14 @@ int SimpleApp::Request(int head, const std::string& body, int recipient) {
 
 absl::Status SimpleApp::Response(const SimpleData& request,
                                  const std::string& body) {
-  Message req;
-  req.meta.set_sender(request.sender);
-  req.meta.set_timestamp(request.timestamp);
-  req.meta.set_head(request.head);
-  req.meta.set_customer_id(request.customer_id);
+  ReplyAddress to;
+  to.sender = request.sender;
+  to.timestamp = request.timestamp;
+  to.customer_id = request.customer_id;
   Message res;
+  res.meta.set_head(request.head);
   res.meta.set_body(body);
-  return customer_.SendResponse(req, std::move(res));
+  return customer_.SendResponse(to, std::move(res));
 }
 
 absl::Status SimpleApp::Wait(int timestamp, absl::Duration timeout) {

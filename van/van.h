@@ -105,6 +105,11 @@ class Van {
   bool is_scheduler() const { return is_scheduler_.load(); }
   const VanOptions& options() const { return options_; }
   MetricsRegistry* metrics() const { return metrics_; }
+  // Counts a message dropped for `reason` in
+  // petrel_van_messages_rejected_total and logs it, rate limited. Public
+  // for the layers above, which check what the van cannot (the KV layout);
+  // thread-safe.
+  void CountDrop(absl::string_view reason, absl::string_view detail);
 
  protected:
   // For a van that wraps another (FaultVan): presents the inner van's
@@ -115,8 +120,6 @@ class Van {
   // reject, and passes a good message to the handler. Receive thread only.
   void Deliver(absl::string_view from, const Buffer& header,
                std::vector<Buffer> frames);
-  // Counts a message dropped for `reason` and logs it, rate limited.
-  void CountDrop(absl::string_view reason, absl::string_view detail);
   void BindIdentity(const std::string& transport_id, int id);
   void CountSent(size_t bytes);
 

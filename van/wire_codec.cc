@@ -95,74 +95,6 @@ absl::Status CheckFrames(const pb::Meta& meta, std::vector<Buffer>& frames,
   return absl::OkStatus();
 }
 
-// A push part carrying values [value_offset, value_offset + vals) of one
-// key's value_total values; the whole key must fit the message limit.
-absl::Status CheckKeySlice(const pb::Meta& meta, size_t keys, size_t vals,
-                           const DecodeLimits& limits) {
-  if (meta.value_total() == 0 && meta.value_offset() == 0) {
-    return absl::OkStatus();
-  }
-  const int64_t offset = meta.value_offset();
-  const int64_t total = meta.value_total();
-  const size_t elem = meta.data_types_size() >= 2
-                          ? DataTypeSize(meta.data_types(1))
-                          : size_t{1};
-  if (!meta.push() || meta.pull() || keys != 1 || total <= 0 || offset < 0 ||
-      static_cast<uint64_t>(offset) + vals > static_cast<uint64_t>(total) ||
-      static_cast<uint64_t>(total) >
-          static_cast<uint64_t>(limits.max_message_bytes) / elem) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "bad key slice: values ", offset, "..", offset + vals, " of ", total,
-        " for ", keys, " key(s); only a push of one key may carry one"));
-  }
-  return absl::OkStatus();
-}
-
-// Keys, values and optional lengths must agree.
-absl::Status CheckKvLayout(const pb::Meta& meta,
-                           const std::vector<Buffer>& frames,
-                           const DecodeLimits& limits) {
-  if (frames.empty() || frames.size() > 3 ||
-      meta.data_types(0) != pb::DATA_TYPE_UINT64) {
-    return absl::InvalidArgumentError(
-        "kv message needs frames keys(uint64)[, values[, lens(int32)]]");
-  }
-  size_t keys = frames[0].size() / 8;
-  size_t vals = 0;
-  if (frames.size() >= 2) {
-    vals = frames[1].size() / DataTypeSize(meta.data_types(1));
-  }
-  if (frames.size() == 3) {
-    if (meta.data_types(2) != pb::DATA_TYPE_INT32) {
-      return absl::InvalidArgumentError("kv lens frame is not int32");
-    }
-    size_t n = frames[2].size() / 4;
-    if (n != keys) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(n, " lens for ", keys, " keys"));
-    }
-    const int32_t* lens = reinterpret_cast<const int32_t*>(frames[2].data());
-    uint64_t sum = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (lens[i] < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("negative length ", lens[i], " for key ", i));
-      }
-      sum += static_cast<uint64_t>(lens[i]);
-    }
-    if (sum != vals) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("lens sum to ", sum, " but ", vals, " values follow"));
-    }
-    return CheckKeySlice(meta, keys, vals, limits);
-  }
-  if ((keys == 0 && vals != 0) || (keys != 0 && vals % keys != 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        vals, " values do not divide evenly over ", keys, " keys"));
-  }
-  return CheckKeySlice(meta, keys, vals, limits);
-}
-
 bool IsJoinRequest(const pb::Meta& meta) {
   return meta.has_control() && meta.control().cmd() == pb::COMMAND_ADD_NODE &&
          meta.request() && meta.sender() == kEmptyNodeId &&
@@ -245,9 +177,10 @@ absl::StatusOr<Message> DecodeMessage(const Buffer& header,
   if (msg.meta.has_control()) {
     PETREL_RETURN_IF_ERROR(CheckControl(msg.meta, context.limits));
   }
-  if (msg.meta.kv()) {
-    PETREL_RETURN_IF_ERROR(CheckKvLayout(msg.meta, frames, context.limits));
-  } else if (msg.meta.value_total() != 0 || msg.meta.value_offset() != 0) {
+  // The KV layout (keys, values, lens, key slices) is checked by the KV
+  // layer (kv/kv_codec.h) before its handlers see the message.
+  if (!msg.meta.kv() &&
+      (msg.meta.value_total() != 0 || msg.meta.value_offset() != 0)) {
     return absl::InvalidArgumentError("key slice on a message that is not kv");
   }
   msg.data = std::move(frames);

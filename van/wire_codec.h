@@ -1,7 +1,10 @@
 // The wire codec: encodes a Message header and decodes + validates received
 // messages. DecodeMessage is the only way bytes from a peer become a Message;
-// it runs every check in DESIGN.md before any other code sees the message.
-// The format is described in docs/wire.md.
+// it runs the checks every message must pass (prefix, version, meta, frames
+// against their data types and the limits, addressing, control commands)
+// before any other code sees the message. What a key-value message's frames
+// must satisfy is checked by the KV layer (kv/kv_codec.h). The format is
+// described in docs/wire.md.
 //
 // Thread safety: stateless functions, safe from any thread.
 #ifndef PETREL_VAN_WIRE_CODEC_H_
@@ -18,7 +21,7 @@
 namespace petrel {
 
 inline constexpr uint32_t kWireMagic = 0x4C525450;  // "PTRL" little-endian
-inline constexpr uint16_t kWireVersion = 2;
+inline constexpr uint16_t kWireVersion = 3;
 inline constexpr size_t kWirePrefixBytes = 12;  // magic, version, flags, len
 
 struct DecodeLimits {
@@ -47,7 +50,8 @@ Buffer EncodeHeader(const pb::Meta& meta);
 
 // Decodes frame 0 (`header`) and the data frames into a validated Message.
 // Returns InvalidArgument naming the broken rule (bad prefix, version, meta,
-// frame sizes, KV counts, recipient), PermissionDenied for a sender that does
+// frame sizes, recipient, a key slice on a message that is not kv),
+// PermissionDenied for a sender that does
 // not match its connection, ResourceExhausted for a message over the limits.
 // A data frame that is not aligned for its element type is copied so that
 // typed access is always aligned.

@@ -19,8 +19,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
+#include "kv/kv_worker.h"
 #include "van/postoffice.h"
-#include "worker/kv_worker.h"
 
 namespace petrel {
 

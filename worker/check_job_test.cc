@@ -5,7 +5,7 @@
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
 
-#include "server/kv_server.h"
+#include "kv/kv_server.h"
 #include "tests/harness/local_cluster.h"
 
 namespace petrel {

@@ -9,8 +9,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
+#include "kv/kv_worker.h"
 #include "proto/job.pb.h"
-#include "worker/kv_worker.h"
 #include "worker/model.h"
 
 namespace petrel {

@@ -13,7 +13,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 
-#include "worker/kv_worker.h"
+#include "kv/kv_worker.h"
 #include "worker/model.h"
 
 namespace petrel {

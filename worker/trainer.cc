@@ -9,11 +9,11 @@
 
 #include "base/status_macros.h"
 #include "kernels/device.h"
+#include "kv/kv_worker.h"
 #include "van/simple_app.h"
 #include "worker/batch_prefetcher.h"
 #include "worker/eval_metrics.h"
 #include "worker/evaluator.h"
-#include "worker/kv_worker.h"
 #include "worker/model.h"
 #include "worker/model_rows.h"
 #include "worker/reader.h"

@@ -27,9 +27,9 @@
 
 #include "base/config_file.h"
 #include "base/flag_check.h"
+#include "kv/kv_worker.h"
 #include "van/daemon_main.h"
 #include "worker/check_job.h"
-#include "worker/kv_worker.h"
 #include "worker/trainer.h"
 
 DEFINE_string(job, "check", "Job to run: check or train. Default check.");

@@ -18,10 +18,10 @@
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 
-#include "server/kv_server.h"
+#include "kv/kv_server.h"
+#include "kv/kv_worker.h"
 #include "tests/harness/local_cluster.h"
 #include "van/testing/fault_van.h"
-#include "worker/kv_worker.h"
 
 namespace petrel {
 namespace {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kv/kv_codec.h"
 #include "tests/fuzz/fuzz_input.h"
 #include "van/wire_codec.h"
 
@@ -116,6 +117,12 @@ void AddKvSeeds(std::vector<Seed>* seeds) {
   ack.set_kv(false);
   ack.set_request(false);
   seeds->push_back({"valid_push_response", Raw(ack, {})});
+  pb::Meta error = ack;  // a server's error: a typed status, no frames
+  error.set_status_code(5);
+  error.set_status_message("no table 3");
+  seeds->push_back({"valid_kv_error_response", Raw(error, {})});
+  error.set_status_code(99);  // passes the van; the worker reads Internal
+  seeds->push_back({"valid_kv_unknown_status_code", Raw(error, {})});
 
   pb::Meta body = ack;
   body.set_body("hello");
@@ -199,7 +206,11 @@ void PrintVerdict(const Seed& seed) {
   for (const DecodeContext* c : {&worker, &scheduler, &joining, &server}) {
     FuzzInput in = ParseFuzzInput(
         reinterpret_cast<const uint8_t*>(seed.bytes.data()), seed.bytes.size());
-    absl::Status s = DecodeMessage(in.header, in.frames, *c).status();
+    absl::StatusOr<Message> msg = DecodeMessage(in.header, in.frames, *c);
+    absl::Status s = msg.status();
+    if (msg.ok() && msg->meta.kv()) {  // what the KV layer then checks
+      s = CheckKvLayout(msg->meta, msg->data, c->limits.max_message_bytes);
+    }
     line += s.ok() ? " | ok" : " | " + std::string(s.message());
   }
   std::printf("%s\n", line.c_str());

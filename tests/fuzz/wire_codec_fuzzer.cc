@@ -1,14 +1,17 @@
-// libFuzzer target for DecodeMessage, the one decoder of bytes from peers.
-// The input is split into a header frame and data frames (see
-// fuzz_input.h) and decoded as several kinds of node would: the scheduler,
-// a node without an id, a worker with a known peer, and a server with tight
-// limits. Nothing may crash, leak, hang or read out of bounds, and every
-// accepted message must keep the promises handlers rely on (checked here,
-// abort() on a broken one).
+// libFuzzer target for DecodeMessage, the one decoder of bytes from peers,
+// and the KV layer's check behind it (kv_codec). The input is split into a
+// header frame and data frames (see fuzz_input.h) and decoded as several
+// kinds of node would: the scheduler, a node without an id, a worker with a
+// known peer, and a server with tight limits; a kv message the van accepts
+// is then decoded by kv_codec as KVServer and KVWorker do. Nothing may
+// crash, leak, hang or read out of bounds, and every accepted message must
+// keep the promises handlers rely on (checked here, abort() on a broken
+// one).
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
 
+#include "kv/kv_codec.h"
 #include "tests/fuzz/fuzz_input.h"
 #include "van/wire_codec.h"
 
@@ -47,6 +50,8 @@ uint64_t SumFrame(const Buffer& frame) {
   return sum;
 }
 
+void InspectKv(const Message& msg, int64_t max_message_bytes);
+
 // Checks the decoder's promises about a message it accepted in `context`.
 void Inspect(const Message& msg, const DecodeContext& context) {
   Require(msg.meta.data_types_size() == static_cast<int>(msg.data.size()));
@@ -82,26 +87,13 @@ void Inspect(const Message& msg, const DecodeContext& context) {
         std::abort();  // the decoder let an unknown type through
     }
   }
-  if (msg.meta.kv()) {
-    Require(!msg.data.empty() && msg.data.size() <= 3);
-    Require(msg.meta.data_types(0) == pb::DATA_TYPE_UINT64);
-    if (msg.data.size() == 2) {
-      size_t keys = msg.data[0].size() / 8;
-      size_t vals = msg.data[1].size() / DataTypeSize(msg.meta.data_types(1));
-      Require(keys == 0 ? vals == 0 : vals % keys == 0);
-    }
-    if (msg.data.size() == 3) {
-      SArray<int32_t> lens(msg.data[2]);
-      Require(lens.size() == msg.data[0].size() / 8);
-      uint64_t total = 0;
-      for (int32_t len : lens) {
-        Require(len >= 0);
-        total += static_cast<uint64_t>(len);
-      }
-      size_t elem = DataTypeSize(msg.meta.data_types(1));
-      Require(total == msg.data[1].size() / elem);
-    }
+  // What KVServer and KVWorker do with a message the van passed on.
+  const int64_t max_bytes = context.limits.max_message_bytes;
+  if (CheckKvLayout(msg.meta, msg.data, max_bytes).ok()) {
+    Require(msg.meta.kv());
+    InspectKv(msg, max_bytes);
   }
+  sink = sink + static_cast<int>(DecodeKvStatus(msg.meta).code());
   if (context.my_id != kEmptyNodeId) {
     Require(msg.meta.recipient() == context.my_id);
   }
@@ -109,6 +101,37 @@ void Inspect(const Message& msg, const DecodeContext& context) {
     Require(msg.meta.sender() == context.expected_sender);
   }
   sink = sink + msg.DebugString().size();
+}
+
+// Checks the promises of kv_codec about a kv message it accepted, and reads
+// it as KVServer<float> would.
+void InspectKv(const Message& msg, int64_t max_message_bytes) {
+  Require(!msg.data.empty() && msg.data.size() <= 3);
+  Require(msg.meta.data_types(0) == pb::DATA_TYPE_UINT64);
+  if (msg.data.size() == 2) {
+    size_t keys = msg.data[0].size() / 8;
+    size_t vals = msg.data[1].size() / DataTypeSize(msg.meta.data_types(1));
+    Require(keys == 0 ? vals == 0 : vals % keys == 0);
+  }
+  if (msg.data.size() == 3) {
+    SArray<int32_t> lens(msg.data[2]);
+    Require(lens.size() == msg.data[0].size() / 8);
+    uint64_t total = 0;
+    for (int32_t len : lens) {
+      Require(len >= 0);
+      total += static_cast<uint64_t>(len);
+    }
+    size_t elem = DataTypeSize(msg.meta.data_types(1));
+    Require(total == msg.data[1].size() / elem);
+  }
+  KVPairs<float> pairs;
+  if (DecodeKvPairs(msg, max_message_bytes, &pairs).ok()) {
+    KVMeta kv = DecodeKvMeta(msg.meta);
+    Require(kv.value_total == 0 ||
+            (pairs.keys.size() == 1 && kv.value_offset >= 0 &&
+             static_cast<uint64_t>(kv.value_offset) + pairs.vals.size() <=
+                 static_cast<uint64_t>(kv.value_total)));
+  }
 }
 
 }  // namespace

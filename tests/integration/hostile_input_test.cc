@@ -23,12 +23,12 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
+#include "kv/kv_worker.h"
 #include "tests/harness/daemon_cluster.h"
 #include "van/node_runtime.h"
 #include "van/testing/wait_until.h"
 #include "van/wire_codec.h"
 #include "worker/check_job.h"
-#include "worker/kv_worker.h"
 
 namespace petrel {
 namespace {

@@ -32,10 +32,10 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
+#include "kv/kv_worker.h"
 #include "tools/bench/bench_result.h"
 #include "tools/bench/workloads.h"
 #include "van/node_runtime.h"
-#include "worker/kv_worker.h"
 
 namespace petrel {
 

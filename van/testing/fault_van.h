@@ -36,8 +36,9 @@
 
 namespace petrel {
 
-// How a corrupt fault damages a message. Every kind but kFlipDataByte and
-// kFlipMetaByte yields a message the receiver's decoder must reject.
+// How a corrupt fault damages a message. Every kind but kBadKvCounts,
+// kFlipDataByte and kFlipMetaByte yields a message the receiver's decoder
+// must reject; kBadKvCounts one that the KV layer (kv/kv_codec.h) rejects.
 enum class CorruptKind {
   kBadDataType,    // a data frame's type becomes an unknown value
   kTruncateFrame,  // a multi-byte frame loses its last byte

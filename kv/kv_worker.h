@@ -12,6 +12,12 @@
 //   SArray<float> weights;
 //   PETREL_RETURN_IF_ERROR(kv.Wait(kv.Pull(keys, &weights), absl::Seconds(5)));
 //
+// Requests are encoded and answers checked by kv_codec: an answer that
+// fails the KV layout checks is dropped, counted in
+// petrel_van_messages_rejected_total{reason="kv_layout"}, and makes the
+// request fail with InvalidArgument; a server's error (a typed status in
+// the answer's header) becomes the request's status.
+//
 // Supported Val: float, double, int32_t, int64_t.
 //
 // Thread safety: all methods are thread-safe. Callbacks run on the van's
@@ -21,8 +27,8 @@
 // while it calls Wait.
 // Output arrays of Pull must stay alive and untouched until the request
 // completes.
-#ifndef PETREL_WORKER_KV_WORKER_H_
-#define PETREL_WORKER_KV_WORKER_H_
+#ifndef PETREL_KV_KV_WORKER_H_
+#define PETREL_KV_KV_WORKER_H_
 
 #include <atomic>
 #include <functional>
@@ -34,9 +40,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
+#include "kv/kv_codec.h"
+#include "kv/kv_slicer.h"
 #include "van/buffer.h"
 #include "van/customer.h"
-#include "worker/kv_slicer.h"
 
 namespace petrel {
 
@@ -142,13 +149,15 @@ class KVWorker {
            const SArray<Val>& vals, const SArray<int>& lens,
            const KVRequestOptions& options, SArray<Val>* outs,
            SArray<int>* out_lens, Callback cb);
-  // Records an error a server sent instead of data. REQUIRES: mu_ held.
-  void RecordServerError(const Message& msg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records the first error of request `timestamp`. REQUIRES: mu_ held.
+  void RecordError(int timestamp, absl::Status error)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnResponse(Message&& msg);
   void Complete(int timestamp);
   int Fail(absl::Status status, const Callback& cb);
 
   Customer customer_;
+  int64_t max_message_bytes_ = 0;  // the van's limit, set by Start
   std::atomic<size_t> max_push_part_bytes_{kDefaultMaxPushPartBytes};
   std::atomic<bool> split_large_keys_{false};
   absl::Mutex mu_;
@@ -159,4 +168,4 @@ class KVWorker {
 
 }  // namespace petrel
 
-#endif  // PETREL_WORKER_KV_WORKER_H_
+#endif  // PETREL_KV_KV_WORKER_H_

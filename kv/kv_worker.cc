@@ -1,6 +1,5 @@
-#include "worker/kv_worker.h"
+#include "kv/kv_worker.h"
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
@@ -20,6 +19,8 @@ KVWorker<Val>::~KVWorker() {
 
 template <typename Val>
 absl::Status KVWorker<Val>::Start() {
+  max_message_bytes_ =
+      customer_.postoffice()->van()->options().limits.max_message_bytes;
   customer_.set_response_handler(
       [this](Message&& msg) { OnResponse(std::move(msg)); });
   return customer_.Start();
@@ -72,12 +73,13 @@ int KVWorker<Val>::Clock(int64_t clock, Callback cb) {
     if (cb) cb();
   });
   for (int id : recipients) {
+    KVMeta kv;
+    kv.clock = clock;
+    kv.clock_advance = true;
     Message msg;
     msg.meta.set_recipient(id);
     msg.meta.set_timestamp(ts);
-    msg.meta.set_kv(true);
-    msg.meta.set_clock(clock);
-    msg.meta.set_clock_advance(true);
+    EncodeKvRequest(kv, &msg.meta);
     msg.AddData(SArray<Key>());
     absl::Status st = customer_.SendRequest(std::move(msg));
     if (!st.ok()) {
@@ -151,17 +153,18 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
   std::vector<Message> msgs(slices->size());
   for (size_t i = 0; i < slices->size(); ++i) {
     const KVSlice& s = (*slices)[i];
+    KVMeta kv;
+    kv.cmd = options.cmd;
+    kv.push = push;
+    kv.pull = pull;
+    kv.table_id = options.table_id;
+    kv.clock = pull ? options.clock : 0;
+    kv.value_offset = s.value_offset;
+    kv.value_total = s.value_total;
     Message& msg = msgs[i];
     msg.meta.set_recipient(recipients[i]);
     msg.meta.set_timestamp(ts);
-    msg.meta.set_push(push);
-    msg.meta.set_pull(pull);
-    msg.meta.set_head(options.cmd);
-    msg.meta.set_table_id(options.table_id);
-    if (pull) msg.meta.set_clock(options.clock);
-    msg.meta.set_value_offset(s.value_offset);
-    msg.meta.set_value_total(s.value_total);
-    msg.meta.set_kv(true);
+    EncodeKvRequest(kv, &msg.meta);
     msg.AddData(s.keys);
     if (push) {
       msg.AddData(SArray<Val>(s.vals));
@@ -192,55 +195,52 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
 }
 
 template <typename Val>
-void KVWorker<Val>::RecordServerError(const Message& msg) {
-  // The body is "<status code> <message>" (KVServer::ResponseError).
-  const std::string& body = msg.meta.body();
-  int code = 0;
-  size_t space = body.find(' ');
-  if (space == std::string::npos ||
-      !absl::SimpleAtoi(body.substr(0, space), &code) || code <= 0 ||
-      code > static_cast<int>(absl::StatusCode::kUnauthenticated)) {
-    code = static_cast<int>(absl::StatusCode::kInternal);
-    space = std::string::npos;
-  }
-  const std::string text =
-      space == std::string::npos ? body : body.substr(space + 1);
-  absl::Status& error = errors_[msg.meta.timestamp()];
-  if (error.ok()) {
-    error =
-        absl::Status(static_cast<absl::StatusCode>(code),
-                     absl::StrCat("server ", msg.meta.sender(), ": ", text));
-  }
+void KVWorker<Val>::RecordError(int timestamp, absl::Status error) {
+  absl::Status& first = errors_[timestamp];
+  if (first.ok()) first = std::move(error);
 }
 
 template <typename Val>
 void KVWorker<Val>::OnResponse(Message&& msg) {
-  if (!msg.meta.kv() && !msg.meta.body().empty()) {
+  const int ts = msg.meta.timestamp();
+  absl::Status status = DecodeKvStatus(msg.meta);
+  if (!status.ok()) {
     absl::MutexLock lock(&mu_);
-    RecordServerError(msg);
+    RecordError(ts, absl::Status(status.code(),
+                                 absl::StrCat("server ", msg.meta.sender(),
+                                              ": ", status.message())));
     return;
   }
   if (!msg.meta.pull()) return;
+  PulledPart answer;
+  absl::Status valid =
+      CheckKvFrames(msg, DataTypeOf<Val>::kValue, max_message_bytes_);
+  if (valid.ok()) {
+    answer.keys = SArray<Key>(msg.data[0]);
+    if (msg.data.size() >= 2) answer.vals = msg.data[1];
+    if (msg.data.size() >= 3) answer.lens = SArray<int>(msg.data[2]);
+  } else {
+    customer_.postoffice()->van()->CountDrop(
+        kKvRejectReason, absl::StrCat("answer from node ", msg.meta.sender(),
+                                      ": ", valid.message()));
+  }
   absl::MutexLock lock(&mu_);
-  auto it = pulls_.find(msg.meta.timestamp());
+  auto it = pulls_.find(ts);
   if (it == pulls_.end()) return;
   PullState& state = *it->second;
   auto slice = state.slice_of_server.find(msg.meta.sender());
   if (slice == state.slice_of_server.end()) return;
+  if (!valid.ok()) {
+    RecordError(ts, absl::InvalidArgumentError(absl::StrCat(
+                        "malformed answer from server ", msg.meta.sender(),
+                        ": ", valid.message())));
+    return;
+  }
   if (state.min_clock_seen == -1 ||
       msg.meta.min_clock() < state.min_clock_seen) {
     state.min_clock_seen = msg.meta.min_clock();
   }
-  PulledPart& part = state.parts[slice->second];
-  if (msg.data.size() >= 2 &&
-      msg.meta.data_types(1) != DataTypeOf<Val>::kValue) {
-    errors_[msg.meta.timestamp()] = absl::InvalidArgumentError(
-        "a server answered with values of another type");
-    return;
-  }
-  if (msg.data.size() >= 1) part.keys = SArray<Key>(msg.data[0]);
-  if (msg.data.size() >= 2) part.vals = msg.data[1];
-  if (msg.data.size() >= 3) part.lens = SArray<int>(msg.data[2]);
+  state.parts[slice->second] = std::move(answer);
 }
 
 template <typename Val>

@@ -1,7 +1,11 @@
-// KVServer<Val>: the server side of push/pull. Each request reaches a
-// handler as a KVMeta and KVPairs; the handler answers with Response. A
-// resent push that was already applied is acknowledged without calling the
-// handler again (exactly once); a resent push-pull is handled as a pull.
+// KVServer<Val>: the server side of push/pull. Each request is checked and
+// decoded by kv_codec and reaches a handler as a KVMeta and KVPairs (sharing
+// the received buffers); the handler answers with Response or ResponseError.
+// A request that fails the KV layout checks is dropped, counted in
+// petrel_van_messages_rejected_total{reason="kv_layout"} and logged (rate
+// limited). A resent push that was already applied is acknowledged without
+// calling the handler again (exactly once); a resent push-pull is handled as
+// a pull. Also KVStoreHandler, a default handler (an in-memory store).
 //
 // Supported Val: float, double, int32_t, int64_t.
 //
@@ -9,52 +13,19 @@
 // receive thread (or on a thread of this node waiting in Customer::Wait); each
 // worker customer's requests in the order it sent them (Customer). Response may
 // be called from any thread.
-#ifndef PETREL_SERVER_KV_SERVER_H_
-#define PETREL_SERVER_KV_SERVER_H_
+#ifndef PETREL_KV_KV_SERVER_H_
+#define PETREL_KV_KV_SERVER_H_
 
 #include <functional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 
+#include "kv/kv_codec.h"
 #include "van/buffer.h"
 #include "van/customer.h"
 
 namespace petrel {
-
-using Key = uint64_t;
-
-// What a request is, as a handler sees it.
-struct KVMeta {
-  int cmd = 0;
-  bool push = false;
-  bool pull = false;
-  int sender = 0;
-  int timestamp = 0;
-  int customer_id = 0;
-  int table_id = 0;
-  // Which message of the request this is, when the worker split a large
-  // push into several (each a request of its own to the handler).
-  int part = 0;
-  // A push part with a slice of one key's values (value_total > 0): they
-  // are values [value_offset, value_offset + n) of the key's value_total.
-  // Handlers see these only when set_request_handler was told they take
-  // them.
-  int64_t value_offset = 0;
-  int64_t value_total = 0;
-  // Bounded delay (training jobs). A pull: the batch it is for, -1 = no
-  // bound. A clock request (no keys, neither push nor pull, clock_advance):
-  // the worker's new clock, -1 = the worker left the job.
-  int64_t clock = -1;
-  bool clock_advance = false;
-};
-
-template <typename Val>
-struct KVPairs {
-  SArray<Key> keys;
-  SArray<Val> vals;
-  SArray<int> lens;  // empty: every key has vals.size() / keys.size() values
-};
 
 template <typename Val>
 class KVServer {
@@ -92,6 +63,7 @@ class KVServer {
   void Process(Message&& msg, bool duplicate);
 
   Customer customer_;
+  int64_t max_message_bytes_ = 0;  // the van's limit, set by Start
   Handler handler_;
   bool accepts_key_slices_ = false;
 };
@@ -126,4 +98,4 @@ class KVStoreHandler {
 
 }  // namespace petrel
 
-#endif  // PETREL_SERVER_KV_SERVER_H_
+#endif  // PETREL_KV_KV_SERVER_H_

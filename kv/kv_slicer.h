@@ -4,8 +4,8 @@
 // value element size, so one copy of this code serves every KVWorker<Val>.
 //
 // Thread safety: stateless functions.
-#ifndef PETREL_WORKER_KV_SLICER_H_
-#define PETREL_WORKER_KV_SLICER_H_
+#ifndef PETREL_KV_KV_SLICER_H_
+#define PETREL_KV_KV_SLICER_H_
 
 #include <cstdint>
 #include <vector>
@@ -75,4 +75,4 @@ absl::Status MergePulled(const std::vector<KVSlice>& slices,
 
 }  // namespace petrel
 
-#endif  // PETREL_WORKER_KV_SLICER_H_
+#endif  // PETREL_KV_KV_SLICER_H_

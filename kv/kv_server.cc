@@ -1,4 +1,4 @@
-#include "server/kv_server.h"
+#include "kv/kv_server.h"
 
 #include <atomic>
 #include <cstring>
@@ -62,6 +62,8 @@ KVServer<Val>::~KVServer() {
 
 template <typename Val>
 absl::Status KVServer<Val>::Start() {
+  max_message_bytes_ =
+      customer_.postoffice()->van()->options().limits.max_message_bytes;
   customer_.set_request_handler([this](Message&& msg, bool duplicate) {
     Process(std::move(msg), duplicate);
   });
@@ -70,30 +72,15 @@ absl::Status KVServer<Val>::Start() {
 
 template <typename Val>
 void KVServer<Val>::Process(Message&& msg, bool duplicate) {
-  KVMeta meta;
-  meta.cmd = msg.meta.head();
-  meta.push = msg.meta.push();
-  meta.pull = msg.meta.pull();
-  meta.sender = msg.meta.sender();
-  meta.timestamp = msg.meta.timestamp();
-  meta.customer_id = msg.meta.customer_id();
-  meta.table_id = msg.meta.table_id();
-  meta.part = msg.meta.part();
-  meta.value_offset = msg.meta.value_offset();
-  meta.value_total = msg.meta.value_total();
-  meta.clock = msg.meta.clock();
-  meta.clock_advance = msg.meta.clock_advance();
-  if (!msg.meta.kv() || (msg.data.size() >= 2 &&
-                         msg.meta.data_types(1) != DataTypeOf<Val>::kValue)) {
-    LOG_EVERY_T(WARNING, 1.0)
-        << "server dropped a request from node " << meta.sender
-        << ": not key-value data of this server's type";
+  KVPairs<Val> data;
+  absl::Status valid = DecodeKvPairs(msg, max_message_bytes_, &data);
+  if (!valid.ok()) {
+    customer_.postoffice()->van()->CountDrop(
+        kKvRejectReason, absl::StrCat("request from node ", msg.meta.sender(),
+                                      ": ", valid.message()));
     return;
   }
-  KVPairs<Val> data;
-  data.keys = SArray<Key>(msg.data[0]);
-  if (msg.data.size() >= 2) data.vals = SArray<Val>(msg.data[1]);
-  if (msg.data.size() >= 3) data.lens = SArray<int>(msg.data[2]);
+  KVMeta meta = DecodeKvMeta(msg.meta);
   // Before the duplicate check, so a resent slice gets the same answer.
   if (meta.value_total > 0 && !accepts_key_slices_) {
     ResponseError(meta,
@@ -118,50 +105,27 @@ void KVServer<Val>::Process(Message&& msg, bool duplicate) {
   handler_(meta, data, this);
 }
 
-namespace {
-
-// The addressing of the request `meta` describes, for Customer::SendResponse.
-Message RequestOf(const KVMeta& meta) {
-  Message request;
-  request.meta.set_sender(meta.sender);
-  request.meta.set_timestamp(meta.timestamp);
-  request.meta.set_customer_id(meta.customer_id);
-  request.meta.set_push(meta.push);
-  request.meta.set_pull(meta.pull);
-  request.meta.set_head(meta.cmd);
-  request.meta.set_table_id(meta.table_id);
-  request.meta.set_part(meta.part);
-  return request;
-}
-
-}  // namespace
-
 template <typename Val>
 absl::Status KVServer<Val>::Response(const KVMeta& meta,
                                      const KVPairs<Val>& result,
                                      int64_t min_clock) {
-  Message request = RequestOf(meta);
   Message response;
+  EncodeKvResponse(meta, min_clock, &response.meta);
   if (meta.pull) {
-    response.meta.set_kv(true);
     response.AddData(result.keys);
     response.AddData(result.vals);
     if (!result.lens.empty()) response.AddData(result.lens);
   }
-  response.meta.set_min_clock(min_clock);
-  return customer_.SendResponse(request, std::move(response));
+  return customer_.SendResponse(meta.reply_address(), std::move(response));
 }
 
 template <typename Val>
 absl::Status KVServer<Val>::ResponseError(const KVMeta& meta,
                                           const absl::Status& error) {
   DCHECK(!error.ok());
-  Message request = RequestOf(meta);
-  // No data frames: the body carries "<status code> <message>".
-  Message response;
-  response.meta.set_body(
-      absl::StrCat(static_cast<int>(error.code()), " ", error.message()));
-  return customer_.SendResponse(request, std::move(response));
+  Message response;  // no data frames: the status travels in the header
+  EncodeKvError(meta, error, &response.meta);
+  return customer_.SendResponse(meta.reply_address(), std::move(response));
 }
 
 template <typename Val>

@@ -1,4 +1,4 @@
-#include "worker/kv_worker.h"
+#include "kv/kv_worker.h"
 
 #include <atomic>
 #include <functional>
@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-#include "server/kv_server.h"
+#include "kv/kv_server.h"
 #include "tests/harness/local_cluster.h"
 #include "van/zmq_van.h"
 

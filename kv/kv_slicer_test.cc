@@ -1,4 +1,4 @@
-#include "worker/kv_slicer.h"
+#include "kv/kv_slicer.h"
 
 #include <string>
 #include <vector>
