@@ -70,14 +70,15 @@ class Van {
   // it (ZmqVan), the waiting thread meanwhile receives and dispatches the
   // node's messages itself, handlers included, so its answer needs no
   // hand-off from the receive thread; otherwise it waits on `*mu` while
-  // the receive thread delivers. See docs/threading.md.
+  // the receive thread delivers. See docs/threading.md. REQUIRES: not
+  // called from a handler (it would wait for itself until `deadline`).
   bool AwaitResponse(absl::Mutex* mu, const absl::Condition& done,
                      absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 
   // Count this node's requests that await answers, from opening to
-  // completion (Customer calls them). A request that never completes (its
-  // wait timed out) stays counted: the van then lends its receiving less,
-  // which only costs speed.
+  // completion (Customer calls them). A request whose wait timed out stays
+  // counted until its answer comes, if ever: the van then lends its
+  // receiving less, which only costs speed.
   void RequestOpened() {
     open_requests_.fetch_add(1, std::memory_order_relaxed);
   }
