@@ -9,10 +9,8 @@
 //
 // Supported Val: float, double, int32_t, int64_t.
 //
-// Thread safety: the handler runs one request at a time on the van's
-// receive thread (or on a thread of this node waiting in Customer::Wait); each
-// worker customer's requests in the order it sent them (Customer). Response may
-// be called from any thread.
+// Thread safety: the handler runs one request at a time; Response may be
+// called from any thread. See docs/threading.md.
 #ifndef PETREL_KV_KV_SERVER_H_
 #define PETREL_KV_KV_SERVER_H_
 

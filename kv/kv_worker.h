@@ -20,11 +20,8 @@
 //
 // Supported Val: float, double, int32_t, int64_t.
 //
-// Thread safety: all methods are thread-safe. Callbacks run on the van's
-// receive thread, or on a thread inside Wait (over TCP the waiting thread
-// receives answers itself: see Customer::Wait); they must not block on
-// other requests of this KVWorker, nor take a lock that a thread holds
-// while it calls Wait.
+// Thread safety: thread-safe; callbacks must not wait for requests nor take
+// a lock held across Wait. See docs/threading.md.
 // Output arrays of Pull must stay alive and untouched until the request
 // completes.
 #ifndef PETREL_KV_KV_WORKER_H_

@@ -80,7 +80,7 @@ TEST(KVWorkerTest, PushThenPullSumsAcrossServers) {
 }
 
 // Over TCP a thread that waits for one request after another receives its
-// answers itself (ZmqVan::ReceiveUntil); requests nobody waits for are then
+// answers itself (Van::AwaitResponse); requests nobody waits for are then
 // still answered, through the van's own thread taking receiving back; and
 // threads waiting together all get exact answers.
 TEST(KVWorkerTest, OverTcpWaitersReceiveAndEveryAnswerArrives) {

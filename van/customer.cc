@@ -58,7 +58,7 @@ int Customer::NewRequest(const std::vector<int>& recipients,
     if (recipients.empty()) {
       run_now = std::move(on_complete);
     } else {
-      postoffice_->CountRequestOpened();
+      postoffice_->van()->RequestOpened();
       Pending& p = pending_[ts];
       absl::flat_hash_map<int, int> parts;
       for (int r : recipients) p.waiting.insert(PartKey(r, parts[r]++));
@@ -105,20 +105,9 @@ absl::Status Customer::Wait(int timestamp, absl::Duration timeout) {
   auto done = [this, timestamp]() ABSL_SHARED_LOCKS_REQUIRED(mu_) -> bool {
     return !pending_.contains(timestamp);
   };
-  {
-    absl::MutexLock lock(&mu_);
-    if (done()) return absl::OkStatus();
-  }
-  // Receive the answer on this thread when the van lets us: no wake-up
-  // hand-off from its receive thread.
-  postoffice_->van()->ReceiveUntil(
-      [this, &done] {
-        absl::MutexLock lock(&mu_);
-        return done();
-      },
-      deadline);
   absl::MutexLock lock(&mu_);
-  if (mu_.AwaitWithDeadline(absl::Condition(&done), deadline)) {
+  if (postoffice_->van()->AwaitResponse(&mu_, absl::Condition(&done),
+                                        deadline)) {
     return absl::OkStatus();
   }
   std::vector<int> missing;
@@ -260,7 +249,7 @@ void Customer::AcceptResponse(Message&& msg) {
   }
   // Before the entry goes: waiters must see the handler's effects.
   if (on_complete) on_complete(ts);
-  postoffice_->CountRequestClosed();
+  postoffice_->van()->RequestClosed();
   absl::MutexLock lock(&mu_);
   pending_.erase(ts);
 }

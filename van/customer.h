@@ -11,9 +11,8 @@
 // for at most max_reorder_wait and within bounded memory, after which the
 // gap is skipped and logged.
 //
-// Thread safety: all methods are thread-safe. Handlers and completion
-// callbacks run one at a time on the van's receive thread, or on a thread
-// in Wait that receives for the van (see Wait).
+// Thread safety: thread-safe; handlers and callbacks run one at a time, on
+// the van's receive thread or a waiting thread. See docs/threading.md.
 #ifndef PETREL_VAN_CUSTOMER_H_
 #define PETREL_VAN_CUSTOMER_H_
 
@@ -105,11 +104,10 @@ class Customer {
   // part). The application fills in the rest of the header.
   absl::Status SendResponse(const ReplyAddress& to, Message response);
   // Waits until request `timestamp` completes. DeadlineExceeded names the
-  // nodes that did not answer within `timeout`. When the van allows it
-  // (ZmqVan) and no other thread does so already, the waiting thread
-  // receives and dispatches the node's messages itself meanwhile, so its
-  // answer needs no hand-off from the van's thread; handlers and callbacks
-  // of any request may then run on it.
+  // nodes that did not answer within `timeout`. The waiting thread may
+  // receive for the van meanwhile (Van::AwaitResponse), so handlers and
+  // callbacks of any request may run on it. REQUIRES: not called from a
+  // handler or callback.
   absl::Status Wait(int timestamp,
                     absl::Duration timeout = absl::InfiniteDuration());
   bool IsComplete(int timestamp);

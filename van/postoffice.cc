@@ -90,10 +90,7 @@ absl::Status Postoffice::Start() {
   PETREL_RETURN_IF_ERROR(ResolveAdvertiseHost());
   van_->set_is_scheduler(is_scheduler());
   // Servers and the scheduler serve requests at any time.
-  van_->set_pending_requests([this]() -> int64_t {
-    return is_worker() ? outstanding_requests_.load(std::memory_order_relaxed)
-                       : -1;
-  });
+  van_->set_serves_requests(!is_worker());
   if (is_scheduler()) van_->set_my_id(kSchedulerId);
   PETREL_RETURN_IF_ERROR(
       van_->Start([this](Message&& msg) { HandleMessage(std::move(msg)); },

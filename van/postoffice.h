@@ -7,13 +7,11 @@
 // The scheduler's own logic (admitting nodes, counting barriers, watching
 // heartbeats) lives in scheduler/ and plugs in through set_control_handler.
 //
-// Thread safety: all public methods are thread-safe unless noted. Handlers
-// run one at a time on the van's receive thread, or on a thread receiving
-// for the van while it waits (Van::ReceiveUntil).
+// Thread safety: thread-safe unless noted; handlers run one at a time. See
+// docs/threading.md.
 #ifndef PETREL_VAN_POSTOFFICE_H_
 #define PETREL_VAN_POSTOFFICE_H_
 
-#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -102,17 +100,6 @@ class Postoffice {
   absl::Status AddCustomer(Customer* customer, bool handles_requests);
   void RemoveCustomer(Customer* customer);
 
-  // Customers count their requests from sending to completion, for the
-  // van (Van::set_pending_requests). A request that never completes (its
-  // wait timed out) stays counted: the van then lends its receiving less,
-  // which only costs speed.
-  void CountRequestOpened() {
-    outstanding_requests_.fetch_add(1, std::memory_order_relaxed);
-  }
-  void CountRequestClosed() {
-    outstanding_requests_.fetch_sub(1, std::memory_order_relaxed);
-  }
-
   pb::Role role() const { return options_.role; }
   bool is_scheduler() const { return options_.role == pb::ROLE_SCHEDULER; }
   bool is_server() const { return options_.role == pb::ROLE_SERVER; }
@@ -157,7 +144,6 @@ class Postoffice {
   ControlHandler control_handler_;
   TickHook tick_hook_;
   absl::Time last_heartbeat_;  // van thread only
-  std::atomic<int64_t> outstanding_requests_{0};
   bool started_ = false;
 
   // Held by the van thread while it calls into customers (Accept, Tick), so

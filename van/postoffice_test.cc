@@ -100,6 +100,25 @@ TEST(PostofficeTest, CountsMessagesForUnknownApps) {
   EXPECT_TRUE(cluster.Finish().ok());
 }
 
+TEST(PostofficeTest, WorkersCountPendingRequestsServersServeThem) {
+  LocalClusterOptions o;
+  o.num_servers = 1;
+  o.num_workers = 1;
+  LocalCluster cluster(o);
+  ASSERT_TRUE(cluster.Start().ok());
+  EXPECT_EQ(cluster.server(0)->van()->pending_requests(), -1);
+  Van* van = cluster.worker(0)->van();
+  EXPECT_EQ(van->pending_requests(), 0);
+  Customer sender(7, 0, cluster.worker(0));
+  ASSERT_TRUE(sender.Start().ok());
+  sender.NewRequest({8});  // the server has no app 7: never answered
+  EXPECT_EQ(van->pending_requests(), 1);
+  const int ts = sender.NewRequest({});  // complete at once
+  EXPECT_TRUE(sender.IsComplete(ts));
+  EXPECT_EQ(van->pending_requests(), 1);
+  EXPECT_TRUE(cluster.Finish().ok());
+}
+
 TEST(PostofficeTest, NodesLearnTheTableAndRanges) {
   VanClusterOptions o;
   o.num_servers = 3;

@@ -1,8 +1,8 @@
 // SimpleApp: command/response messaging between nodes (a head code and a
 // string body), as in PS-Lite. Useful for control commands of applications.
 //
-// Thread safety: Request and Wait are thread-safe; handlers run on the van
-// thread or on a thread receiving in Wait (see Customer).
+// Thread safety: thread-safe; handlers run one at a time. See
+// docs/threading.md.
 #ifndef PETREL_VAN_SIMPLE_APP_H_
 #define PETREL_VAN_SIMPLE_APP_H_
 

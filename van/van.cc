@@ -47,6 +47,20 @@ Van::Van(VanOptions options, MetricsRegistry* metrics, std::string transport_id)
       sent_bytes_(metrics->GetCounter("petrel_van_bytes_sent_total",
                                       "Data bytes of messages sent.")) {}
 
+bool Van::AwaitResponse(absl::Mutex* mu, const absl::Condition& done,
+                        absl::Time deadline) {
+  if (done.Eval()) return true;
+  mu->Unlock();
+  ReceiveUntil(
+      [mu, &done] {
+        absl::MutexLock lock(mu);
+        return done.Eval();
+      },
+      deadline);
+  mu->Lock();
+  return mu->AwaitWithDeadline(done, deadline);
+}
+
 void Van::BindIdentity(const std::string& transport_id, int id) {
   if (transport_id.empty()) return;
   absl::MutexLock lock(&identity_mu_);

@@ -4,10 +4,8 @@
 // (in-process, for tests). The shared base validates every received message
 // with DecodeMessage, counts and logs rejects, and dispatches the rest.
 //
-// Thread safety: Connect, Send, set_my_id and the accessors are thread-safe.
-// Start and Stop are called by the owner only. Handlers passed to Start run
-// one at a time, in arrival order, on the van's receive thread or on a
-// thread inside ReceiveUntil.
+// Thread safety: thread-safe but for Start and Stop (owner only); handlers
+// run one at a time. See docs/threading.md.
 #ifndef PETREL_VAN_VAN_H_
 #define PETREL_VAN_VAN_H_
 
@@ -66,35 +64,43 @@ class Van {
   // Sends `msg` to msg.meta.recipient(). Returns FailedPrecondition before
   // Start or after Stop. Delivery failures later are counted and logged.
   virtual absl::Status Send(Message msg) = 0;
-  // Lets a thread that waits for a response receive it itself, which saves
-  // the hand-off from the receive thread to the waiter: receives and
-  // dispatches messages on the calling thread, exactly as the receive
-  // thread would (handlers included), until `done()` returns true, the
-  // van stops or `deadline` passes. Returns false at once, having received
-  // nothing, when the van does not support this, another thread is
-  // already receiving this way (or the caller is a handler), or more than
-  // one request is pending (see set_pending_requests); the caller then
-  // waits as usual while the receive thread delivers.
-  virtual bool ReceiveUntil(const std::function<bool()>& done,
-                            absl::Time deadline) {
-    (void)done;
-    (void)deadline;
-    return false;
+  // Waits, with `*mu` held, until `done` holds or `deadline` passes; true
+  // once it holds. `done` reads state guarded by `*mu` that a message
+  // handler changes (a Customer's pending requests). Where the van allows
+  // it (ZmqVan), the waiting thread meanwhile receives and dispatches the
+  // node's messages itself, handlers included, so its answer needs no
+  // hand-off from the receive thread; otherwise it waits on `*mu` while
+  // the receive thread delivers. See docs/threading.md. REQUIRES: not
+  // called from a handler (it would wait for itself until `deadline`).
+  bool AwaitResponse(absl::Mutex* mu, const absl::Condition& done,
+                     absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
+  // Count this node's requests that await answers, from opening to
+  // completion (Customer calls them). A request whose wait timed out stays
+  // counted until its answer comes, if ever: the van then lends its
+  // receiving less, which only costs speed.
+  void RequestOpened() {
+    open_requests_.fetch_add(1, std::memory_order_relaxed);
   }
-  // How many requests of this node await answers, or -1 when the node
-  // may get messages at any time (it serves requests). A thread borrows
-  // the receiving in ReceiveUntil only while at most one is pending (its
-  // own: with more in flight, as in a pipelined trainer, the receive
-  // thread delivers them all anyway and lending it out would only cost
-  // wake-ups). When a borrower ends with none pending, the receive thread
-  // resumes within about a millisecond instead of at once, so a thread
-  // that waits for one request after another finds the receiving free and
-  // wakes nobody. Set before Start; default: -1.
-  void set_pending_requests(std::function<int64_t()> count) {
-    pending_requests_ = std::move(count);
+  void RequestClosed() {
+    open_requests_.fetch_sub(1, std::memory_order_relaxed);
   }
+  // Whether this node serves requests, and so may get messages at any time
+  // (servers, the scheduler). Default true; the Postoffice sets it before
+  // Start.
+  void set_serves_requests(bool v) { serves_requests_.store(v); }
+  // How many requests of this node await answers, or -1 when it serves
+  // requests. A thread borrows the receiving in AwaitResponse only while
+  // at most one is pending (its own: with more in flight, as in a
+  // pipelined trainer, the receive thread delivers them all anyway and
+  // lending it out would only cost wake-ups). When a borrower ends with
+  // none pending, the receive thread resumes within about a millisecond
+  // instead of at once, so a thread that waits for one request after
+  // another finds the receiving free and wakes nobody.
   int64_t pending_requests() const {
-    return pending_requests_ ? pending_requests_() : -1;
+    return serves_requests_.load(std::memory_order_relaxed)
+               ? -1
+               : open_requests_.load(std::memory_order_relaxed);
   }
 
   // This node's transport identity, sent with every message.
@@ -120,6 +126,18 @@ class Van {
   // reject, and passes a good message to the handler. Receive thread only.
   void Deliver(absl::string_view from, const Buffer& header,
                std::vector<Buffer> frames);
+  // AwaitResponse's lending: receives and dispatches messages on the
+  // calling thread, exactly as the receive thread would, until `done()`
+  // returns true, the van stops or `deadline` passes. Returns false at
+  // once, having received nothing, when the van does not lend (the
+  // default), another thread already borrows, the caller is a handler, or
+  // more than one request is pending.
+  virtual bool ReceiveUntil(const std::function<bool()>& done,
+                            absl::Time deadline) {
+    (void)done;
+    (void)deadline;
+    return false;
+  }
   void BindIdentity(const std::string& transport_id, int id);
   void CountSent(size_t bytes);
 
@@ -127,7 +145,8 @@ class Van {
   TickHandler on_tick_;
 
  private:
-  std::function<int64_t()> pending_requests_;
+  std::atomic<int64_t> open_requests_{0};
+  std::atomic<bool> serves_requests_{true};
   int ExpectedSender(absl::string_view from);
 
   // A message from an unknown connection that arrived before this node had

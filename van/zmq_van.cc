@@ -177,7 +177,7 @@ void ZmqVan::CloseSockets() {
 }
 
 void ZmqVan::Connect(const pb::Node& node) {
-  // At once, so that a thread receiving in ReceiveUntil accepts the node's
+  // At once, so that a thread receiving in AwaitResponse accepts the node's
   // messages, and this thread's next Send finds the route.
   BindIdentity(node.transport_id(), node.id());
   {

@@ -7,7 +7,7 @@
 // (handlers replying) goes straight to the socket, so a request/response
 // costs no extra thread hand-off on the server. The ROUTER is used by the
 // I/O thread too, except while an application thread waiting for a
-// response borrows it (ReceiveUntil): the waiter then receives its answer
+// response borrows it (Van::AwaitResponse): the waiter then receives its answer
 // itself instead of being woken by the I/O thread, which saves a thread
 // wake-up per round trip. The hand-over is under a mutex (the full memory
 // barrier ZeroMQ asks for when a socket changes threads). Another
@@ -16,7 +16,7 @@
 // thread is queued for the I/O thread, which an eventfd wakes. Sends never
 // block on the network (ZMQ_DONTWAIT, no high-water mark).
 //
-// Thread safety: as Van.
+// Thread safety: as Van. See docs/threading.md.
 #ifndef PETREL_VAN_ZMQ_VAN_H_
 #define PETREL_VAN_ZMQ_VAN_H_
 
@@ -39,6 +39,8 @@ class ZmqVan : public Van {
   int port() const override { return port_; }
   void Connect(const pb::Node& node) override;
   absl::Status Send(Message msg) override;
+  // The lending step of AwaitResponse (see Van::ReceiveUntil); public so
+  // that tests can check when it lends.
   bool ReceiveUntil(const std::function<bool()>& done,
                     absl::Time deadline) override;
 
@@ -105,7 +107,7 @@ class ZmqVan : public Van {
       ABSL_GUARDED_BY(direct_mu_);
 
   // Who receives from the ROUTER: the I/O thread, or an application thread
-  // waiting in ReceiveUntil (`borrowed_`), never both.
+  // waiting in AwaitResponse (`borrowed_`), never both.
   absl::Mutex receive_mu_;
   bool borrowed_ ABSL_GUARDED_BY(receive_mu_) = false;
   bool io_receiving_ ABSL_GUARDED_BY(receive_mu_) = false;

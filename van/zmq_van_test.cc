@@ -65,6 +65,14 @@ class Endpoint {
     };
     return mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
   }
+  // Waits for `n` messages in all through Van::AwaitResponse.
+  bool AwaitMessages(size_t n, absl::Time deadline) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) -> bool {
+      return got_.size() >= n;
+    };
+    return van_->AwaitResponse(&mu_, absl::Condition(&enough), deadline);
+  }
   std::vector<Message> got() {
     absl::MutexLock lock(&mu_);
     return got_;
@@ -374,15 +382,39 @@ TEST_F(ZmqVanReceiveUntilTest, OneThreadAtATimeAndNeverAHandler) {
 }
 
 TEST_F(ZmqVanReceiveUntilTest, LendsOnlyWhileAtMostOneRequestIsPending) {
-  std::atomic<int64_t> pending{2};
   Endpoint worker(10);
-  worker.van().set_pending_requests([&] { return pending.load(); });
+  worker.van().set_serves_requests(false);
+  EXPECT_EQ(worker.van().pending_requests(), 0);
+  worker.van().RequestOpened();
+  worker.van().RequestOpened();
+  EXPECT_EQ(worker.van().pending_requests(), 2);
   ASSERT_TRUE(worker.Start().ok());
   EXPECT_FALSE(
       worker.van().ReceiveUntil([] { return false; }, absl::InfiniteFuture()));
-  pending = 1;  // the caller's own
+  worker.van().RequestClosed();  // the caller's own is left
   EXPECT_TRUE(
       worker.van().ReceiveUntil([] { return true; }, absl::InfiniteFuture()));
+  worker.van().set_serves_requests(true);
+  EXPECT_EQ(worker.van().pending_requests(), -1);
+}
+
+TEST_F(ZmqVanReceiveUntilTest, AwaitResponseReturnsOnceDoneOrAtTheDeadline) {
+  ASSERT_TRUE(server_.van().Send(To(8, 9)).ok());
+  EXPECT_TRUE(worker_.AwaitMessages(1, absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ(worker_.num_got(), 1u);
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(30);
+  EXPECT_FALSE(worker_.AwaitMessages(2, deadline));
+  EXPECT_GE(absl::Now(), deadline);
+}
+
+TEST_F(ZmqVanReceiveUntilTest, AwaitResponseWaitsForTheVanThreadWhenNotLent) {
+  worker_.van().set_serves_requests(false);
+  worker_.van().RequestOpened();
+  worker_.van().RequestOpened();
+  ASSERT_TRUE(server_.van().Send(To(8, 9, 4)).ok());
+  EXPECT_TRUE(worker_.AwaitMessages(1, absl::Now() + absl::Seconds(10)));
+  ASSERT_EQ(worker_.num_got(), 1u);
+  EXPECT_NE(worker_.threads()[0], std::this_thread::get_id());
 }
 
 TEST_F(ZmqVanReceiveUntilTest, ReturnsAtTheDeadline) {
