@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
+#include "base/status_macros.h"
 #include "kernels/internal/cuda_ops.h"
 #include "kernels/internal/dedup_impl.h"
 #include "kernels/sparse_batch.h"
@@ -50,12 +51,8 @@ absl::Status DedupSorted(const Device& device, absl::Span<const uint64_t> keys,
                          absl::Span<uint64_t> unique,
                          absl::Span<uint32_t> inverse, size_t* num_unique) {
   CHECK(num_unique != nullptr);
-  if (auto s = CheckSize("unique", unique.size(), keys.size()); !s.ok()) {
-    return s;
-  }
-  if (auto s = CheckSize("inverse", inverse.size(), keys.size()); !s.ok()) {
-    return s;
-  }
+  PETREL_RETURN_IF_ERROR(CheckSize("unique", unique.size(), keys.size()));
+  PETREL_RETURN_IF_ERROR(CheckSize("inverse", inverse.size(), keys.size()));
   constexpr size_t kMaxKeys = std::numeric_limits<uint32_t>::max();
   if (keys.size() > kMaxKeys) {
     return absl::InvalidArgumentError(

@@ -22,6 +22,12 @@ std::string Device::name() const {
                       ")");
 }
 
+absl::Status RequireCpu(const Device& device, absl::string_view op) {
+  if (!device.is_cuda()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      op, " runs on the CPU only (host memory), not on ", device.name()));
+}
+
 bool BuiltWithCuda() {
 #ifdef PETREL_HAVE_CUDA
   return true;

@@ -45,6 +45,10 @@ class Device {
   CudaContext* cuda_ = nullptr;
 };
 
+// For the dispatchers of CPU-only kernels (kernels/lr.h, kernels/fm.h):
+// FailedPrecondition naming `op` when `device` is CUDA, OK for the CPU.
+absl::Status RequireCpu(const Device& device, absl::string_view op);
+
 // True when this build compiled the CUDA kernels (PETREL_HAVE_CUDA).
 bool BuiltWithCuda();
 

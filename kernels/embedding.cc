@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "base/status_macros.h"
 #include "kernels/internal/cuda_ops.h"
 #include "kernels/internal/embedding_cpu.h"
 
@@ -24,14 +25,10 @@ absl::Status CheckShapes(const FieldBatchView& batch, const char* rows_name,
     return absl::InvalidArgumentError(
         "offsets is empty, expected examples + 1 entries");
   }
-  if (auto s = CheckSize("values", sparse.values.size(), sparse.nnz());
-      !s.ok()) {
-    return s;
-  }
-  if (auto s = CheckSize("fields", batch.fields.size(), sparse.nnz());
-      !s.ok()) {
-    return s;
-  }
+  PETREL_RETURN_IF_ERROR(
+      CheckSize("values", sparse.values.size(), sparse.nnz()));
+  PETREL_RETURN_IF_ERROR(
+      CheckSize("fields", batch.fields.size(), sparse.nnz()));
   if (rows_size % dim != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(rows_name, " has ", rows_size,
@@ -52,7 +49,7 @@ absl::Status CheckShapes(const FieldBatchView& batch, const char* rows_name,
 // The checks of the contents, for host spans: the CSR structure, every
 // inverse entry below num_rows and every field below num_fields.
 absl::Status CheckContents(const FieldBatchView& batch, size_t num_rows) {
-  if (auto s = ValidateSparseBatch(batch.sparse, num_rows); !s.ok()) return s;
+  PETREL_RETURN_IF_ERROR(ValidateSparseBatch(batch.sparse, num_rows));
   uint32_t max_field = 0;
   for (uint32_t f : batch.fields) max_field = f > max_field ? f : max_field;
   if (batch.fields.empty() || max_field < batch.num_fields) {
@@ -75,11 +72,8 @@ absl::Status EmbeddingPoolForward(const Device& device,
                                   absl::Span<const float> rows, size_t dim,
                                   Pooling pooling, absl::Span<float> out) {
   size_t num_rows = 0;
-  if (auto s = CheckShapes(batch, "rows", rows.size(), dim, "out", out.size(),
-                           &num_rows);
-      !s.ok()) {
-    return s;
-  }
+  PETREL_RETURN_IF_ERROR(CheckShapes(batch, "rows", rows.size(), dim, "out",
+                                     out.size(), &num_rows));
   if (device.is_cuda()) {
 #ifdef PETREL_HAVE_CUDA
     return internal::EmbeddingPoolForwardCuda(device, batch, rows, dim, pooling,
@@ -88,7 +82,7 @@ absl::Status EmbeddingPoolForward(const Device& device,
     return absl::FailedPreconditionError("no CUDA in this build");
 #endif
   }
-  if (auto s = CheckContents(batch, num_rows); !s.ok()) return s;
+  PETREL_RETURN_IF_ERROR(CheckContents(batch, num_rows));
   internal::EmbeddingPoolForwardCpu(batch, rows, dim, pooling, out);
   return absl::OkStatus();
 }
@@ -99,11 +93,8 @@ absl::Status EmbeddingPoolBackward(const Device& device,
                                    Pooling pooling, bool deterministic,
                                    absl::Span<float> grad_rows) {
   size_t num_rows = 0;
-  if (auto s = CheckShapes(batch, "grad_rows", grad_rows.size(), dim,
-                           "grad_out", grad_out.size(), &num_rows);
-      !s.ok()) {
-    return s;
-  }
+  PETREL_RETURN_IF_ERROR(CheckShapes(batch, "grad_rows", grad_rows.size(), dim,
+                                     "grad_out", grad_out.size(), &num_rows));
   if (device.is_cuda()) {
 #ifdef PETREL_HAVE_CUDA
     return internal::EmbeddingPoolBackwardCuda(
@@ -113,7 +104,7 @@ absl::Status EmbeddingPoolBackward(const Device& device,
     return absl::FailedPreconditionError("no CUDA in this build");
 #endif
   }
-  if (auto s = CheckContents(batch, num_rows); !s.ok()) return s;
+  PETREL_RETURN_IF_ERROR(CheckContents(batch, num_rows));
   internal::EmbeddingPoolBackwardCpu(batch, grad_out, dim, pooling, grad_rows);
   return absl::OkStatus();
 }

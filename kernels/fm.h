@@ -16,8 +16,12 @@
 // over every position j with inverse[j] == u. Like kernels/lr.h, gradients
 // are SUMS over the batch (what FTRL and Adagrad on the server expect).
 //
+// CPU only: the spans live in host memory, and a CUDA `device` gets
+// FailedPrecondition (a device version would take the same signatures over
+// device spans).
+//
 // Thread safety: pure functions; concurrent calls with distinct outputs are
-// safe. A device version implements the same signatures over device spans.
+// safe.
 #ifndef PETREL_KERNELS_FM_H_
 #define PETREL_KERNELS_FM_H_
 
@@ -26,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 
+#include "kernels/device.h"
 #include "kernels/sparse_batch.h"
 
 namespace petrel {
@@ -43,8 +48,9 @@ struct FmParams {
 // Returns InvalidArgument when `batch` is invalid for params.w.size() rows,
 // params.v.size() != w.size() * k, logits.size() != examples or
 // sum_vx.size() != examples * k.
-absl::Status FmForward(const SparseBatchView& batch, const FmParams& params,
-                       absl::Span<float> logits, absl::Span<float> sum_vx);
+absl::Status FmForward(const Device& device, const SparseBatchView& batch,
+                       const FmParams& params, absl::Span<float> logits,
+                       absl::Span<float> sum_vx);
 
 // Overwrites grad_w ([unique]) and grad_v ([unique * k]) with the sums above
 // (0 for rows no position names) and *grad_bias with sum_i dlogits[i].
@@ -53,8 +59,8 @@ absl::Status FmForward(const SparseBatchView& batch, const FmParams& params,
 // Returns InvalidArgument when `batch` is invalid for params.w.size() rows,
 // or params.v, sum_vx, dlogits, grad_w or grad_v has the wrong size.
 // REQUIRES: grad_bias is non-null.
-absl::Status FmBackward(const SparseBatchView& batch, const FmParams& params,
-                        absl::Span<const float> sum_vx,
+absl::Status FmBackward(const Device& device, const SparseBatchView& batch,
+                        const FmParams& params, absl::Span<const float> sum_vx,
                         absl::Span<const float> dlogits,
                         absl::Span<float> grad_w, absl::Span<float> grad_v,
                         float* grad_bias);

@@ -16,6 +16,8 @@
 namespace petrel {
 namespace {
 
+const Device kCpu = Device::Cpu();
+
 constexpr size_t kExamples = 1024;
 
 struct Fixture {
@@ -44,7 +46,7 @@ struct Fixture {
 void BM_FmForward(benchmark::State& state) {
   Fixture fx(static_cast<size_t>(state.range(0)));
   for (auto _ : state) {
-    benchmark::DoNotOptimize(FmForward(fx.batch.View(), fx.params,
+    benchmark::DoNotOptimize(FmForward(kCpu, fx.batch.View(), fx.params,
                                        absl::MakeSpan(fx.logits),
                                        absl::MakeSpan(fx.sum_vx)));
   }
@@ -55,13 +57,13 @@ BENCHMARK(BM_FmForward)->Arg(4)->Arg(8)->Arg(16)->Arg(64);
 void BM_FmBackward(benchmark::State& state) {
   Fixture fx(static_cast<size_t>(state.range(0)));
   float grad_bias = 0.0f;
-  benchmark::DoNotOptimize(FmForward(fx.batch.View(), fx.params,
+  benchmark::DoNotOptimize(FmForward(kCpu, fx.batch.View(), fx.params,
                                      absl::MakeSpan(fx.logits),
                                      absl::MakeSpan(fx.sum_vx)));
   for (auto _ : state) {
-    benchmark::DoNotOptimize(FmBackward(fx.batch.View(), fx.params, fx.sum_vx,
-                                        fx.dlogits, absl::MakeSpan(fx.grad_w),
-                                        absl::MakeSpan(fx.grad_v), &grad_bias));
+    benchmark::DoNotOptimize(FmBackward(
+        kCpu, fx.batch.View(), fx.params, fx.sum_vx, fx.dlogits,
+        absl::MakeSpan(fx.grad_w), absl::MakeSpan(fx.grad_v), &grad_bias));
   }
   state.SetItemsProcessed(state.iterations() * kExamples);
 }

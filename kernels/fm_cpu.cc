@@ -1,22 +1,12 @@
+// The CPU factorization machine (kernels/internal/fm_cpu.h).
+#include "kernels/internal/fm_cpu.h"
+
 #include <algorithm>
 #include <vector>
 
-#include "glog/logging.h"
-
-#include "kernels/fm.h"
-
 namespace petrel {
+namespace internal {
 namespace {
-
-absl::Status CheckParams(const SparseBatchView& batch, const FmParams& params,
-                         absl::Span<const float> sum_vx) {
-  const size_t unique = params.w.size();
-  if (auto s = ValidateSparseBatch(batch, unique); !s.ok()) return s;
-  if (auto s = CheckSize("v", params.v.size(), unique * params.k); !s.ok()) {
-    return s;
-  }
-  return CheckSize("sum_vx", sum_vx.size(), batch.num_examples() * params.k);
-}
 
 // The loops below take the factor dim as a template argument K for the
 // common dims, so that the f loops have a constant trip count and GCC
@@ -128,39 +118,20 @@ float Backward(const SparseBatchView& batch, const FmParams& params,
 
 }  // namespace
 
-absl::Status FmForward(const SparseBatchView& batch, const FmParams& params,
-                       absl::Span<float> logits, absl::Span<float> sum_vx) {
-  if (auto s = CheckParams(batch, params, sum_vx); !s.ok()) return s;
-  if (auto s = CheckSize("logits", logits.size(), batch.num_examples());
-      !s.ok()) {
-    return s;
-  }
+void FmForwardCpu(const SparseBatchView& batch, const FmParams& params,
+                  absl::Span<float> logits, absl::Span<float> sum_vx) {
   Forward(batch, params, logits.data(), sum_vx.data());
-  return absl::OkStatus();
 }
 
-absl::Status FmBackward(const SparseBatchView& batch, const FmParams& params,
-                        absl::Span<const float> sum_vx,
-                        absl::Span<const float> dlogits,
-                        absl::Span<float> grad_w, absl::Span<float> grad_v,
-                        float* grad_bias) {
-  CHECK(grad_bias != nullptr);
-  if (auto s = CheckParams(batch, params, sum_vx); !s.ok()) return s;
-  if (auto s = CheckSize("dlogits", dlogits.size(), batch.num_examples());
-      !s.ok()) {
-    return s;
-  }
-  if (auto s = CheckSize("grad_w", grad_w.size(), params.w.size()); !s.ok()) {
-    return s;
-  }
-  if (auto s = CheckSize("grad_v", grad_v.size(), params.v.size()); !s.ok()) {
-    return s;
-  }
+float FmBackwardCpu(const SparseBatchView& batch, const FmParams& params,
+                    absl::Span<const float> sum_vx,
+                    absl::Span<const float> dlogits, absl::Span<float> grad_w,
+                    absl::Span<float> grad_v) {
   std::fill(grad_w.begin(), grad_w.end(), 0.0f);
   std::fill(grad_v.begin(), grad_v.end(), 0.0f);
-  *grad_bias = Backward(batch, params, sum_vx.data(), dlogits.data(),
-                        grad_w.data(), grad_v.data());
-  return absl::OkStatus();
+  return Backward(batch, params, sum_vx.data(), dlogits.data(), grad_w.data(),
+                  grad_v.data());
 }
 
+}  // namespace internal
 }  // namespace petrel

@@ -24,6 +24,8 @@
 namespace petrel {
 namespace {
 
+const Device kCpu = Device::Cpu();
+
 using testing::Gamma;
 using testing::RandomBatch;
 
@@ -118,7 +120,7 @@ TEST(FmTest, ForwardMatchesFloat64Reference) {
     const Model m = RandomModel(b.unique.size(), dim(rng), 1.0f, &rng);
     const size_t n = b.num_examples(), k = m.k;
     std::vector<float> logits(n), sum_vx(n * k);
-    ASSERT_TRUE(FmForward(b.View(), m.Params(), absl::MakeSpan(logits),
+    ASSERT_TRUE(FmForward(kCpu, b.View(), m.Params(), absl::MakeSpan(logits),
                           absl::MakeSpan(sum_vx))
                     .ok());
     const Forward ref = ReferenceForward(b, AsParams(m), k);
@@ -148,11 +150,11 @@ TEST(FmTest, BackwardMatchesFloat64Reference) {
     std::vector<float> logits(n), sum_vx(n * k);
     std::vector<float> gw(unique, 7.0f), gv(unique * k, 7.0f);  // stale
     float gb = 0.0f;
-    ASSERT_TRUE(FmForward(b.View(), m.Params(), absl::MakeSpan(logits),
+    ASSERT_TRUE(FmForward(kCpu, b.View(), m.Params(), absl::MakeSpan(logits),
                           absl::MakeSpan(sum_vx))
                     .ok());
-    ASSERT_TRUE(FmBackward(b.View(), m.Params(), sum_vx, d, absl::MakeSpan(gw),
-                           absl::MakeSpan(gv), &gb)
+    ASSERT_TRUE(FmBackward(kCpu, b.View(), m.Params(), sum_vx, d,
+                           absl::MakeSpan(gw), absl::MakeSpan(gv), &gb)
                     .ok());
     const Forward ref = ReferenceForward(b, AsParams(m), k);
     std::vector<double> want_w(unique, 0.0), scale_w(unique, 0.0);
@@ -209,14 +211,14 @@ TEST(FmTest, BackwardMatchesFiniteDifferences) {
     std::vector<float> logits(n), sum_vx(n * k), d(n);
     std::vector<float> gw(unique), gv(unique * k);
     float gb = 0.0f;
-    ASSERT_TRUE(FmForward(b.View(), m.Params(), absl::MakeSpan(logits),
+    ASSERT_TRUE(FmForward(kCpu, b.View(), m.Params(), absl::MakeSpan(logits),
                           absl::MakeSpan(sum_vx))
                     .ok());
     ASSERT_TRUE(
         SigmoidCrossEntropy(logits, b.labels, {}, absl::MakeSpan(d), nullptr)
             .ok());
-    ASSERT_TRUE(FmBackward(b.View(), m.Params(), sum_vx, d, absl::MakeSpan(gw),
-                           absl::MakeSpan(gv), &gb)
+    ASSERT_TRUE(FmBackward(kCpu, b.View(), m.Params(), sum_vx, d,
+                           absl::MakeSpan(gw), absl::MakeSpan(gv), &gb)
                     .ok());
     std::vector<float> got(gw);
     got.insert(got.end(), gv.begin(), gv.end());
@@ -273,13 +275,14 @@ TEST(FmTest, RejectsShapeMismatches) {
       gv(unique * k);
   float gb = 0.0f;
   auto forward = [&](const FmParams& p, size_t logits_size, size_t s_size) {
-    return FmForward(b.View(), p, absl::MakeSpan(logits).first(logits_size),
+    return FmForward(kCpu, b.View(), p,
+                     absl::MakeSpan(logits).first(logits_size),
                      absl::MakeSpan(s).first(s_size))
         .code();
   };
   auto backward = [&](const FmParams& p, size_t d_size, size_t gw_size,
                       size_t gv_size) {
-    return FmBackward(b.View(), p, s, absl::MakeSpan(d).first(d_size),
+    return FmBackward(kCpu, b.View(), p, s, absl::MakeSpan(d).first(d_size),
                       absl::MakeSpan(gw).first(gw_size),
                       absl::MakeSpan(gv).first(gv_size), &gb)
         .code();

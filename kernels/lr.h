@@ -10,14 +10,19 @@
 // server expect per-example gradient sums, and the server's learning rate
 // absorbs the batch size for SGD.
 //
+// CPU only: the spans live in host memory, and a CUDA `device` gets
+// FailedPrecondition (a device version would take the same signatures over
+// device spans).
+//
 // Thread safety: pure functions; concurrent calls with distinct outputs are
-// safe. A device version implements the same signatures over device spans.
+// safe.
 #ifndef PETREL_KERNELS_LR_H_
 #define PETREL_KERNELS_LR_H_
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 
+#include "kernels/device.h"
 #include "kernels/sparse_batch.h"
 
 namespace petrel {
@@ -25,7 +30,7 @@ namespace petrel {
 // Writes logits[i] for every example of `batch`.
 // Returns InvalidArgument when `batch` is invalid for weights.size() rows
 // (ValidateSparseBatch) or logits.size() != batch.num_examples().
-absl::Status LrForward(const SparseBatchView& batch,
+absl::Status LrForward(const Device& device, const SparseBatchView& batch,
                        absl::Span<const float> weights, float bias,
                        absl::Span<float> logits);
 
@@ -36,7 +41,7 @@ absl::Status LrForward(const SparseBatchView& batch,
 // Returns InvalidArgument when `batch` is invalid for grad_weights.size()
 // rows or dlogits.size() != batch.num_examples().
 // REQUIRES: grad_bias is non-null.
-absl::Status LrBackward(const SparseBatchView& batch,
+absl::Status LrBackward(const Device& device, const SparseBatchView& batch,
                         absl::Span<const float> dlogits,
                         absl::Span<float> grad_weights, float* grad_bias);
 

@@ -16,6 +16,8 @@
 namespace petrel {
 namespace {
 
+const Device kCpu = Device::Cpu();
+
 constexpr size_t kExamples = 1024;
 
 struct Fixture {
@@ -35,8 +37,8 @@ struct Fixture {
 void BM_LrForward(benchmark::State& state) {
   Fixture fx;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(
-        LrForward(fx.batch.View(), fx.w, 0.1f, absl::MakeSpan(fx.logits)));
+    benchmark::DoNotOptimize(LrForward(kCpu, fx.batch.View(), fx.w, 0.1f,
+                                       absl::MakeSpan(fx.logits)));
   }
   state.SetItemsProcessed(state.iterations() * kExamples);
 }
@@ -46,7 +48,7 @@ void BM_LrBackward(benchmark::State& state) {
   Fixture fx;
   float grad_bias = 0.0f;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(LrBackward(fx.batch.View(), fx.dlogits,
+    benchmark::DoNotOptimize(LrBackward(kCpu, fx.batch.View(), fx.dlogits,
                                         absl::MakeSpan(fx.grad), &grad_bias));
   }
   state.SetItemsProcessed(state.iterations() * kExamples);
@@ -74,11 +76,11 @@ void BM_LrBatchStep(benchmark::State& state) {
   for (auto _ : state) {
     benchmark::DoNotOptimize(Dedup(b.keys, &b.unique, &b.inverse));
     benchmark::DoNotOptimize(
-        LrForward(b.View(), fx.w, 0.1f, absl::MakeSpan(fx.logits)));
+        LrForward(kCpu, b.View(), fx.w, 0.1f, absl::MakeSpan(fx.logits)));
     benchmark::DoNotOptimize(SigmoidCrossEntropy(
         fx.logits, b.labels, {}, absl::MakeSpan(fx.dlogits), &loss));
-    benchmark::DoNotOptimize(
-        LrBackward(b.View(), fx.dlogits, absl::MakeSpan(fx.grad), &grad_bias));
+    benchmark::DoNotOptimize(LrBackward(kCpu, b.View(), fx.dlogits,
+                                        absl::MakeSpan(fx.grad), &grad_bias));
   }
   state.SetItemsProcessed(state.iterations() * kExamples);
 }

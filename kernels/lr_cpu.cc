@@ -1,19 +1,13 @@
+// The CPU logistic regression (kernels/internal/lr_cpu.h).
+#include "kernels/internal/lr_cpu.h"
+
 #include <algorithm>
 
-#include "glog/logging.h"
-
-#include "kernels/lr.h"
-
 namespace petrel {
+namespace internal {
 
-absl::Status LrForward(const SparseBatchView& batch,
-                       absl::Span<const float> weights, float bias,
-                       absl::Span<float> logits) {
-  if (auto s = ValidateSparseBatch(batch, weights.size()); !s.ok()) return s;
-  if (auto s = CheckSize("logits", logits.size(), batch.num_examples());
-      !s.ok()) {
-    return s;
-  }
+void LrForwardCpu(const SparseBatchView& batch, absl::Span<const float> weights,
+                  float bias, absl::Span<float> logits) {
   const uint32_t* offsets = batch.offsets.data();
   const uint32_t* inverse = batch.inverse.data();
   const float* values = batch.values.data();
@@ -25,20 +19,11 @@ absl::Status LrForward(const SparseBatchView& batch,
     }
     logits[i] = sum;
   }
-  return absl::OkStatus();
 }
 
-absl::Status LrBackward(const SparseBatchView& batch,
-                        absl::Span<const float> dlogits,
-                        absl::Span<float> grad_weights, float* grad_bias) {
-  CHECK(grad_bias != nullptr);
-  if (auto s = ValidateSparseBatch(batch, grad_weights.size()); !s.ok()) {
-    return s;
-  }
-  if (auto s = CheckSize("dlogits", dlogits.size(), batch.num_examples());
-      !s.ok()) {
-    return s;
-  }
+float LrBackwardCpu(const SparseBatchView& batch,
+                    absl::Span<const float> dlogits,
+                    absl::Span<float> grad_weights) {
   std::fill(grad_weights.begin(), grad_weights.end(), 0.0f);
   const uint32_t* offsets = batch.offsets.data();
   const uint32_t* inverse = batch.inverse.data();
@@ -52,8 +37,8 @@ absl::Status LrBackward(const SparseBatchView& batch,
       g[inverse[j]] += d * values[j];
     }
   }
-  *grad_bias = static_cast<float>(bias_sum);
-  return absl::OkStatus();
+  return static_cast<float>(bias_sum);
 }
 
+}  // namespace internal
 }  // namespace petrel

@@ -18,6 +18,8 @@
 namespace petrel {
 namespace {
 
+const Device kCpu = Device::Cpu();
+
 using testing::Gamma;
 using testing::RandomBatch;
 
@@ -79,7 +81,8 @@ TEST(LrTest, ForwardMatchesFloat64Reference) {
     const auto w = testing::RandomNonZero(b.unique.size(), 0.01f, 1.0f, &rng);
     const float bias = testing::RandomNonZero(1, 0.01f, 1.0f, &rng)[0];
     std::vector<float> logits(b.num_examples());
-    ASSERT_TRUE(LrForward(b.View(), w, bias, absl::MakeSpan(logits)).ok());
+    ASSERT_TRUE(
+        LrForward(kCpu, b.View(), w, bias, absl::MakeSpan(logits)).ok());
     const Reference ref = ReferenceForward(b, w, bias);
     for (size_t i = 0; i < logits.size(); ++i) {
       ASSERT_LE(std::fabs(logits[i] - ref.logits[i]),
@@ -99,7 +102,8 @@ TEST(LrTest, BackwardMatchesFloat64Reference) {
     // Stale contents must be overwritten.
     std::vector<float> grad(b.unique.size(), 123.0f);
     float grad_bias = 0.0f;
-    ASSERT_TRUE(LrBackward(b.View(), d, absl::MakeSpan(grad), &grad_bias).ok());
+    ASSERT_TRUE(
+        LrBackward(kCpu, b.View(), d, absl::MakeSpan(grad), &grad_bias).ok());
     std::vector<double> want, scale;
     std::vector<size_t> count;
     ReferenceBackward(b, d, &want, &scale, &count);
@@ -130,12 +134,14 @@ TEST(LrTest, BackwardMatchesFiniteDifferences) {
     const size_t n = b.num_examples();
     std::vector<float> logits(n), dlogits(n), grad(w.size());
     float grad_bias = 0.0f;
-    ASSERT_TRUE(LrForward(b.View(), w, bias, absl::MakeSpan(logits)).ok());
+    ASSERT_TRUE(
+        LrForward(kCpu, b.View(), w, bias, absl::MakeSpan(logits)).ok());
     ASSERT_TRUE(SigmoidCrossEntropy(logits, b.labels, {},
                                     absl::MakeSpan(dlogits), nullptr)
                     .ok());
     ASSERT_TRUE(
-        LrBackward(b.View(), dlogits, absl::MakeSpan(grad), &grad_bias).ok());
+        LrBackward(kCpu, b.View(), dlogits, absl::MakeSpan(grad), &grad_bias)
+            .ok());
     // Loss as a function of every parameter in double; parameter w.size()
     // is the bias.
     std::vector<double> params(w.begin(), w.end());
@@ -179,34 +185,35 @@ TEST(LrTest, RejectsShapeMismatches) {
   float gb = 0.0f;
   auto code = [](const absl::Status& s) { return s.code(); };
   const auto kInvalid = absl::StatusCode::kInvalidArgument;
-  EXPECT_EQ(code(LrForward(b.View(), w, 0, absl::MakeSpan(out).first(7))),
+  EXPECT_EQ(code(LrForward(kCpu, b.View(), w, 0, absl::MakeSpan(out).first(7))),
             kInvalid);
-  EXPECT_EQ(code(LrForward(b.View(), absl::MakeSpan(w).first(w.size() - 1), 0,
-                           absl::MakeSpan(out))),
-            kInvalid);  // inverse names a row past the weights
-  EXPECT_EQ(code(LrBackward(b.View(), absl::MakeSpan(d).first(7),
+  EXPECT_EQ(
+      code(LrForward(kCpu, b.View(), absl::MakeSpan(w).first(w.size() - 1), 0,
+                     absl::MakeSpan(out))),
+      kInvalid);  // inverse names a row past the weights
+  EXPECT_EQ(code(LrBackward(kCpu, b.View(), absl::MakeSpan(d).first(7),
                             absl::MakeSpan(w), &gb)),
             kInvalid);
   SparseBatchView bad = b.View();
   bad.values = bad.values.first(bad.values.size() - 1);
-  EXPECT_EQ(code(LrForward(bad, w, 0, absl::MakeSpan(out))), kInvalid);
-  EXPECT_EQ(code(LrBackward(bad, d, absl::MakeSpan(w), &gb)), kInvalid);
+  EXPECT_EQ(code(LrForward(kCpu, bad, w, 0, absl::MakeSpan(out))), kInvalid);
+  EXPECT_EQ(code(LrBackward(kCpu, bad, d, absl::MakeSpan(w), &gb)), kInvalid);
   bad = b.View();
   bad.offsets = {};
-  EXPECT_EQ(code(LrForward(bad, w, 0, {})), kInvalid);
+  EXPECT_EQ(code(LrForward(kCpu, bad, w, 0, {})), kInvalid);
   std::vector<uint32_t> offsets = b.offsets;
   std::swap(offsets[3], offsets[4]);  // decreasing
   bad = b.View();
   bad.offsets = offsets;
-  EXPECT_EQ(code(LrForward(bad, w, 0, absl::MakeSpan(out))), kInvalid);
+  EXPECT_EQ(code(LrForward(kCpu, bad, w, 0, absl::MakeSpan(out))), kInvalid);
   offsets = b.offsets;
   offsets.back() -= 1;  // does not end at nnz
   bad.offsets = offsets;
-  EXPECT_EQ(code(LrBackward(bad, d, absl::MakeSpan(w), &gb)), kInvalid);
+  EXPECT_EQ(code(LrBackward(kCpu, bad, d, absl::MakeSpan(w), &gb)), kInvalid);
   offsets = b.offsets;
   offsets.front() = 1;
   bad.offsets = offsets;
-  EXPECT_EQ(code(LrForward(bad, w, 0, absl::MakeSpan(out))), kInvalid);
+  EXPECT_EQ(code(LrForward(kCpu, bad, w, 0, absl::MakeSpan(out))), kInvalid);
 }
 
 TEST(LrTest, EmptyExampleGetsTheBias) {
@@ -218,7 +225,7 @@ TEST(LrTest, EmptyExampleGetsTheBias) {
   view.inverse = inverse;
   view.values = values;
   std::vector<float> logits(3);
-  ASSERT_TRUE(LrForward(view, w, -1.5f, absl::MakeSpan(logits)).ok());
+  ASSERT_TRUE(LrForward(kCpu, view, w, -1.5f, absl::MakeSpan(logits)).ok());
   EXPECT_EQ(logits, (std::vector<float>{-1.5f, -1.0f, -1.5f}));
 }
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "base/status_macros.h"
 #include "kernels/internal/cuda_ops.h"
 #include "kernels/internal/optimizer_rows_cpu.h"
 #include "kernels/sparse_batch.h"
@@ -14,8 +15,8 @@ namespace {
 // InvalidArgument unless both state arrays and g have w.size() entries.
 absl::Status CheckState(size_t w_size, const char* a_name, size_t a_size,
                         const char* b_name, size_t b_size, size_t g_size) {
-  if (auto s = CheckSize(a_name, a_size, w_size); !s.ok()) return s;
-  if (auto s = CheckSize(b_name, b_size, w_size); !s.ok()) return s;
+  PETREL_RETURN_IF_ERROR(CheckSize(a_name, a_size, w_size));
+  PETREL_RETURN_IF_ERROR(CheckSize(b_name, b_size, w_size));
   return CheckSize("g", g_size, w_size);
 }
 
@@ -29,8 +30,8 @@ absl::Status AdagradRowUpdate(const Device& device,
                               const AdagradRowParams& params,
                               absl::Span<float> w, absl::Span<float> acc,
                               absl::Span<const float> g) {
-  if (auto s = CheckSize("acc", acc.size(), w.size()); !s.ok()) return s;
-  if (auto s = CheckSize("g", g.size(), w.size()); !s.ok()) return s;
+  PETREL_RETURN_IF_ERROR(CheckSize("acc", acc.size(), w.size()));
+  PETREL_RETURN_IF_ERROR(CheckSize("g", g.size(), w.size()));
   if (device.is_cuda()) {
 #ifdef PETREL_HAVE_CUDA
     return internal::AdagradRowUpdateCuda(device, params, w, acc, g);
@@ -53,10 +54,8 @@ absl::Status AdamRowUpdate(const Device& device, const AdamRowParams& params,
         absl::StrCat("steps has ", steps.size(), " rows of dim ", dim,
                      ", but w has ", w.size(), " entries"));
   }
-  if (auto s = CheckState(w.size(), "m", m.size(), "v", v.size(), g.size());
-      !s.ok()) {
-    return s;
-  }
+  PETREL_RETURN_IF_ERROR(
+      CheckState(w.size(), "m", m.size(), "v", v.size(), g.size()));
   if (device.is_cuda()) {
 #ifdef PETREL_HAVE_CUDA
     return internal::AdamRowUpdateCuda(device, params, dim, w, m, v, steps, g);
@@ -71,10 +70,8 @@ absl::Status AdamRowUpdate(const Device& device, const AdamRowParams& params,
 absl::Status FtrlRowUpdate(const Device& device, const FtrlRowParams& params,
                            absl::Span<float> w, absl::Span<float> z,
                            absl::Span<float> n, absl::Span<const float> g) {
-  if (auto s = CheckState(w.size(), "z", z.size(), "n", n.size(), g.size());
-      !s.ok()) {
-    return s;
-  }
+  PETREL_RETURN_IF_ERROR(
+      CheckState(w.size(), "z", z.size(), "n", n.size(), g.size()));
   if (device.is_cuda()) {
 #ifdef PETREL_HAVE_CUDA
     return internal::FtrlRowUpdateCuda(device, params, w, z, n, g);

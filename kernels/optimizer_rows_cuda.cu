@@ -1,11 +1,13 @@
 // Optimizer row updates on CUDA (kernels/optimizer_rows.h): element-wise
-// kernels with the formulas of the header (and of server/optimizer.h).
+// kernels over the formulas of kernels/optimizer_formulas.h (which the
+// servers' optimizers and the CPU versions call too).
 // Adam reads each row's step count in one kernel and increments it in a
 // second, so no thread reads a count another thread has already bumped.
 #include <cstddef>
 
 #include "kernels/cuda_status.h"
 #include "kernels/internal/cuda_ops.h"
+#include "kernels/optimizer_formulas.h"
 
 namespace petrel {
 namespace internal {
@@ -17,10 +19,7 @@ __global__ void AdagradKernel(AdagradRowParams p, size_t n, float* w,
                               float* acc, const float* g) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
        i += size_t{gridDim.x} * blockDim.x) {
-    const float gi = g[i];
-    const float a = acc[i] + gi * gi;
-    acc[i] = a;
-    w[i] -= p.learning_rate * gi / (sqrtf(a) + p.epsilon);
+    w[i] = AdagradStep(p, w[i], g[i], acc[i]);
   }
 }
 
@@ -31,18 +30,9 @@ __global__ void AdamKernel(AdamRowParams p, size_t dim, size_t n, float* w,
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
        i += size_t{gridDim.x} * blockDim.x) {
     const float t = steps[i / dim] + 1.0f;
-    const float gi = g[i];
-    const float mi = p.beta1 * m[i] + (1.0f - p.beta1) * gi;
-    const float vi = p.beta2 * v[i] + (1.0f - p.beta2) * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    // 1 - beta^t cancels (1 - 0.999^1 = 0.001): in double, so that powf's
-    // few-ulp error is not amplified a thousandfold.
-    const float c1 = static_cast<float>(1.0 - pow(double{p.beta1}, double{t}));
-    const float c2 = static_cast<float>(1.0 - pow(double{p.beta2}, double{t}));
-    const float m_hat = mi / c1;
-    const float v_hat = vi / c2;
-    w[i] -= p.learning_rate * m_hat / (sqrtf(v_hat) + p.epsilon);
+    const float c1 = AdamCorrection(p.beta1, t);
+    const float c2 = AdamCorrection(p.beta2, t);
+    w[i] = AdamStep(p, c1, c2, w[i], g[i], m[i], v[i]);
   }
 }
 
@@ -57,19 +47,7 @@ __global__ void FtrlKernel(FtrlRowParams p, size_t n, float* w, float* z,
                            float* nn, const float* g) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
        i += size_t{gridDim.x} * blockDim.x) {
-    const float gi = g[i];
-    const float n_old = nn[i];
-    const float n_new = n_old + gi * gi;
-    const float sigma = (sqrtf(n_new) - sqrtf(n_old)) / p.alpha;
-    const float zi = z[i] + gi - sigma * w[i];
-    z[i] = zi;
-    nn[i] = n_new;
-    if (fabsf(zi) <= p.l1) {
-      w[i] = 0.0f;
-    } else {
-      const float sign = zi > 0.0f ? 1.0f : -1.0f;
-      w[i] = -(zi - sign * p.l1) / ((p.beta + sqrtf(n_new)) / p.alpha + p.l2);
-    }
+    w[i] = FtrlStep(p, w[i], g[i], z[i], nn[i]);
   }
 }
 

@@ -3,6 +3,7 @@
 // them.
 #include "kernels/sigmoid_cross_entropy.h"
 
+#include "base/status_macros.h"
 #include "kernels/internal/cuda_ops.h"
 #include "kernels/internal/sigmoid_cross_entropy_cpu.h"
 #include "kernels/sparse_batch.h"
@@ -16,12 +17,12 @@ absl::Status SigmoidCrossEntropy(const Device& device,
                                  absl::Span<float> dlogits,
                                  absl::Span<float> losses) {
   const size_t n = logits.size();
-  if (auto s = CheckSize("labels", labels.size(), n); !s.ok()) return s;
+  PETREL_RETURN_IF_ERROR(CheckSize("labels", labels.size(), n));
   const char* names[] = {"probs", "dlogits", "losses"};
   const size_t sizes[] = {probs.size(), dlogits.size(), losses.size()};
   for (int o = 0; o < 3; ++o) {
     if (sizes[o] == 0) continue;  // not written
-    if (auto s = CheckSize(names[o], sizes[o], n); !s.ok()) return s;
+    PETREL_RETURN_IF_ERROR(CheckSize(names[o], sizes[o], n));
   }
   if (device.is_cuda()) {
 #ifdef PETREL_HAVE_CUDA

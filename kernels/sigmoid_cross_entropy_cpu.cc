@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "base/status_macros.h"
 #include "kernels/sigmoid_cross_entropy.h"
 #include "kernels/sparse_batch.h"
 
@@ -24,12 +25,12 @@ absl::Status SigmoidCrossEntropy(absl::Span<const float> logits,
                                  absl::Span<float> probs,
                                  absl::Span<float> dlogits, double* loss_sum) {
   const size_t n = logits.size();
-  if (auto s = CheckSize("labels", labels.size(), n); !s.ok()) return s;
+  PETREL_RETURN_IF_ERROR(CheckSize("labels", labels.size(), n));
   if (!probs.empty()) {
-    if (auto s = CheckSize("probs", probs.size(), n); !s.ok()) return s;
+    PETREL_RETURN_IF_ERROR(CheckSize("probs", probs.size(), n));
   }
   if (!dlogits.empty()) {
-    if (auto s = CheckSize("dlogits", dlogits.size(), n); !s.ok()) return s;
+    PETREL_RETURN_IF_ERROR(CheckSize("dlogits", dlogits.size(), n));
   }
   double loss = 0.0;
   for (size_t i = 0; i < n; ++i) {

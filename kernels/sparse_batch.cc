@@ -2,6 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "base/status_macros.h"
+
 namespace petrel {
 
 absl::Status CheckSize(const char* what, size_t span_size, size_t expected) {
@@ -16,10 +18,8 @@ absl::Status ValidateSparseBatch(const SparseBatchView& batch,
     return absl::InvalidArgumentError(
         "offsets is empty, expected examples + 1 entries");
   }
-  if (auto s = CheckSize("values", batch.values.size(), batch.inverse.size());
-      !s.ok()) {
-    return s;
-  }
+  PETREL_RETURN_IF_ERROR(
+      CheckSize("values", batch.values.size(), batch.inverse.size()));
   if (batch.offsets.front() != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("offsets[0] is ", batch.offsets.front(), ", not 0"));

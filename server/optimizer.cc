@@ -1,97 +1,103 @@
 #include "server/optimizer.h"
 
-#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 
+#include "kernels/optimizer_formulas.h"
+
 namespace petrel {
 namespace {
 
+WeightBounds Bounds(const OptimizerConfig& c) {
+  return WeightBounds{c.weight_min, c.weight_max};
+}
+
+// Each class keeps its formula's parameters (kernels/optimizer_formulas.h)
+// and copies them to a local before its loop, so that the compiler keeps
+// them in registers (a member could alias the rows written).
 class Sgd : public Optimizer {
  public:
-  using Optimizer::Optimizer;
+  explicit Sgd(const OptimizerConfig& c)
+      : Optimizer(c), params_{c.learning_rate, Bounds(c)} {}
   int StateFloats(int) const override { return 0; }
   void InitState(const float*, float*, int) const override {}
   void Update(float* w, float*, const float* g, int dim) const override {
-    const float lr = config_.learning_rate;
-    for (int i = 0; i < dim; ++i) w[i] = Clip(w[i] - lr * g[i]);
+    const SgdRowParams p = params_;
+    for (int i = 0; i < dim; ++i) w[i] = SgdStep(p, w[i], g[i]);
   }
+
+ private:
+  const SgdRowParams params_;
 };
 
 class Adagrad : public Optimizer {
  public:
-  using Optimizer::Optimizer;
+  explicit Adagrad(const OptimizerConfig& c)
+      : Optimizer(c), params_{c.learning_rate, c.epsilon, Bounds(c)} {}
   int StateFloats(int dim) const override { return dim; }
   void InitState(const float*, float* n, int dim) const override {
     for (int i = 0; i < dim; ++i) n[i] = config_.initial_accumulator;
   }
   void Update(float* w, float* n, const float* g, int dim) const override {
-    const float lr = config_.learning_rate;
-    for (int i = 0; i < dim; ++i) {
-      n[i] += g[i] * g[i];
-      w[i] = Clip(w[i] - lr * g[i] / (std::sqrt(n[i]) + config_.epsilon));
-    }
+    const AdagradRowParams p = params_;
+    for (int i = 0; i < dim; ++i) w[i] = AdagradStep(p, w[i], g[i], n[i]);
   }
+
+ private:
+  const AdagradRowParams params_;
 };
 
 // State: m[dim], v[dim], then the row's step count.
 class Adam : public Optimizer {
  public:
-  using Optimizer::Optimizer;
+  explicit Adam(const OptimizerConfig& c)
+      : Optimizer(c),
+        params_{c.learning_rate, c.beta1, c.beta2, c.epsilon, Bounds(c)} {}
   int StateFloats(int dim) const override { return 2 * dim + 1; }
   void InitState(const float*, float* s, int dim) const override {
     std::memset(s, 0, sizeof(float) * StateFloats(dim));
   }
   void Update(float* w, float* s, const float* g, int dim) const override {
+    const AdamRowParams p = params_;
     float* m = s;
     float* v = s + dim;
     float& t = s[2 * dim];
     t += 1.0f;
-    const float b1 = config_.beta1, b2 = config_.beta2;
-    const float c1 = 1.0f - std::pow(b1, t), c2 = 1.0f - std::pow(b2, t);
+    const float c1 = AdamCorrection(p.beta1, t);
+    const float c2 = AdamCorrection(p.beta2, t);
     for (int i = 0; i < dim; ++i) {
-      m[i] = b1 * m[i] + (1.0f - b1) * g[i];
-      v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
-      float step = (m[i] / c1) / (std::sqrt(v[i] / c2) + config_.epsilon);
-      w[i] = Clip(w[i] - config_.learning_rate * step);
+      w[i] = AdamStep(p, c1, c2, w[i], g[i], m[i], v[i]);
     }
   }
+
+ private:
+  const AdamRowParams params_;
 };
 
 // State: z[dim], n[dim].
 class Ftrl : public Optimizer {
  public:
-  using Optimizer::Optimizer;
+  explicit Ftrl(const OptimizerConfig& c)
+      : Optimizer(c),
+        params_{c.ftrl_alpha, c.ftrl_beta, c.ftrl_l1, c.ftrl_l2, Bounds(c)} {}
   int StateFloats(int dim) const override { return 2 * dim; }
-  // n = 0, and z chosen so that the closed form below gives back the initial
-  // weights: without it, the first update would pull a randomly initialized
-  // row (FM factors) to almost zero.
   void InitState(const float* w, float* s, int dim) const override {
-    std::memset(s, 0, sizeof(float) * 2 * dim);
-    const float c = config_.ftrl_beta / config_.ftrl_alpha + config_.ftrl_l2;
+    const FtrlRowParams p = params_;
     for (int i = 0; i < dim; ++i) {
-      if (w[i] != 0.0f)
-        s[i] = -(w[i] * c + std::copysign(config_.ftrl_l1, w[i]));
+      s[i] = FtrlInitialZ(p, w[i]);
+      s[dim + i] = 0.0f;
     }
   }
   void Update(float* w, float* s, const float* g, int dim) const override {
+    const FtrlRowParams p = params_;
     float* z = s;
     float* n = s + dim;
-    const float alpha = config_.ftrl_alpha, beta = config_.ftrl_beta;
-    const float l1 = config_.ftrl_l1, l2 = config_.ftrl_l2;
-    for (int i = 0; i < dim; ++i) {
-      float n_new = n[i] + g[i] * g[i];
-      float sigma = (std::sqrt(n_new) - std::sqrt(n[i])) / alpha;
-      z[i] += g[i] - sigma * w[i];
-      n[i] = n_new;
-      float zi = z[i];
-      w[i] = std::fabs(zi) <= l1
-                 ? 0.0f
-                 : Clip(-(zi - std::copysign(l1, zi)) /
-                        ((beta + std::sqrt(n_new)) / alpha + l2));
-    }
+    for (int i = 0; i < dim; ++i) w[i] = FtrlStep(p, w[i], g[i], z[i], n[i]);
   }
+
+ private:
+  const FtrlRowParams params_;
 };
 
 absl::Status Check(bool ok, const char* field, float value) {

@@ -2,17 +2,9 @@
 // table holds `dim` weights followed by the optimizer's state, so one slab
 // allocation serves both (no heap allocation per key).
 //
-//   SGD       w -= lr * g
-//   Adagrad   n += g^2; w -= lr * g / (sqrt(n) + eps)
-//   Adam      lazy: only touched rows step; per-row step count t;
-//             m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
-//             w -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)
-//   FTRL      FTRL-Proximal (McMahan et al. 2013), per coordinate:
-//             sigma = (sqrt(n + g^2) - sqrt(n)) / alpha; z += g - sigma w;
-//             n += g^2; w = |z| <= l1 ? 0
-//                 : -(z - sign(z) l1) / ((beta + sqrt(n)) / alpha + l2)
-//             a new row starts with n = 0 and z = -(w0 (beta/alpha + l2) +
-//             sign(w0) l1), which that formula maps back to its initial w0
+//   SGD, Adagrad, Adam (lazy: only touched rows step, with a per-row step
+//   count) and FTRL-Proximal, with the formulas of
+//   kernels/optimizer_formulas.h (the kernels use the same ones).
 //
 // Weights are clipped to [weight_min, weight_max] after each update.
 //
@@ -62,11 +54,6 @@ class Optimizer {
 
  protected:
   explicit Optimizer(const OptimizerConfig& config) : config_(config) {}
-  float Clip(float w) const {
-    return w < config_.weight_min   ? config_.weight_min
-           : w > config_.weight_max ? config_.weight_max
-                                    : w;
-  }
   const OptimizerConfig config_;
 };
 

@@ -8,7 +8,7 @@
 //       (factors: zeros would never move, their gradients would stay 0)
 //   MLP table 1: sparse, dim embedding_dim, normal(0, 0.01), Adagrad
 //       (embeddings); table 2: dense, dim 64, the MLP's weights
-//       (proto/model_layout.h), normal(0, 0.05), Adam; with `wide` also
+//       (job/model_layout.h), normal(0, 0.05), Adam; with `wide` also
 //       table 0 as for LR
 // Optimizer fields at 0 take their documented defaults (learning_rate per
 // kind: SGD 0.01, Adagrad 0.05, Adam 0.001; epsilon 1e-8; beta1 0.9; beta2
@@ -26,8 +26,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
+#include "job/model_layout.h"
 #include "proto/job.pb.h"
-#include "proto/model_layout.h"
 #include "server/initializer.h"
 #include "server/optimizer.h"
 #include "server/table.h"

@@ -17,12 +17,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
+#include "job/criteo.h"
 #include "worker/batch.h"
 #include "worker/reader.h"
 
 namespace petrel {
-
-inline constexpr int kCriteoColumns = 40;
 
 // A LineParser (worker/text_reader.h) for Criteo TSV. InvalidArgument kinds:
 // not 40 fields; label empty, not a number or not 0, 1 or -1; an integer

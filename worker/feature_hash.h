@@ -12,11 +12,12 @@
 
 #include "absl/strings/string_view.h"
 
+#include "job/criteo.h"
+
 namespace petrel {
 
-inline constexpr int kCriteoIntegerFields = 13;
-inline constexpr int kCriteoCategoricalFields = 26;
-// Field number of categorical column j (0-based) is kCriteoIntegerFields + j.
+// Field number of categorical column j (0-based) is kCriteoIntegerFields + j
+// (job/criteo.h).
 
 // 64-bit hash of (field, value): the value's bytes are read as
 // little-endian 8-byte blocks and mixed MurmurHash3-style into a state

@@ -4,7 +4,7 @@
 // pooled by sum or mean (kernels/embedding.h), concatenated with the
 // numeric features, through the hidden ReLU layers and an output layer of
 // width 1 (weights and biases from dense table kMlpTable, laid out as
-// proto/model_layout.h says); with `wide`, the LR logit over the same keys
+// job/model_layout.h says); with `wide`, the LR logit over the same keys
 // (table kLinearTable, bias last) is added. The loss is sigmoid
 // cross-entropy; gradients are sums over the batch.
 //
@@ -29,7 +29,7 @@
 
 namespace petrel {
 
-// InvalidArgument for an invalid model config (proto/model_layout.h).
+// InvalidArgument for an invalid model config (job/model_layout.h).
 absl::StatusOr<std::unique_ptr<Model>> CreateMlpModel(const pb::JobConfig& job,
                                                       const Device& device);
 

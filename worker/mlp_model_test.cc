@@ -8,8 +8,8 @@
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 
+#include "job/model_layout.h"
 #include "kernels/device.h"
-#include "proto/model_layout.h"
 
 namespace petrel {
 namespace {

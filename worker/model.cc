@@ -13,6 +13,8 @@ namespace {
 
 // Logistic regression and FM share one implementation: FM with k = 0 is LR
 // without the factor table.
+// They compute on the host, whatever the job's device: the pulled rows and
+// the batch are host memory, and kernels/lr.h and kernels/fm.h are CPU-only.
 class FactorizationMachine : public Model {
  public:
   explicit FactorizationMachine(int k) : k_(k) {
@@ -42,14 +44,15 @@ class FactorizationMachine : public Model {
     g0.resize(unique + 1);
     float grad_bias = 0;
     if (k_ == 0) {
-      PETREL_RETURN_IF_ERROR(LrBackward(
-          batch, dlogits_, absl::MakeSpan(g0.data(), unique), &grad_bias));
+      PETREL_RETURN_IF_ERROR(LrBackward(host_, batch, dlogits_,
+                                        absl::MakeSpan(g0.data(), unique),
+                                        &grad_bias));
     } else {
       std::vector<float>& g1 = (*grads)[1];
       g1.resize(unique * k_);
-      PETREL_RETURN_IF_ERROR(FmBackward(batch, Params(rows), sum_vx_, dlogits_,
-                                        absl::MakeSpan(g0.data(), unique),
-                                        absl::MakeSpan(g1), &grad_bias));
+      PETREL_RETURN_IF_ERROR(FmBackward(
+          host_, batch, Params(rows), sum_vx_, dlogits_,
+          absl::MakeSpan(g0.data(), unique), absl::MakeSpan(g1), &grad_bias));
     }
     g0[unique] = grad_bias;
     return loss;
@@ -91,14 +94,15 @@ class FactorizationMachine : public Model {
     logits_.resize(n);
     if (k_ == 0) {
       size_t unique = rows[0].size() - 1;
-      return LrForward(batch, rows[0].subspan(0, unique), rows[0][unique],
-                       absl::MakeSpan(logits_));
+      return LrForward(host_, batch, rows[0].subspan(0, unique),
+                       rows[0][unique], absl::MakeSpan(logits_));
     }
     sum_vx_.resize(n * k_);
-    return FmForward(batch, Params(rows), absl::MakeSpan(logits_),
+    return FmForward(host_, batch, Params(rows), absl::MakeSpan(logits_),
                      absl::MakeSpan(sum_vx_));
   }
 
+  const Device host_ = Device::Cpu();
   const int k_;
   std::vector<ModelTable> tables_;
   std::vector<float> logits_;

@@ -18,10 +18,10 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
+#include "job/model_layout.h"
 #include "kernels/device.h"
 #include "kernels/sparse_batch.h"
 #include "proto/job.pb.h"
-#include "proto/model_layout.h"
 
 namespace petrel {
 

@@ -1,4 +1,4 @@
-#include "proto/model_layout.h"
+#include "job/model_layout.h"
 
 #include "absl/strings/str_cat.h"
 

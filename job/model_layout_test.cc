@@ -1,4 +1,4 @@
-#include "proto/model_layout.h"
+#include "job/model_layout.h"
 
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"

@@ -4,17 +4,17 @@
 // weights in table kMlpTable.
 //
 // MLP input: for each field f the pooled embeddings [embedding_dim], fields
-// in order, then the numeric features. Criteo data has 39 fields (13
-// integer-bucket fields, 26 categorical; worker/feature_hash.h) and 13
-// numeric features; libsvm data has one field and none.
+// in order, then the numeric features. Criteo data has kCriteoFields
+// fields and kCriteoNumeric numeric features (job/criteo.h); libsvm data
+// has one field and none.
 //
 // The dense weights are one flat vector: per layer (hidden layers in order,
 // then the output layer of width 1) W [in x out] row-major followed by
 // b [out]; the vector is padded with zeros to whole rows of kMlpRowFloats.
 //
 // Thread safety: pure functions.
-#ifndef PETREL_PROTO_MODEL_LAYOUT_H_
-#define PETREL_PROTO_MODEL_LAYOUT_H_
+#ifndef PETREL_JOB_MODEL_LAYOUT_H_
+#define PETREL_JOB_MODEL_LAYOUT_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 
+#include "job/criteo.h"
 #include "proto/job.pb.h"
 
 namespace petrel {
@@ -31,9 +32,6 @@ inline constexpr int kFactorTable = 1;     // FM factors
 inline constexpr int kEmbeddingTable = 1;  // MLP embeddings
 inline constexpr int kMlpTable = 2;        // MLP dense weights
 inline constexpr int kMlpRowFloats = 64;   // floats per row of kMlpTable
-
-inline constexpr int kCriteoFields = 39;
-inline constexpr int kCriteoNumeric = 13;
 
 struct DenseLayerLayout {
   size_t in = 0;
@@ -68,4 +66,4 @@ absl::StatusOr<MlpLayout> MlpLayoutFromJob(const pb::JobConfig& job);
 
 }  // namespace petrel
 
-#endif  // PETREL_PROTO_MODEL_LAYOUT_H_
+#endif  // PETREL_JOB_MODEL_LAYOUT_H_
