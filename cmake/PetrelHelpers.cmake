@@ -1,8 +1,27 @@
 # Helpers modelled on absl_cc_library / absl_cc_test. Every source is listed by hand.
 
 # petrel_cc_library(NAME n SRCS ... [HDRS ...] [DEPS ...] [PUBLIC_DEPS ...])
+# Every header that sits beside a source (foo.h for foo.cc or foo.cu) must be
+# listed in HDRS, so that a target's interface is written down in one place.
 function(petrel_cc_library)
   cmake_parse_arguments(P "" "NAME" "SRCS;HDRS;DEPS;PUBLIC_DEPS" ${ARGN})
+  foreach(src IN LISTS P_SRCS)
+    get_filename_component(dir ${src} DIRECTORY)
+    get_filename_component(stem ${src} NAME_WE)
+    if(dir)
+      set(hdr ${dir}/${stem}.h)
+    else()
+      set(hdr ${stem}.h)
+    endif()
+    if(IS_ABSOLUTE ${hdr})
+      set(hdr_path ${hdr})
+    else()
+      set(hdr_path ${CMAKE_CURRENT_SOURCE_DIR}/${hdr})
+    endif()
+    if(EXISTS ${hdr_path} AND NOT hdr IN_LIST P_HDRS)
+      message(SEND_ERROR "${P_NAME}: list ${hdr} in HDRS (it sits beside ${src})")
+    endif()
+  endforeach()
   add_library(${P_NAME} STATIC ${P_SRCS} ${P_HDRS})
   target_link_libraries(${P_NAME} PUBLIC ${P_PUBLIC_DEPS} PRIVATE ${P_DEPS})
 endfunction()
