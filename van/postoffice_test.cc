@@ -101,10 +101,10 @@ TEST(PostofficeTest, CountsMessagesForUnknownApps) {
 }
 
 TEST(PostofficeTest, WorkersCountPendingRequestsServersServeThem) {
-  LocalClusterOptions o;
+  VanClusterOptions o;
   o.num_servers = 1;
   o.num_workers = 1;
-  LocalCluster cluster(o);
+  VanCluster cluster(o);
   ASSERT_TRUE(cluster.Start().ok());
   EXPECT_EQ(cluster.server(0)->van()->pending_requests(), -1);
   Van* van = cluster.worker(0)->van();
