@@ -12,6 +12,7 @@
 
 #include "kernels/internal/dedup_impl.h"
 #include "kernels/testing/random_batch.h"
+#include "kernels/testing/traced_rng.h"
 
 namespace petrel {
 namespace {
@@ -67,9 +68,7 @@ void ExpectMatchesReference(const Strategy& strategy,
 }
 
 TEST(DedupTest, MatchesReferenceOnRandomKeys) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   std::uniform_int_distribution<size_t> examples(1, 300);
   std::uniform_int_distribution<size_t> pool(2, 3000);
   for (int trial = 0; trial < 20; ++trial) {
@@ -133,9 +132,7 @@ TEST(DedupTest, HandlesStructuredKeys) {
 // Reused per-thread state must not leak entries between calls, whatever the
 // order of batch sizes.
 TEST(DedupTest, CallsOfChangingSizeAreIndependent) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   const size_t sizes[] = {5000, 3, 1, 20000, 17, 5000, 0, 64};
   for (const Strategy& strategy : kStrategies) {
     std::vector<uint64_t> unique;
@@ -173,9 +170,7 @@ void ExpectSortedDedup(const std::vector<uint64_t>& keys) {
 }
 
 TEST(DedupSortedTest, MatchesSortOnRandomKeys) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   std::uniform_int_distribution<size_t> examples(1, 300);
   std::uniform_int_distribution<size_t> pool(2, 3000);
   for (int trial = 0; trial < 20; ++trial) {
