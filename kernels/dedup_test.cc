@@ -67,17 +67,22 @@ void ExpectMatchesReference(const Strategy& strategy,
   EXPECT_EQ(*inverse, want_inverse);
 }
 
-TEST(DedupTest, MatchesReferenceOnRandomKeys) {
-  testing::TracedRng rng;
+// The keys of a random batch: 1 to 300 examples of 1 to 50 keys each,
+// drawn from a pool of 2 to 3000 keys.
+std::vector<uint64_t> RandomKeys(std::mt19937_64* rng) {
   std::uniform_int_distribution<size_t> examples(1, 300);
   std::uniform_int_distribution<size_t> pool(2, 3000);
+  return testing::MakeRandomBatch(examples(*rng), 1, 50, pool(*rng), rng).keys;
+}
+
+TEST(DedupTest, MatchesReferenceOnRandomKeys) {
+  testing::TracedRng rng;
   for (int trial = 0; trial < 20; ++trial) {
-    testing::RandomBatch batch =
-        testing::MakeRandomBatch(examples(rng), 1, 50, pool(rng), &rng);
+    const std::vector<uint64_t> keys = RandomKeys(&rng);
     for (const Strategy& strategy : kStrategies) {
       std::vector<uint64_t> unique;
       std::vector<uint32_t> inverse;
-      ExpectMatchesReference(strategy, batch.keys, &unique, &inverse);
+      ExpectMatchesReference(strategy, keys, &unique, &inverse);
     }
   }
 }
@@ -171,12 +176,9 @@ void ExpectSortedDedup(const std::vector<uint64_t>& keys) {
 
 TEST(DedupSortedTest, MatchesSortOnRandomKeys) {
   testing::TracedRng rng;
-  std::uniform_int_distribution<size_t> examples(1, 300);
-  std::uniform_int_distribution<size_t> pool(2, 3000);
   for (int trial = 0; trial < 20; ++trial) {
-    testing::RandomBatch batch =
-        testing::MakeRandomBatch(examples(rng), 1, 50, pool(rng), &rng);
-    ExpectSortedDedup(batch.keys);
+    const std::vector<uint64_t> keys = RandomKeys(&rng);
+    ExpectSortedDedup(keys);
   }
   const uint64_t kMax = std::numeric_limits<uint64_t>::max();
   for (const std::vector<uint64_t>& keys : std::vector<std::vector<uint64_t>>{
