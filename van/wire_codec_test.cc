@@ -7,6 +7,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include "van/testing/kv_messages.h"
+
 namespace petrel {
 namespace {
 
@@ -32,11 +34,7 @@ Message DataMessage() {
 }
 
 Message KvMessage(std::vector<uint64_t> keys, std::vector<float> vals) {
-  Message m = DataMessage();
-  m.meta.set_kv(true);
-  m.AddData(SArray<uint64_t>(std::move(keys)));
-  m.AddData(SArray<float>(std::move(vals)));
-  return m;
+  return WithKvData(DataMessage(), std::move(keys), std::move(vals));
 }
 
 absl::StatusOr<Message> Decode(const Message& m,
@@ -87,11 +85,7 @@ TEST(WireCodecTest, RoundTripPreservesMetaAndFrames) {
 
 // A push of key 7 carrying values [offset, offset + 3) of `total`.
 Message KeySlice(int64_t offset, int64_t total) {
-  Message m = KvMessage({7}, {1, 2, 3});
-  m.meta.set_push(true);
-  m.meta.set_value_offset(offset);
-  m.meta.set_value_total(total);
-  return m;
+  return WithKeySlice(DataMessage(), offset, total);
 }
 
 // The KV layout rules (keys, values, lens, key slices) are kv_codec's
