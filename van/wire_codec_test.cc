@@ -61,6 +61,13 @@ absl::StatusCode CodeOf(const absl::StatusOr<Message>& r) {
   return r.status().code();
 }
 
+// Expects `r` to have failed with `code` and a message holding `substr`.
+void ExpectError(const absl::StatusOr<Message>& r, absl::StatusCode code,
+                 const char* substr) {
+  EXPECT_EQ(CodeOf(r), code);
+  EXPECT_THAT(r.status().message(), HasSubstr(substr));
+}
+
 TEST(WireCodecTest, RoundTripPreservesMetaAndFrames) {
   Message m = KvMessage({3, 1, 2}, {1.5f, 2.5f, 3.5f});
   m.meta.set_app_id(2);
@@ -98,9 +105,7 @@ TEST(WireCodecTest, LeavesTheKvLayoutToTheKvLayer) {
 TEST(WireCodecTest, RejectsKeySliceOnAMessageThatIsNotKv) {
   Message not_kv = DataMessage();
   not_kv.meta.set_value_total(10);
-  auto r = Decode(not_kv);
-  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("key slice"));
+  ExpectError(Decode(not_kv), absl::StatusCode::kInvalidArgument, "key slice");
 }
 
 TEST(WireCodecTest, RoundTripOfControlMessage) {
@@ -138,18 +143,16 @@ TEST(WireCodecTest, RealignsMisalignedFrames) {
 
 TEST(WireCodecTest, RejectsShortHeader) {
   Buffer h = Buffer::CopyOf("PTRL", 4);
-  auto r = DecodeMessage(h, {}, ServerContext());
-  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("4 bytes"));
+  ExpectError(DecodeMessage(h, {}, ServerContext()),
+              absl::StatusCode::kInvalidArgument, "4 bytes");
 }
 
 TEST(WireCodecTest, RejectsBadMagic) {
   std::string meta = DataMessage().meta.SerializeAsString();
-  auto r = DecodeMessage(
-      RawHeader(meta, static_cast<uint32_t>(meta.size()), 0x12345678), {},
-      ServerContext());
-  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("magic"));
+  ExpectError(DecodeMessage(RawHeader(meta, static_cast<uint32_t>(meta.size()),
+                                      0x12345678),
+                            {}, ServerContext()),
+              absl::StatusCode::kInvalidArgument, "magic");
 }
 
 TEST(WireCodecTest, RejectsWrongVersion) {
@@ -189,10 +192,9 @@ TEST(WireCodecTest, RejectsMetaOverLimit) {
 
 TEST(WireCodecTest, RejectsMetaThatDoesNotParse) {
   // Field number 0 is never valid in a protobuf message.
-  auto r =
-      DecodeMessage(RawHeader(std::string("\x00\x01", 2)), {}, ServerContext());
-  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("parse"));
+  ExpectError(
+      DecodeMessage(RawHeader(std::string("\x00\x01", 2)), {}, ServerContext()),
+      absl::StatusCode::kInvalidArgument, "parse");
 }
 
 TEST(WireCodecTest, RejectsTooManyFrames) {
@@ -209,9 +211,8 @@ TEST(WireCodecTest, RejectsDataTypeCountMismatch) {
   Message m = DataMessage();
   m.AddData(SArray<int32_t>{1});
   m.data.push_back(Buffer::CopyOf("abcd", 4));  // no data type for it
-  auto r = Decode(m);
-  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("1 data types for 2 frames"));
+  ExpectError(Decode(m), absl::StatusCode::kInvalidArgument,
+              "1 data types for 2 frames");
 }
 
 TEST(WireCodecTest, RejectsUnknownDataType) {
@@ -219,18 +220,16 @@ TEST(WireCodecTest, RejectsUnknownDataType) {
   // Field 13 (data_types) as a varint with the unknown value 99.
   std::string meta = m.meta.SerializeAsString() + "\x68\x63";
   std::vector<Buffer> frames = {Buffer::CopyOf("abcdefgh", 8)};
-  auto r = DecodeMessage(RawHeader(meta), frames, ServerContext());
-  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("unknown data type"));
+  ExpectError(DecodeMessage(RawHeader(meta), frames, ServerContext()),
+              absl::StatusCode::kInvalidArgument, "unknown data type");
 }
 
 TEST(WireCodecTest, RejectsFrameSizeNotMultipleOfElement) {
   Message m = DataMessage();
   m.meta.add_data_types(pb::DATA_TYPE_DOUBLE);
   m.data.push_back(Buffer::Allocate(13));
-  auto r = Decode(m);
-  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("13 bytes, not a multiple of 8"));
+  ExpectError(Decode(m), absl::StatusCode::kInvalidArgument,
+              "13 bytes, not a multiple of 8");
 }
 
 TEST(WireCodecTest, RejectsTotalOverMaxMessageBytes) {
@@ -247,9 +246,7 @@ TEST(WireCodecTest, RejectsTotalOverMaxMessageBytes) {
 TEST(WireCodecTest, RejectsSenderNotMatchingConnection) {
   Message m = DataMessage();
   m.meta.set_sender(11);  // the connection belongs to node 9
-  auto r = Decode(m);
-  EXPECT_EQ(CodeOf(r), absl::StatusCode::kPermissionDenied);
-  EXPECT_THAT(r.status().message(), HasSubstr("sender id 11"));
+  ExpectError(Decode(m), absl::StatusCode::kPermissionDenied, "sender id 11");
 }
 
 TEST(WireCodecTest, RejectsDataFromUnknownConnection) {
@@ -316,9 +313,7 @@ TEST(WireCodecTest, AcceptsJoinReplyOnlyWhileWithoutId) {
 TEST(WireCodecTest, RejectsRecipientMismatch) {
   Message m = DataMessage();
   m.meta.set_recipient(10);
-  auto r = Decode(m);
-  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("recipient 10"));
+  ExpectError(Decode(m), absl::StatusCode::kInvalidArgument, "recipient 10");
 }
 
 TEST(WireCodecTest, RejectsNegativeAppCustomerTimestampOrPart) {
@@ -373,9 +368,8 @@ TEST(WireCodecTest, RejectsRangesOwnersMismatch) {
   m.meta.mutable_control()->add_ranges(0);
   m.meta.mutable_control()->add_ranges(100);
   m.meta.mutable_control()->add_range_owners(0);
-  auto r = Decode(m, FromScheduler());
-  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("2 ranges but 1 owners"));
+  ExpectError(Decode(m, FromScheduler()), absl::StatusCode::kInvalidArgument,
+              "2 ranges but 1 owners");
 }
 
 }  // namespace
