@@ -68,6 +68,17 @@ void ExpectError(const absl::StatusOr<Message>& r, absl::StatusCode code,
   EXPECT_THAT(r.status().message(), HasSubstr(substr));
 }
 
+// Expects `m` to be refused (ResourceExhausted) under `c` with the limit
+// `limit` set to `refused_at`, and decoded with it set to `accepted_at`.
+template <typename T>
+void ExpectLimit(const Message& m, DecodeContext c, T DecodeLimits::*limit,
+                 int64_t refused_at, int64_t accepted_at) {
+  c.limits.*limit = static_cast<T>(refused_at);
+  EXPECT_EQ(CodeOf(Decode(m, c)), absl::StatusCode::kResourceExhausted);
+  c.limits.*limit = static_cast<T>(accepted_at);
+  EXPECT_TRUE(Decode(m, c).ok());
+}
+
 TEST(WireCodecTest, RoundTripPreservesMetaAndFrames) {
   Message m = KvMessage({3, 1, 2}, {1.5f, 2.5f, 3.5f});
   m.meta.set_app_id(2);
@@ -183,11 +194,7 @@ TEST(WireCodecTest, RejectsMetaLengthMismatch) {
 TEST(WireCodecTest, RejectsMetaOverLimit) {
   Message m = DataMessage();
   m.meta.set_body(std::string(100, 'x'));
-  DecodeContext c = ServerContext();
-  c.limits.max_meta_bytes = 64;
-  EXPECT_EQ(CodeOf(Decode(m, c)), absl::StatusCode::kResourceExhausted);
-  c.limits.max_meta_bytes = 1000;
-  EXPECT_TRUE(Decode(m, c).ok());
+  ExpectLimit(m, ServerContext(), &DecodeLimits::max_meta_bytes, 64, 1000);
 }
 
 TEST(WireCodecTest, RejectsMetaThatDoesNotParse) {
@@ -200,11 +207,7 @@ TEST(WireCodecTest, RejectsMetaThatDoesNotParse) {
 TEST(WireCodecTest, RejectsTooManyFrames) {
   Message m = DataMessage();
   for (int i = 0; i < 5; ++i) m.AddData(SArray<int32_t>{1});
-  DecodeContext c = ServerContext();
-  c.limits.max_frames = 4;
-  EXPECT_EQ(CodeOf(Decode(m, c)), absl::StatusCode::kResourceExhausted);
-  c.limits.max_frames = 5;
-  EXPECT_TRUE(Decode(m, c).ok());
+  ExpectLimit(m, ServerContext(), &DecodeLimits::max_frames, 4, 5);
 }
 
 TEST(WireCodecTest, RejectsDataTypeCountMismatch) {
@@ -236,11 +239,7 @@ TEST(WireCodecTest, RejectsTotalOverMaxMessageBytes) {
   Message m = DataMessage();
   m.AddData(SArray<float>(100, 1.0f));  // 400 bytes
   m.AddData(SArray<float>(100, 1.0f));  // 800 in total
-  DecodeContext c = ServerContext();
-  c.limits.max_message_bytes = 799;
-  EXPECT_EQ(CodeOf(Decode(m, c)), absl::StatusCode::kResourceExhausted);
-  c.limits.max_message_bytes = 800;
-  EXPECT_TRUE(Decode(m, c).ok());
+  ExpectLimit(m, ServerContext(), &DecodeLimits::max_message_bytes, 799, 800);
 }
 
 TEST(WireCodecTest, RejectsSenderNotMatchingConnection) {
@@ -356,11 +355,7 @@ TEST(WireCodecTest, RejectsUnknownControlCommand) {
 TEST(WireCodecTest, RejectsTooManyNodes) {
   Message m = ControlMessage(pb::COMMAND_ADD_NODE);
   for (int i = 0; i < 3; ++i) m.meta.mutable_control()->add_nodes();
-  DecodeContext c = FromScheduler();
-  c.limits.max_nodes = 2;
-  EXPECT_EQ(CodeOf(Decode(m, c)), absl::StatusCode::kResourceExhausted);
-  c.limits.max_nodes = 3;
-  EXPECT_TRUE(Decode(m, c).ok());
+  ExpectLimit(m, FromScheduler(), &DecodeLimits::max_nodes, 2, 3);
 }
 
 TEST(WireCodecTest, RejectsRangesOwnersMismatch) {
