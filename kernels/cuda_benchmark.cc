@@ -93,9 +93,7 @@ DeviceArray<T> Upload(const Device& d, const std::vector<T>& host) {
 
 void BenchEmbedding(const Device& gpu, double peak, std::mt19937_64* rng) {
   const size_t examples = 16384;
-  testing::RandomBatch batch =
-      testing::MakeCriteoLikeBatch(examples, 1000000, rng);
-  batch.Deduplicate();
+  testing::RandomBatch batch = testing::MakeBenchmarkBatch(examples, rng);
   const size_t nnz = batch.keys.size();
   const size_t unique = batch.unique.size();
   std::vector<uint32_t> fields(nnz);

@@ -9,6 +9,7 @@
 #include "kernels/cuda_test_util.h"
 #include "kernels/dedup.h"
 #include "kernels/testing/random_batch.h"
+#include "kernels/testing/traced_rng.h"
 
 namespace petrel {
 namespace {
@@ -40,9 +41,7 @@ class DedupCudaTest : public testing::CudaTest {
 };
 
 TEST_F(DedupCudaTest, MatchesCpuOnRandomKeys) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(seed);
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   // Pools from "all equal" to "almost all distinct"; sizes cover one item,
   // a partial block and more than the grid of one pass (grid-stride).
   for (size_t n : {size_t{1}, size_t{1000}, size_t{3000017}}) {

@@ -12,6 +12,7 @@
 
 #include "kernels/internal/dedup_impl.h"
 #include "kernels/testing/random_batch.h"
+#include "kernels/testing/traced_rng.h"
 
 namespace petrel {
 namespace {
@@ -66,19 +67,22 @@ void ExpectMatchesReference(const Strategy& strategy,
   EXPECT_EQ(*inverse, want_inverse);
 }
 
-TEST(DedupTest, MatchesReferenceOnRandomKeys) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+// The keys of a random batch: 1 to 300 examples of 1 to 50 keys each,
+// drawn from a pool of 2 to 3000 keys.
+std::vector<uint64_t> RandomKeys(std::mt19937_64* rng) {
   std::uniform_int_distribution<size_t> examples(1, 300);
   std::uniform_int_distribution<size_t> pool(2, 3000);
+  return testing::MakeRandomBatch(examples(*rng), 1, 50, pool(*rng), rng).keys;
+}
+
+TEST(DedupTest, MatchesReferenceOnRandomKeys) {
+  testing::TracedRng rng;
   for (int trial = 0; trial < 20; ++trial) {
-    testing::RandomBatch batch =
-        testing::MakeRandomBatch(examples(rng), 1, 50, pool(rng), &rng);
+    const std::vector<uint64_t> keys = RandomKeys(&rng);
     for (const Strategy& strategy : kStrategies) {
       std::vector<uint64_t> unique;
       std::vector<uint32_t> inverse;
-      ExpectMatchesReference(strategy, batch.keys, &unique, &inverse);
+      ExpectMatchesReference(strategy, keys, &unique, &inverse);
     }
   }
 }
@@ -133,9 +137,7 @@ TEST(DedupTest, HandlesStructuredKeys) {
 // Reused per-thread state must not leak entries between calls, whatever the
 // order of batch sizes.
 TEST(DedupTest, CallsOfChangingSizeAreIndependent) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   const size_t sizes[] = {5000, 3, 1, 20000, 17, 5000, 0, 64};
   for (const Strategy& strategy : kStrategies) {
     std::vector<uint64_t> unique;
@@ -173,15 +175,10 @@ void ExpectSortedDedup(const std::vector<uint64_t>& keys) {
 }
 
 TEST(DedupSortedTest, MatchesSortOnRandomKeys) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<size_t> examples(1, 300);
-  std::uniform_int_distribution<size_t> pool(2, 3000);
+  testing::TracedRng rng;
   for (int trial = 0; trial < 20; ++trial) {
-    testing::RandomBatch batch =
-        testing::MakeRandomBatch(examples(rng), 1, 50, pool(rng), &rng);
-    ExpectSortedDedup(batch.keys);
+    const std::vector<uint64_t> keys = RandomKeys(&rng);
+    ExpectSortedDedup(keys);
   }
   const uint64_t kMax = std::numeric_limits<uint64_t>::max();
   for (const std::vector<uint64_t>& keys : std::vector<std::vector<uint64_t>>{

@@ -15,7 +15,9 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
+#include "kernels/testing/gradient_check.h"
 #include "kernels/testing/random_batch.h"
+#include "kernels/testing/traced_rng.h"
 
 namespace petrel {
 namespace {
@@ -74,9 +76,7 @@ void CheckGemm(const Shape& s, bool trans_a, bool trans_b, float beta,
 }
 
 TEST(GemmTest, MatchesFloat64ReferenceForAllTransposes) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   std::uniform_int_distribution<size_t> dim(1, 40);
   // Random small shapes, plus shapes that cross the block sizes of the CPU
   // GEMM (rows of 6 and 72, columns of 16 and 1024, depth of 256).
@@ -179,9 +179,7 @@ void ReferencePreActivation(const Layer& l, std::vector<double>* z,
 class DenseLayerTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(DenseLayerTest, ForwardAndBackwardMatchFloat64Reference) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   for (int trial = 0; trial < 10; ++trial) {
     const Layer l = RandomLayer(50, GetParam(), &rng);
     const DenseShape& s = l.shape;
@@ -245,9 +243,7 @@ TEST_P(DenseLayerTest, ForwardAndBackwardMatchFloat64Reference) {
 // from ReLU kinks; layers with a pre-activation within 1e-3 of a kink are
 // redrawn.
 TEST_P(DenseLayerTest, BackwardMatchesFiniteDifferences) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   for (int trial = 0; trial < 5; ++trial) {
     Layer l;
     std::vector<double> z, scale;
@@ -291,12 +287,8 @@ TEST_P(DenseLayerTest, BackwardMatchesFiniteDifferences) {
       all.insert(all.end(), db.begin(), db.end());
       return all;
     }();
-    const double h = 1e-6;
     for (size_t q = 0; q < p.size(); ++q) {
-      std::vector<double> plus = p, minus = p;
-      plus[q] += h;
-      minus[q] -= h;
-      const double fd = (loss(plus) - loss(minus)) / (2 * h);
+      const double fd = testing::CentralDifference(loss, p, q);
       // The float32 gradient sums at most 7 products of magnitude <= 1;
       // 1e-5 is far above its error and far below one wrong term (>= 1e-4).
       EXPECT_NEAR(got[q], fd, 1e-5) << "parameter " << q;

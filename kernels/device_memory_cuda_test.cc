@@ -16,6 +16,7 @@
 #include "kernels/device.h"
 #include "kernels/device_memory.h"
 #include "kernels/testing/random_batch.h"
+#include "kernels/testing/traced_rng.h"
 
 namespace petrel {
 namespace {
@@ -25,9 +26,7 @@ using testing::CudaTest;
 class DeviceMemoryCudaTest : public CudaTest {};
 
 TEST_F(DeviceMemoryCudaTest, RoundTripThroughDeviceAndPinnedPreservesBits) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(seed);
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   const std::vector<float> host =
       testing::RandomNonZero(100003, 1e-3f, 1e3f, &rng);
   DeviceArray<float> a = Upload(host);

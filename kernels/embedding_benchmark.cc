@@ -31,8 +31,7 @@ struct Fixture {
   size_t dim;
   explicit Fixture(size_t d) : dim(d) {
     std::mt19937_64 rng(42);
-    batch = testing::MakeCriteoLikeBatch(kExamples, 1000000, &rng);
-    batch.Deduplicate();
+    batch = testing::MakeBenchmarkBatch(kExamples, &rng);
     rows = testing::RandomNonZero(batch.unique.size() * dim, 0.01f, 0.1f, &rng);
     out.resize(kExamples * batch.num_fields * dim);
     grad_out = testing::RandomNonZero(out.size(), 0.01f, 0.1f, &rng);

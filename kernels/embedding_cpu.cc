@@ -11,24 +11,13 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/internal/field_batch_raw.h"
+
 namespace petrel {
 namespace internal {
 namespace {
 
-struct Batch {
-  const uint32_t* offsets;
-  const uint32_t* inverse;
-  const float* values;
-  const uint32_t* fields;
-  size_t examples;
-  size_t num_fields;
-};
-
-Batch Raw(const FieldBatchView& view) {
-  return Batch{view.sparse.offsets.data(), view.sparse.inverse.data(),
-               view.sparse.values.data(),  view.fields.data(),
-               view.sparse.num_examples(), view.num_fields};
-}
+using Batch = FieldBatchRaw;
 
 // counts[f] = positions of example i in field f (counts is all zeros on
 // entry; ClearCounts resets the entries the example touched).
@@ -137,7 +126,7 @@ void EmbeddingPoolForwardCpu(const FieldBatchView& batch,
                              Pooling pooling, absl::Span<float> out) {
   const bool mean = pooling == Pooling::kMean;
   std::vector<uint32_t> counts(mean ? batch.num_fields : 0, 0);
-  ByDim<ForwardOp>(dim, Raw(batch), rows.data(), mean, counts.data(),
+  ByDim<ForwardOp>(dim, RawOf(batch), rows.data(), mean, counts.data(),
                    out.data());
 }
 
@@ -147,7 +136,7 @@ void EmbeddingPoolBackwardCpu(const FieldBatchView& batch,
   const bool mean = pooling == Pooling::kMean;
   std::fill(grad_rows.begin(), grad_rows.end(), 0.0f);
   std::vector<uint32_t> counts(mean ? batch.num_fields : 0, 0);
-  ByDim<BackwardOp>(dim, Raw(batch), grad_out.data(), mean, counts.data(),
+  ByDim<BackwardOp>(dim, RawOf(batch), grad_out.data(), mean, counts.data(),
                     grad_rows.data());
 }
 

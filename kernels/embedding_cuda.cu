@@ -24,6 +24,7 @@
 
 #include "kernels/cuda_status.h"
 #include "kernels/internal/cuda_ops.h"
+#include "kernels/internal/field_batch_raw.h"
 #include <cub/device/device_radix_sort.cuh>
 
 namespace petrel {
@@ -32,25 +33,15 @@ namespace {
 
 constexpr size_t kMaxSharedBytes = 48 * 1024;
 
-struct PoolArgs {
-  const uint32_t* offsets;
-  const uint32_t* inverse;
-  const float* values;
-  const uint32_t* fields;
-  size_t examples;
-  size_t num_fields;
+// The batch plus the pooling's shape.
+struct PoolArgs : FieldBatchRaw {
   size_t dim;
   bool mean;
 };
 
 PoolArgs MakeArgs(const FieldBatchView& batch, size_t dim, Pooling pooling) {
   PoolArgs a;
-  a.offsets = batch.sparse.offsets.data();
-  a.inverse = batch.sparse.inverse.data();
-  a.values = batch.sparse.values.data();
-  a.fields = batch.fields.data();
-  a.examples = batch.sparse.num_examples();
-  a.num_fields = batch.num_fields;
+  static_cast<FieldBatchRaw&>(a) = RawOf(batch);
   a.dim = dim;
   a.mean = pooling == Pooling::kMean;
   return a;
@@ -103,10 +94,15 @@ __device__ void CountFields(const PoolArgs& a, size_t begin, size_t end,
   __syncthreads();
 }
 
-__global__ void PoolForwardKernel(PoolArgs a, const float* rows, float* out) {
+// Calls body(i, begin, end, counts) for each example i of this thread row
+// (blocks of blockDim.y examples, grid-stride), whose positions are
+// [begin, end); with mean pooling counts[f] holds example i's positions in
+// field f. Every thread of the block must call it (CountFields
+// synchronizes the block).
+template <typename Body>
+__device__ __forceinline__ void ForEachExample(const PoolArgs& a, Body body) {
   extern __shared__ uint32_t shared_counts[];
   uint32_t* counts = shared_counts + threadIdx.y * a.num_fields;
-  const size_t width = a.num_fields * a.dim;
   for (size_t base = size_t{blockIdx.x} * blockDim.y; base < a.examples;
        base += size_t{gridDim.x} * blockDim.y) {
     const size_t i = base + threadIdx.y;
@@ -114,7 +110,14 @@ __global__ void PoolForwardKernel(PoolArgs a, const float* rows, float* out) {
     const size_t begin = active ? a.offsets[i] : 0;
     const size_t end = active ? a.offsets[i + 1] : 0;
     if (a.mean) CountFields(a, begin, end, counts);
-    if (!active) continue;
+    if (active) body(i, begin, end, counts);
+  }
+}
+
+__global__ void PoolForwardKernel(PoolArgs a, const float* rows, float* out) {
+  const size_t width = a.num_fields * a.dim;
+  ForEachExample(a, [&](size_t i, size_t begin, size_t end,
+                        const uint32_t* counts) {
     float* out_i = out + i * width;
     for (size_t c = threadIdx.x; c < a.dim; c += blockDim.x) {
       for (size_t f = 0; f < a.num_fields; ++f) out_i[f * a.dim + c] = 0.0f;
@@ -140,22 +143,14 @@ __global__ void PoolForwardKernel(PoolArgs a, const float* rows, float* out) {
         }
       }
     }
-  }
+  });
 }
 
 __global__ void PoolBackwardAtomicKernel(PoolArgs a, const float* grad_out,
                                          float* grad_rows) {
-  extern __shared__ uint32_t shared_counts[];
-  uint32_t* counts = shared_counts + threadIdx.y * a.num_fields;
   const size_t width = a.num_fields * a.dim;
-  for (size_t base = size_t{blockIdx.x} * blockDim.y; base < a.examples;
-       base += size_t{gridDim.x} * blockDim.y) {
-    const size_t i = base + threadIdx.y;
-    const bool active = i < a.examples;
-    const size_t begin = active ? a.offsets[i] : 0;
-    const size_t end = active ? a.offsets[i + 1] : 0;
-    if (a.mean) CountFields(a, begin, end, counts);
-    if (!active) continue;
+  ForEachExample(a, [&](size_t i, size_t begin, size_t end,
+                        const uint32_t* counts) {
     const float* g_i = grad_out + i * width;
     for (size_t j = begin; j < end; ++j) {
       const uint32_t f = a.fields[j];
@@ -166,28 +161,21 @@ __global__ void PoolBackwardAtomicKernel(PoolArgs a, const float* grad_out,
         atomicAdd(&dst[c], scale * g_i[f * a.dim + c]);
       }
     }
-  }
+  });
 }
 
 // Per position j: its example ex[j] and its scale (values[j], divided by
 // the count of its (example, field) for mean pooling).
 __global__ void PositionInfoKernel(PoolArgs a, uint32_t* ex, float* scale) {
-  extern __shared__ uint32_t shared_counts[];
-  uint32_t* counts = shared_counts + threadIdx.y * a.num_fields;
-  for (size_t base = size_t{blockIdx.x} * blockDim.y; base < a.examples;
-       base += size_t{gridDim.x} * blockDim.y) {
-    const size_t i = base + threadIdx.y;
-    const bool active = i < a.examples;
-    const size_t begin = active ? a.offsets[i] : 0;
-    const size_t end = active ? a.offsets[i + 1] : 0;
-    if (a.mean) CountFields(a, begin, end, counts);
+  ForEachExample(a, [&](size_t i, size_t begin, size_t end,
+                        const uint32_t* counts) {
     for (size_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
       ex[j] = static_cast<uint32_t>(i);
       float s = a.values[j];
       if (a.mean) s /= counts[a.fields[j]];
       scale[j] = s;
     }
-  }
+  });
 }
 
 __global__ void IotaKernel(uint32_t* out, size_t n) {

@@ -19,6 +19,7 @@
 #include "kernels/cuda_test_util.h"
 #include "kernels/embedding.h"
 #include "kernels/testing/random_batch.h"
+#include "kernels/testing/traced_rng.h"
 
 namespace petrel {
 namespace {
@@ -155,9 +156,7 @@ void ExpectWithin(const std::vector<float>& got, const std::vector<float>& want,
 }
 
 TEST_F(EmbeddingCudaTest, ForwardMatchesCpu) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(seed);
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   for (const Case& c : kCases) {
     for (Pooling pooling : {Pooling::kSum, Pooling::kMean}) {
       SCOPED_TRACE(::testing::Message()
@@ -184,9 +183,7 @@ TEST_F(EmbeddingCudaTest, ForwardMatchesCpu) {
 }
 
 TEST_F(EmbeddingCudaTest, BackwardMatchesCpuInBothModes) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(seed);
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   for (const Case& c : kCases) {
     for (Pooling pooling : {Pooling::kSum, Pooling::kMean}) {
       Build(c, &rng);
@@ -215,9 +212,7 @@ TEST_F(EmbeddingCudaTest, BackwardMatchesCpuInBothModes) {
 }
 
 TEST_F(EmbeddingCudaTest, DeterministicBackwardIsBitwiseRepeatable) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(seed);
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   // Few keys, many positions: every row sums hundreds of terms, so any
   // change of order would show in the low bits.
   Build(Case{4096, 39, 64, 39, 16}, &rng);

@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 
 #include "kernels/testing/random_batch.h"
+#include "kernels/testing/traced_rng.h"
 
 namespace petrel {
 namespace {
@@ -104,9 +105,7 @@ void ReferenceBackward(const RandomBatch& b, const std::vector<float>& grad_out,
 class EmbeddingTest : public ::testing::TestWithParam<Pooling> {};
 
 TEST_P(EmbeddingTest, ForwardMatchesFloat64Reference) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   const Pooling pooling = GetParam();
   for (int trial = 0; trial < 20; ++trial) {
     const RandomBatch b = FreshBatch(&rng);
@@ -130,9 +129,7 @@ TEST_P(EmbeddingTest, ForwardMatchesFloat64Reference) {
 }
 
 TEST_P(EmbeddingTest, BackwardMatchesFloat64Reference) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   const Pooling pooling = GetParam();
   for (int trial = 0; trial < 20; ++trial) {
     const RandomBatch b = FreshBatch(&rng);
@@ -157,9 +154,7 @@ TEST_P(EmbeddingTest, BackwardMatchesFloat64Reference) {
 // The forward is linear in the rows and the backward is its adjoint:
 // <grad_out, Forward(rows)> == <Backward(grad_out), rows>.
 TEST_P(EmbeddingTest, BackwardIsTheAdjointOfForward) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   for (int trial = 0; trial < 10; ++trial) {
     const RandomBatch b = FreshBatch(&rng);
     const size_t dim = FreshDim(&rng);

@@ -26,8 +26,7 @@ struct Fixture {
   FmParams params;
   explicit Fixture(size_t k) {
     std::mt19937_64 rng(42);
-    batch = testing::MakeCriteoLikeBatch(kExamples, 1000000, &rng);
-    batch.Deduplicate();
+    batch = testing::MakeBenchmarkBatch(kExamples, &rng);
     const size_t unique = batch.unique.size();
     w = testing::RandomNonZero(unique, 0.01f, 0.1f, &rng);
     v = testing::RandomNonZero(unique * k, 0.01f, 0.1f, &rng);

@@ -19,7 +19,9 @@
 #include "gtest/gtest.h"
 
 #include "kernels/sigmoid_cross_entropy.h"
+#include "kernels/testing/gradient_check.h"
 #include "kernels/testing/random_batch.h"
+#include "kernels/testing/traced_rng.h"
 
 namespace petrel {
 namespace {
@@ -111,9 +113,7 @@ size_t Features(const RandomBatch& b, size_t i) {
 }
 
 TEST(FmTest, ForwardMatchesFloat64Reference) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   std::uniform_int_distribution<size_t> dim(1, 32);
   for (int trial = 0; trial < 20; ++trial) {
     const RandomBatch b = FreshBatch(&rng, 200, 50);
@@ -138,9 +138,7 @@ TEST(FmTest, ForwardMatchesFloat64Reference) {
 }
 
 TEST(FmTest, BackwardMatchesFloat64Reference) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   std::uniform_int_distribution<size_t> dim(1, 32);
   for (int trial = 0; trial < 20; ++trial) {
     const RandomBatch b = FreshBatch(&rng, 200, 50);
@@ -186,12 +184,8 @@ TEST(FmTest, BackwardMatchesFloat64Reference) {
             << "row " << u << " factor " << f;
       }
     }
-    double want_b = 0.0, scale_b = 0.0;
-    for (float x : d) {
-      want_b += x;
-      scale_b += std::fabs(x);
-    }
-    EXPECT_LE(std::fabs(gb - want_b), Gamma(2) * scale_b);
+    const testing::SumWithScale want_b = testing::SumOf(d);
+    EXPECT_LE(std::fabs(gb - want_b.sum), Gamma(2) * want_b.scale);
   }
 }
 
@@ -200,9 +194,7 @@ TEST(FmTest, BackwardMatchesFloat64Reference) {
 // reference loss, for every parameter. Small factors keep the logits where
 // the sigmoid is not saturated, so the check has teeth.
 TEST(FmTest, BackwardMatchesFiniteDifferences) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   std::uniform_int_distribution<size_t> dim(1, 8);
   for (int trial = 0; trial < 5; ++trial) {
     const RandomBatch b = FreshBatch(&rng, 30, 12);
@@ -227,9 +219,7 @@ TEST(FmTest, BackwardMatchesFiniteDifferences) {
       const Forward f = ReferenceForward(b, p, k);
       double sum = 0.0;
       for (size_t i = 0; i < n; ++i) {
-        const double z = f.logit[i];
-        sum += std::fmax(z, 0.0) - z * b.labels[i] +
-               std::log1p(std::exp(-std::fabs(z)));
+        sum += testing::CrossEntropyOfLogit(f.logit[i], b.labels[i]);
       }
       return sum;
     };
@@ -251,11 +241,7 @@ TEST(FmTest, BackwardMatchesFiniteDifferences) {
       }
     }
     for (size_t q = 0; q < params.size(); ++q) {
-      const double h = 1e-6;
-      std::vector<double> plus = params, minus = params;
-      plus[q] += h;
-      minus[q] -= h;
-      const double fd = (loss(plus) - loss(minus)) / (2 * h);
+      const double fd = testing::CentralDifference(loss, params, q);
       // Float32 rounding of the logits moves each dlogit by ~1e-7 (times
       // sigmoid' <= 1/4); 1e-4 of the terms' size leaves a wide margin and
       // is far below a wrong or missing term.

@@ -25,8 +25,7 @@ struct Fixture {
   std::vector<float> w, logits, dlogits, grad;
   Fixture() {
     std::mt19937_64 rng(42);
-    batch = testing::MakeCriteoLikeBatch(kExamples, 1000000, &rng);
-    batch.Deduplicate();
+    batch = testing::MakeBenchmarkBatch(kExamples, &rng);
     w = testing::RandomNonZero(batch.unique.size(), 0.01f, 0.1f, &rng);
     logits.resize(kExamples);
     dlogits = testing::RandomNonZero(kExamples, 0.01f, 1.0f, &rng);

@@ -13,7 +13,9 @@
 #include "gtest/gtest.h"
 
 #include "kernels/sigmoid_cross_entropy.h"
+#include "kernels/testing/gradient_check.h"
 #include "kernels/testing/random_batch.h"
+#include "kernels/testing/traced_rng.h"
 
 namespace petrel {
 namespace {
@@ -73,9 +75,7 @@ RandomBatch FreshBatch(std::mt19937_64* rng, size_t max_examples) {
 }
 
 TEST(LrTest, ForwardMatchesFloat64Reference) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   for (int trial = 0; trial < 20; ++trial) {
     const RandomBatch b = FreshBatch(&rng, 300);
     const auto w = testing::RandomNonZero(b.unique.size(), 0.01f, 1.0f, &rng);
@@ -93,9 +93,7 @@ TEST(LrTest, ForwardMatchesFloat64Reference) {
 }
 
 TEST(LrTest, BackwardMatchesFloat64Reference) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   for (int trial = 0; trial < 20; ++trial) {
     const RandomBatch b = FreshBatch(&rng, 300);
     const auto d = testing::RandomNonZero(b.num_examples(), 0.01f, 1.0f, &rng);
@@ -111,12 +109,8 @@ TEST(LrTest, BackwardMatchesFloat64Reference) {
       ASSERT_LE(std::fabs(grad[u] - want[u]), Gamma(count[u] + 1) * scale[u])
           << "row " << u;
     }
-    double bias_want = 0.0, bias_scale = 0.0;
-    for (float x : d) {
-      bias_want += x;
-      bias_scale += std::fabs(x);
-    }
-    EXPECT_LE(std::fabs(grad_bias - bias_want), Gamma(2) * bias_scale);
+    const testing::SumWithScale bias_want = testing::SumOf(d);
+    EXPECT_LE(std::fabs(grad_bias - bias_want.sum), Gamma(2) * bias_want.scale);
   }
 }
 
@@ -124,9 +118,7 @@ TEST(LrTest, BackwardMatchesFloat64Reference) {
 // kernels in float32 (forward, cross-entropy, backward), against central
 // differences of the float64 reference loss.
 TEST(LrTest, BackwardMatchesFiniteDifferences) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   for (int trial = 0; trial < 5; ++trial) {
     const RandomBatch b = FreshBatch(&rng, 40);
     const auto w = testing::RandomNonZero(b.unique.size(), 0.01f, 1.0f, &rng);
@@ -153,8 +145,7 @@ TEST(LrTest, BackwardMatchesFiniteDifferences) {
         for (uint32_t j = b.offsets[i]; j < b.offsets[i + 1]; ++j) {
           z += p[b.inverse[j]] * b.values[j];
         }
-        sum += std::fmax(z, 0.0) - z * b.labels[i] +
-               std::log1p(std::exp(-std::fabs(z)));
+        sum += testing::CrossEntropyOfLogit(z, b.labels[i]);
       }
       return sum;
     };
@@ -163,11 +154,7 @@ TEST(LrTest, BackwardMatchesFiniteDifferences) {
       abs_x[b.inverse[j]] += std::fabs(b.values[j]);
     abs_x.back() = static_cast<double>(n);
     for (size_t q = 0; q < params.size(); ++q) {
-      const double h = 1e-6;
-      std::vector<double> plus = params, minus = params;
-      plus[q] += h;
-      minus[q] -= h;
-      const double fd = (loss(plus) - loss(minus)) / (2 * h);
+      const double fd = testing::CentralDifference(loss, params, q);
       const double got = q < grad.size() ? grad[q] : grad_bias;
       // dlogit errors are at most a few float ulps of the logits times
       // sigmoid' <= 1/4; 1e-4 of sum |x| leaves a wide margin above them

@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 
 #include "kernels/testing/random_batch.h"
+#include "kernels/testing/traced_rng.h"
 
 namespace petrel {
 namespace {
@@ -35,9 +36,7 @@ std::vector<float> Positive(size_t n, float lo, float hi,
 }
 
 TEST(OptimizerRowsTest, AdagradMatchesFloat64Reference) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   for (int trial = 0; trial < 10; ++trial) {
     const size_t n = std::uniform_int_distribution<size_t>(1, 500)(rng);
     AdagradRowParams params;
@@ -64,9 +63,7 @@ TEST(OptimizerRowsTest, AdagradMatchesFloat64Reference) {
 }
 
 TEST(OptimizerRowsTest, AdamMatchesFloat64ReferenceWithPerRowSteps) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   for (int trial = 0; trial < 10; ++trial) {
     const size_t rows = std::uniform_int_distribution<size_t>(1, 60)(rng);
     const size_t dim = std::uniform_int_distribution<size_t>(1, 17)(rng);
@@ -113,9 +110,7 @@ TEST(OptimizerRowsTest, AdamMatchesFloat64ReferenceWithPerRowSteps) {
 }
 
 TEST(OptimizerRowsTest, FtrlMatchesFloat64Reference) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   for (int trial = 0; trial < 10; ++trial) {
     const size_t n = std::uniform_int_distribution<size_t>(1, 500)(rng);
     FtrlRowParams params;

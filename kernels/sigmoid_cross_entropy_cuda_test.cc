@@ -18,6 +18,7 @@
 #include "kernels/cuda_test_util.h"
 #include "kernels/sigmoid_cross_entropy.h"
 #include "kernels/testing/random_batch.h"
+#include "kernels/testing/traced_rng.h"
 
 namespace petrel {
 namespace {
@@ -36,9 +37,7 @@ void ExpectClose(const std::vector<float>& got, const std::vector<float>& want,
 }
 
 TEST_F(SigmoidCrossEntropyCudaTest, MatchesCpuOnRandomLogits) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(seed);
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   const size_t n = 100003;
   std::vector<float> logits = testing::RandomNonZero(n, 1e-4f, 30, &rng);
   logits[0] = 1000;  // saturated both ways

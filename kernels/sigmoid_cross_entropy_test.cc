@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 
 #include "kernels/testing/random_batch.h"
+#include "kernels/testing/traced_rng.h"
 
 namespace petrel {
 namespace {
@@ -21,9 +22,7 @@ namespace {
 const double kU = std::ldexp(1.0, -24);
 
 TEST(SigmoidCrossEntropyTest, MatchesFloat64Reference) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   std::uniform_int_distribution<size_t> size(1, 2000);
   std::uniform_real_distribution<float> soft(0.05f, 0.95f);
   for (int trial = 0; trial < 20; ++trial) {
@@ -110,9 +109,7 @@ TEST(SigmoidCrossEntropyTest, RejectsShapeMismatches) {
 // form (the same float operations), and per-example losses within the
 // header's 8 u bound of the float64 loss.
 TEST(SigmoidCrossEntropyDeviceTest, MatchesHostFormAndReference) {
-  const uint64_t seed = testing::FreshSeed();
-  SCOPED_TRACE(absl::StrCat("seed=", seed));
-  std::mt19937_64 rng(seed);
+  testing::TracedRng rng;
   const size_t n = std::uniform_int_distribution<size_t>(1, 2000)(rng);
   const auto logits = testing::RandomNonZero(n, 0.01f, 30.0f, &rng);
   std::vector<float> labels(n);

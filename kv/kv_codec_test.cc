@@ -6,6 +6,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include "van/testing/kv_messages.h"
+
 namespace petrel {
 namespace {
 
@@ -14,11 +16,7 @@ using ::testing::HasSubstr;
 constexpr int64_t kMaxBytes = int64_t{4} << 30;  // the van's default limit
 
 Message KvMessage(std::vector<uint64_t> keys, std::vector<float> vals) {
-  Message m;
-  m.meta.set_kv(true);
-  m.AddData(SArray<uint64_t>(std::move(keys)));
-  m.AddData(SArray<float>(std::move(vals)));
-  return m;
+  return WithKvData(Message(), std::move(keys), std::move(vals));
 }
 
 Message KvWithLens(std::vector<uint64_t> keys, std::vector<float> vals,
@@ -34,11 +32,7 @@ absl::Status Check(const Message& m) {
 
 // A push of key 7 carrying values [offset, offset + 3) of `total`.
 Message KeySlice(int64_t offset, int64_t total) {
-  Message m = KvMessage({7}, {1, 2, 3});
-  m.meta.set_push(true);
-  m.meta.set_value_offset(offset);
-  m.meta.set_value_total(total);
-  return m;
+  return WithKeySlice(Message(), offset, total);
 }
 
 void ExpectInvalid(const absl::Status& s, const char* substr) {

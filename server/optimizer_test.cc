@@ -25,6 +25,17 @@ std::unique_ptr<Optimizer> Make(OptimizerConfig c) {
   return *std::move(opt);
 }
 
+// The FTRL settings the hand-computed FTRL steps below assume.
+OptimizerConfig FtrlConfig() {
+  OptimizerConfig c;
+  c.kind = OptimizerKind::kFtrl;
+  c.ftrl_alpha = 0.1f;
+  c.ftrl_beta = 1.0f;
+  c.ftrl_l1 = 0.5f;
+  c.ftrl_l2 = 0.1f;
+  return c;
+}
+
 TEST(OptimizerTest, SgdStepsAgainstTheGradient) {
   OptimizerConfig c;
   c.learning_rate = 0.5f;
@@ -73,13 +84,7 @@ TEST(OptimizerTest, AdamMatchesHandComputedStepsWithBiasCorrection) {
 }
 
 TEST(OptimizerTest, FtrlMatchesHandComputedStepsAndIsSparse) {
-  OptimizerConfig c;
-  c.kind = OptimizerKind::kFtrl;
-  c.ftrl_alpha = 0.1f;
-  c.ftrl_beta = 1.0f;
-  c.ftrl_l1 = 0.5f;
-  c.ftrl_l2 = 0.1f;
-  auto opt = Make(c);
+  auto opt = Make(FtrlConfig());
   Row r = MakeRow(*opt, {0.0f});
   float small[] = {0.3f};
   opt->Update(r.w.data(), r.state.data(), small, 1);
@@ -103,13 +108,7 @@ TEST(OptimizerTest, FtrlMatchesHandComputedStepsAndIsSparse) {
 }
 
 TEST(OptimizerTest, FtrlKeepsInitialWeightsUntilGradientsMoveThem) {
-  OptimizerConfig c;
-  c.kind = OptimizerKind::kFtrl;
-  c.ftrl_alpha = 0.1f;
-  c.ftrl_beta = 1.0f;
-  c.ftrl_l1 = 0.5f;
-  c.ftrl_l2 = 0.1f;
-  auto opt = Make(c);
+  auto opt = Make(FtrlConfig());
   Row r = MakeRow(*opt, {0.02f, -0.03f, 0.0f});
   float zero[] = {0.0f, 0.0f, 0.0f};
   opt->Update(r.w.data(), r.state.data(), zero, 3);

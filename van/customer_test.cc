@@ -312,13 +312,6 @@ class EchoServer {
   std::vector<int> drop_;
 };
 
-VanClusterOptions TwoServers() {
-  VanClusterOptions o;
-  o.num_servers = 2;
-  o.num_workers = 1;
-  return o;
-}
-
 // Opens a request to `recipients` and sends one message to each.
 int SendTo(Customer& c, const std::vector<int>& recipients) {
   int ts = c.NewRequest(recipients);
@@ -339,7 +332,7 @@ std::vector<uint64_t> Seqs(const std::vector<Seen>& seen) {
 
 // Two servers answering with EchoServers, and a customer on worker 0.
 struct EchoCluster {
-  EchoCluster() : cluster(TwoServers()) {
+  EchoCluster() : cluster(ClusterOfSize(2, 1)) {
     EXPECT_TRUE(cluster.Start().ok());
     s0 = std::make_unique<EchoServer>(cluster.server(0));
     s1 = std::make_unique<EchoServer>(cluster.server(1));
@@ -388,7 +381,7 @@ TEST(CustomerTest, NumbersPartsPerRecipientAndMatchesTheirAnswers) {
 }
 
 TEST(CustomerTest, TickResendsOnlyAfterResendTimeout) {
-  VanCluster cluster(TwoServers());
+  VanCluster cluster(ClusterOfSize(2, 1));
   ASSERT_TRUE(cluster.Start().ok());
   EchoServer s0(cluster.server(0), /*drop=*/{0});
   CustomerOptions options;
@@ -414,7 +407,7 @@ TEST(CustomerTest, TickResendsOnlyAfterResendTimeout) {
 }
 
 TEST(CustomerTest, ResendsUnansweredRequestOnTicks) {
-  VanCluster cluster(TwoServers());
+  VanCluster cluster(ClusterOfSize(2, 1));
   ASSERT_TRUE(cluster.Start().ok());
   EchoServer s0(cluster.server(0), /*drop=*/{0});
   EchoServer s1(cluster.server(1));
@@ -433,7 +426,7 @@ TEST(CustomerTest, ResendsUnansweredRequestOnTicks) {
 }
 
 TEST(CustomerTest, WaitNamesServerThatNeverAnswersOverNetwork) {
-  VanCluster cluster(TwoServers());
+  VanCluster cluster(ClusterOfSize(2, 1));
   ASSERT_TRUE(cluster.Start().ok());
   EchoServer s0(cluster.server(0), /*drop=*/{0});
   EchoServer s1(cluster.server(1));

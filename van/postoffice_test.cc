@@ -79,10 +79,7 @@ TEST(PostofficeTest, InterruptWakesWaitersWithAborted) {
 }
 
 TEST(PostofficeTest, CountsMessagesForUnknownApps) {
-  VanClusterOptions o;
-  o.num_servers = 1;
-  o.num_workers = 1;
-  VanCluster cluster(o);
+  VanCluster cluster(ClusterOfSize(1, 1));
   ASSERT_TRUE(cluster.Start().ok());
   Customer sender(7, 0, cluster.worker(0));
   ASSERT_TRUE(sender.Start().ok());
@@ -101,10 +98,7 @@ TEST(PostofficeTest, CountsMessagesForUnknownApps) {
 }
 
 TEST(PostofficeTest, WorkersCountPendingRequestsServersServeThem) {
-  VanClusterOptions o;
-  o.num_servers = 1;
-  o.num_workers = 1;
-  VanCluster cluster(o);
+  VanCluster cluster(ClusterOfSize(1, 1));
   ASSERT_TRUE(cluster.Start().ok());
   EXPECT_EQ(cluster.server(0)->van()->pending_requests(), -1);
   Van* van = cluster.worker(0)->van();
@@ -120,10 +114,7 @@ TEST(PostofficeTest, WorkersCountPendingRequestsServersServeThem) {
 }
 
 TEST(PostofficeTest, NodesLearnTheTableAndRanges) {
-  VanClusterOptions o;
-  o.num_servers = 3;
-  o.num_workers = 2;
-  VanCluster cluster(o);
+  VanCluster cluster(ClusterOfSize(3, 2));
   ASSERT_TRUE(cluster.Start().ok());
   for (int i = 0; i < 2; ++i) {
     Postoffice* w = cluster.worker(i);

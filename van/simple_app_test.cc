@@ -13,15 +13,8 @@ namespace {
 
 constexpr int kApp = 5;
 
-VanClusterOptions TwoByTwo() {
-  VanClusterOptions o;
-  o.num_servers = 2;
-  o.num_workers = 2;
-  return o;
-}
-
 TEST(SimpleAppTest, RequestReachesEveryGroupMemberAndResponsesComeBack) {
-  VanCluster cluster(TwoByTwo());
+  VanCluster cluster(ClusterOfSize(2, 2));
   ASSERT_TRUE(cluster.Start().ok());
   std::vector<std::unique_ptr<SimpleApp>> servers;
   for (int i = 0; i < 2; ++i) {
@@ -50,7 +43,7 @@ TEST(SimpleAppTest, RequestReachesEveryGroupMemberAndResponsesComeBack) {
 }
 
 TEST(SimpleAppTest, WaitNamesTheNodeThatDidNotAnswer) {
-  VanCluster cluster(TwoByTwo());
+  VanCluster cluster(ClusterOfSize(2, 2));
   ASSERT_TRUE(cluster.Start().ok());
   SimpleApp silent(kApp, 0, cluster.server(1));
   silent.set_request_handler([](const SimpleData&, SimpleApp*) {});

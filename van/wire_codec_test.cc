@@ -7,6 +7,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include "van/testing/kv_messages.h"
+
 namespace petrel {
 namespace {
 
@@ -32,11 +34,7 @@ Message DataMessage() {
 }
 
 Message KvMessage(std::vector<uint64_t> keys, std::vector<float> vals) {
-  Message m = DataMessage();
-  m.meta.set_kv(true);
-  m.AddData(SArray<uint64_t>(std::move(keys)));
-  m.AddData(SArray<float>(std::move(vals)));
-  return m;
+  return WithKvData(DataMessage(), std::move(keys), std::move(vals));
 }
 
 absl::StatusOr<Message> Decode(const Message& m,
@@ -63,6 +61,24 @@ absl::StatusCode CodeOf(const absl::StatusOr<Message>& r) {
   return r.status().code();
 }
 
+// Expects `r` to have failed with `code` and a message holding `substr`.
+void ExpectError(const absl::StatusOr<Message>& r, absl::StatusCode code,
+                 const char* substr) {
+  EXPECT_EQ(CodeOf(r), code);
+  EXPECT_THAT(r.status().message(), HasSubstr(substr));
+}
+
+// Expects `m` to be refused (ResourceExhausted) under `c` with the limit
+// `limit` set to `refused_at`, and decoded with it set to `accepted_at`.
+template <typename T>
+void ExpectLimit(const Message& m, DecodeContext c, T DecodeLimits::*limit,
+                 int64_t refused_at, int64_t accepted_at) {
+  c.limits.*limit = static_cast<T>(refused_at);
+  EXPECT_EQ(CodeOf(Decode(m, c)), absl::StatusCode::kResourceExhausted);
+  c.limits.*limit = static_cast<T>(accepted_at);
+  EXPECT_TRUE(Decode(m, c).ok());
+}
+
 TEST(WireCodecTest, RoundTripPreservesMetaAndFrames) {
   Message m = KvMessage({3, 1, 2}, {1.5f, 2.5f, 3.5f});
   m.meta.set_app_id(2);
@@ -87,11 +103,7 @@ TEST(WireCodecTest, RoundTripPreservesMetaAndFrames) {
 
 // A push of key 7 carrying values [offset, offset + 3) of `total`.
 Message KeySlice(int64_t offset, int64_t total) {
-  Message m = KvMessage({7}, {1, 2, 3});
-  m.meta.set_push(true);
-  m.meta.set_value_offset(offset);
-  m.meta.set_value_total(total);
-  return m;
+  return WithKeySlice(DataMessage(), offset, total);
 }
 
 // The KV layout rules (keys, values, lens, key slices) are kv_codec's
@@ -104,9 +116,7 @@ TEST(WireCodecTest, LeavesTheKvLayoutToTheKvLayer) {
 TEST(WireCodecTest, RejectsKeySliceOnAMessageThatIsNotKv) {
   Message not_kv = DataMessage();
   not_kv.meta.set_value_total(10);
-  auto r = Decode(not_kv);
-  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("key slice"));
+  ExpectError(Decode(not_kv), absl::StatusCode::kInvalidArgument, "key slice");
 }
 
 TEST(WireCodecTest, RoundTripOfControlMessage) {
@@ -144,18 +154,16 @@ TEST(WireCodecTest, RealignsMisalignedFrames) {
 
 TEST(WireCodecTest, RejectsShortHeader) {
   Buffer h = Buffer::CopyOf("PTRL", 4);
-  auto r = DecodeMessage(h, {}, ServerContext());
-  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("4 bytes"));
+  ExpectError(DecodeMessage(h, {}, ServerContext()),
+              absl::StatusCode::kInvalidArgument, "4 bytes");
 }
 
 TEST(WireCodecTest, RejectsBadMagic) {
   std::string meta = DataMessage().meta.SerializeAsString();
-  auto r = DecodeMessage(
-      RawHeader(meta, static_cast<uint32_t>(meta.size()), 0x12345678), {},
-      ServerContext());
-  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("magic"));
+  ExpectError(DecodeMessage(RawHeader(meta, static_cast<uint32_t>(meta.size()),
+                                      0x12345678),
+                            {}, ServerContext()),
+              absl::StatusCode::kInvalidArgument, "magic");
 }
 
 TEST(WireCodecTest, RejectsWrongVersion) {
@@ -186,38 +194,28 @@ TEST(WireCodecTest, RejectsMetaLengthMismatch) {
 TEST(WireCodecTest, RejectsMetaOverLimit) {
   Message m = DataMessage();
   m.meta.set_body(std::string(100, 'x'));
-  DecodeContext c = ServerContext();
-  c.limits.max_meta_bytes = 64;
-  EXPECT_EQ(CodeOf(Decode(m, c)), absl::StatusCode::kResourceExhausted);
-  c.limits.max_meta_bytes = 1000;
-  EXPECT_TRUE(Decode(m, c).ok());
+  ExpectLimit(m, ServerContext(), &DecodeLimits::max_meta_bytes, 64, 1000);
 }
 
 TEST(WireCodecTest, RejectsMetaThatDoesNotParse) {
   // Field number 0 is never valid in a protobuf message.
-  auto r =
-      DecodeMessage(RawHeader(std::string("\x00\x01", 2)), {}, ServerContext());
-  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("parse"));
+  ExpectError(
+      DecodeMessage(RawHeader(std::string("\x00\x01", 2)), {}, ServerContext()),
+      absl::StatusCode::kInvalidArgument, "parse");
 }
 
 TEST(WireCodecTest, RejectsTooManyFrames) {
   Message m = DataMessage();
   for (int i = 0; i < 5; ++i) m.AddData(SArray<int32_t>{1});
-  DecodeContext c = ServerContext();
-  c.limits.max_frames = 4;
-  EXPECT_EQ(CodeOf(Decode(m, c)), absl::StatusCode::kResourceExhausted);
-  c.limits.max_frames = 5;
-  EXPECT_TRUE(Decode(m, c).ok());
+  ExpectLimit(m, ServerContext(), &DecodeLimits::max_frames, 4, 5);
 }
 
 TEST(WireCodecTest, RejectsDataTypeCountMismatch) {
   Message m = DataMessage();
   m.AddData(SArray<int32_t>{1});
   m.data.push_back(Buffer::CopyOf("abcd", 4));  // no data type for it
-  auto r = Decode(m);
-  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("1 data types for 2 frames"));
+  ExpectError(Decode(m), absl::StatusCode::kInvalidArgument,
+              "1 data types for 2 frames");
 }
 
 TEST(WireCodecTest, RejectsUnknownDataType) {
@@ -225,37 +223,29 @@ TEST(WireCodecTest, RejectsUnknownDataType) {
   // Field 13 (data_types) as a varint with the unknown value 99.
   std::string meta = m.meta.SerializeAsString() + "\x68\x63";
   std::vector<Buffer> frames = {Buffer::CopyOf("abcdefgh", 8)};
-  auto r = DecodeMessage(RawHeader(meta), frames, ServerContext());
-  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("unknown data type"));
+  ExpectError(DecodeMessage(RawHeader(meta), frames, ServerContext()),
+              absl::StatusCode::kInvalidArgument, "unknown data type");
 }
 
 TEST(WireCodecTest, RejectsFrameSizeNotMultipleOfElement) {
   Message m = DataMessage();
   m.meta.add_data_types(pb::DATA_TYPE_DOUBLE);
   m.data.push_back(Buffer::Allocate(13));
-  auto r = Decode(m);
-  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("13 bytes, not a multiple of 8"));
+  ExpectError(Decode(m), absl::StatusCode::kInvalidArgument,
+              "13 bytes, not a multiple of 8");
 }
 
 TEST(WireCodecTest, RejectsTotalOverMaxMessageBytes) {
   Message m = DataMessage();
   m.AddData(SArray<float>(100, 1.0f));  // 400 bytes
   m.AddData(SArray<float>(100, 1.0f));  // 800 in total
-  DecodeContext c = ServerContext();
-  c.limits.max_message_bytes = 799;
-  EXPECT_EQ(CodeOf(Decode(m, c)), absl::StatusCode::kResourceExhausted);
-  c.limits.max_message_bytes = 800;
-  EXPECT_TRUE(Decode(m, c).ok());
+  ExpectLimit(m, ServerContext(), &DecodeLimits::max_message_bytes, 799, 800);
 }
 
 TEST(WireCodecTest, RejectsSenderNotMatchingConnection) {
   Message m = DataMessage();
   m.meta.set_sender(11);  // the connection belongs to node 9
-  auto r = Decode(m);
-  EXPECT_EQ(CodeOf(r), absl::StatusCode::kPermissionDenied);
-  EXPECT_THAT(r.status().message(), HasSubstr("sender id 11"));
+  ExpectError(Decode(m), absl::StatusCode::kPermissionDenied, "sender id 11");
 }
 
 TEST(WireCodecTest, RejectsDataFromUnknownConnection) {
@@ -322,9 +312,7 @@ TEST(WireCodecTest, AcceptsJoinReplyOnlyWhileWithoutId) {
 TEST(WireCodecTest, RejectsRecipientMismatch) {
   Message m = DataMessage();
   m.meta.set_recipient(10);
-  auto r = Decode(m);
-  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("recipient 10"));
+  ExpectError(Decode(m), absl::StatusCode::kInvalidArgument, "recipient 10");
 }
 
 TEST(WireCodecTest, RejectsNegativeAppCustomerTimestampOrPart) {
@@ -367,11 +355,7 @@ TEST(WireCodecTest, RejectsUnknownControlCommand) {
 TEST(WireCodecTest, RejectsTooManyNodes) {
   Message m = ControlMessage(pb::COMMAND_ADD_NODE);
   for (int i = 0; i < 3; ++i) m.meta.mutable_control()->add_nodes();
-  DecodeContext c = FromScheduler();
-  c.limits.max_nodes = 2;
-  EXPECT_EQ(CodeOf(Decode(m, c)), absl::StatusCode::kResourceExhausted);
-  c.limits.max_nodes = 3;
-  EXPECT_TRUE(Decode(m, c).ok());
+  ExpectLimit(m, FromScheduler(), &DecodeLimits::max_nodes, 2, 3);
 }
 
 TEST(WireCodecTest, RejectsRangesOwnersMismatch) {
@@ -379,9 +363,8 @@ TEST(WireCodecTest, RejectsRangesOwnersMismatch) {
   m.meta.mutable_control()->add_ranges(0);
   m.meta.mutable_control()->add_ranges(100);
   m.meta.mutable_control()->add_range_owners(0);
-  auto r = Decode(m, FromScheduler());
-  EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("2 ranges but 1 owners"));
+  ExpectError(Decode(m, FromScheduler()), absl::StatusCode::kInvalidArgument,
+              "2 ranges but 1 owners");
 }
 
 }  // namespace

@@ -24,12 +24,18 @@ std::string MakeLine(const std::string& label,
   return absl::StrJoin(fields, "\t");
 }
 
-TEST(CriteoReaderTest, HashesFieldsAndSkipsMissingOnes) {
-  Batch batch;
+// Integer fields I1 = 1, I5 = 1000 and I13 = -2; the others are missing.
+std::vector<std::string> SampleIntegers() {
   std::vector<std::string> integers(13);
   integers[0] = "1";
   integers[4] = "1000";
   integers[12] = "-2";
+  return integers;
+}
+
+TEST(CriteoReaderTest, HashesFieldsAndSkipsMissingOnes) {
+  Batch batch;
+  const std::vector<std::string> integers = SampleIntegers();
   std::vector<std::string> categories(26);
   categories[0] = "68fd1e64";
   categories[25] = "3a171ecb";
@@ -68,10 +74,7 @@ TEST(CriteoReaderTest, FieldsAndNumericOnlyWhenAskedFor) {
 }
 
 TEST(CriteoReaderTest, FieldsNumberEveryPositionByColumn) {
-  std::vector<std::string> integers(13);
-  integers[0] = "1";
-  integers[4] = "1000";
-  integers[12] = "-2";
+  const std::vector<std::string> integers = SampleIntegers();
   std::vector<std::string> categories(26);
   categories[0] = "68fd1e64";
   categories[7] = "00000000";

@@ -1,29 +1,18 @@
 #include "worker/reader.h"
 
 #include <cmath>
-#include <fstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 
 #include "worker/feature_hash.h"
+#include "worker/testing/temp_file.h"
 
 namespace petrel {
 namespace {
-
-std::string WriteTempFile(absl::string_view name, absl::string_view content) {
-  const ::testing::TestInfo* test =
-      ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string path = absl::StrCat(::testing::TempDir(), test->test_suite_name(),
-                                  ".", test->name(), ".", getpid(), ".", name);
-  std::ofstream(path, std::ios::binary) << content;
-  return path;
-}
 
 ReaderOptions Options(DataFormat format, std::vector<std::string> files,
                       int rank = 0, int workers = 1) {

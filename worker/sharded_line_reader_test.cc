@@ -1,27 +1,17 @@
 #include "worker/sharded_line_reader.h"
 
-#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 
+#include "worker/testing/temp_file.h"
+
 namespace petrel {
 namespace {
-
-std::string WriteTempFile(absl::string_view name, absl::string_view content) {
-  const ::testing::TestInfo* test =
-      ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string path = absl::StrCat(::testing::TempDir(), test->test_suite_name(),
-                                  ".", test->name(), ".", getpid(), ".", name);
-  std::ofstream(path, std::ios::binary) << content;
-  return path;
-}
 
 struct Line {
   std::string file;

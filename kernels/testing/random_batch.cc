@@ -130,5 +130,11 @@ RandomBatch MakeCriteoLikeBatch(size_t examples, uint64_t vocab,
   return batch;
 }
 
+RandomBatch MakeBenchmarkBatch(size_t examples, std::mt19937_64* rng) {
+  RandomBatch batch = MakeCriteoLikeBatch(examples, 1000000, rng);
+  batch.Deduplicate();
+  return batch;
+}
+
 }  // namespace testing
 }  // namespace petrel

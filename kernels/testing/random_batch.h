@@ -70,6 +70,10 @@ void AssignRandomFields(size_t num_fields, std::mt19937_64* rng,
 RandomBatch MakeCriteoLikeBatch(size_t examples, uint64_t vocab,
                                 std::mt19937_64* rng);
 
+// The kernel benchmarks' batch: MakeCriteoLikeBatch with a vocabulary of
+// 10^6 per field, already deduplicated.
+RandomBatch MakeBenchmarkBatch(size_t examples, std::mt19937_64* rng);
+
 // The worst-case relative error of n float32 roundings in a row,
 // gamma_n = n u / (1 - n u) with u = 2^-24 (Higham, "Accuracy and Stability
 // of Numerical Algorithms", 2nd ed., section 3.1). A float32 sum of n

@@ -5,12 +5,21 @@
 #ifndef PETREL_TOOLS_BENCH_LATENCY_RECORDER_H_
 #define PETREL_TOOLS_BENCH_LATENCY_RECORDER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
 #include "absl/time/time.h"
 
 namespace petrel {
+
+// The steady clock in nanoseconds: the time base of the benchmark drivers'
+// AddNanos() samples. Thread-safe.
+inline int64_t SteadyNowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 // Thread-safety: not thread-safe. Give each thread its own recorder and
 // Merge() them afterwards. Copyable and movable (it is a value type).

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -23,6 +22,7 @@
 #include "absl/strings/string_view.h"
 
 #include "tools/bench/internal/raw_zmq_acker.h"
+#include "tools/bench/latency_recorder.h"
 
 namespace petrel {
 namespace {
@@ -37,12 +37,6 @@ constexpr double kMaxDurationS = 86400;
 // The parent polls in slices this long so it can check its deadlines.
 constexpr int kPollSliceMs = 100;
 constexpr size_t kMaxControlLine = 1024;
-
-int64_t NowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 absl::Status ErrnoError(absl::string_view what) {
   return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
@@ -113,10 +107,10 @@ class AckerProcess {
 };
 
 absl::StatusOr<std::string> AckerProcess::ReadEndpoint(absl::Duration timeout) {
-  const int64_t deadline = NowNanos() + absl::ToInt64Nanoseconds(timeout);
+  const int64_t deadline = SteadyNowNanos() + absl::ToInt64Nanoseconds(timeout);
   std::string line;
   while (line.empty() || line.back() != '\n') {
-    const int64_t left_ms = (deadline - NowNanos()) / 1000000;
+    const int64_t left_ms = (deadline - SteadyNowNanos()) / 1000000;
     if (left_ms <= 0) {
       return absl::DeadlineExceededError(
           absl::StrCat("acker did not report its endpoint within ",
@@ -154,7 +148,7 @@ absl::Status AckerProcess::Reap(absl::Duration grace) {
   if (pid_ <= 0) return absl::OkStatus();
   const pid_t pid = pid_;
   pid_ = -1;
-  const int64_t deadline = NowNanos() + absl::ToInt64Nanoseconds(grace);
+  const int64_t deadline = SteadyNowNanos() + absl::ToInt64Nanoseconds(grace);
   int wstatus = 0;
   bool killed = false;
   while (true) {
@@ -162,7 +156,7 @@ absl::Status AckerProcess::Reap(absl::Duration grace) {
     if (rc == pid) break;
     if (rc < 0 && errno == EINTR) continue;
     if (rc < 0) return ErrnoError(absl::StrCat("waitpid ", pid));
-    if (NowNanos() > deadline) {
+    if (SteadyNowNanos() > deadline) {
       kill(pid, SIGKILL);
       killed = true;
       continue;
@@ -251,7 +245,7 @@ absl::Status Sender::SendOne() {
                         options_.value_bytes, &NoopFree, nullptr) != 0) {
     return ZmqError("zmq_msg_init_data");
   }
-  send_ns_.push_back(NowNanos());
+  send_ns_.push_back(SteadyNowNanos());
   if (zmq_msg_send(&msg, dealer_.get(), 0) < 0) {
     const bool timed_out = zmq_errno() == EAGAIN;
     absl::Status s = ZmqError("zmq_msg_send payload");
@@ -275,7 +269,7 @@ absl::StatusOr<int> Sender::DrainAcks(LatencyRecorder* latencies) {
       if (zmq_errno() == EAGAIN || zmq_errno() == EINTR) return n;
       return ZmqError("zmq_recv ack");
     }
-    const int64_t now = NowNanos();
+    const int64_t now = SteadyNowNanos();
     if (send_ns_.empty()) {
       return absl::InternalError("acker sent an ack with nothing outstanding");
     }
@@ -292,12 +286,12 @@ absl::Status Sender::Run(int inflight, int64_t iterations, int64_t end_ns,
                          LatencyRecorder* latencies) {
   const int64_t target = iterations > 0 ? acked_ + iterations : -1;
   int64_t sent = acked_;
-  int64_t last_progress_ns = NowNanos();
+  int64_t last_progress_ns = SteadyNowNanos();
   const int64_t progress_timeout_ns =
       absl::ToInt64Nanoseconds(options_.progress_timeout);
   while (true) {
     while (sent - acked_ < inflight &&
-           (target >= 0 ? sent < target : NowNanos() < end_ns)) {
+           (target >= 0 ? sent < target : SteadyNowNanos() < end_ns)) {
       if (absl::Status s = SendOne(); !s.ok()) return s;
       ++sent;
     }
@@ -315,8 +309,8 @@ absl::Status Sender::Run(int inflight, int64_t iterations, int64_t end_ns,
     absl::StatusOr<int> got = DrainAcks(latencies);
     if (!got.ok()) return got.status();
     if (*got > 0) {
-      last_progress_ns = NowNanos();
-    } else if (NowNanos() - last_progress_ns > progress_timeout_ns) {
+      last_progress_ns = SteadyNowNanos();
+    } else if (SteadyNowNanos() - last_progress_ns > progress_timeout_ns) {
       return absl::DeadlineExceededError(absl::StrCat(
           "no ack within ", absl::FormatDuration(options_.progress_timeout),
           " with ", sent - acked_, " requests outstanding"));
@@ -361,7 +355,7 @@ absl::StatusOr<BenchResult> DriveAcker(AckerProcess& acker,
   result.value_bytes = options.value_bytes;
   result.inflight = options.inflight;
   const int64_t warm_acked = sender.acked();
-  const int64_t start_ns = NowNanos();
+  const int64_t start_ns = SteadyNowNanos();
   const int64_t end_ns =
       start_ns + static_cast<int64_t>(options.duration_s * 1e9);
   if (absl::Status s = sender.Run(options.inflight, options.iterations, end_ns,

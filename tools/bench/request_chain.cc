@@ -1,6 +1,5 @@
 #include "tools/bench/request_chain.h"
 
-#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -9,12 +8,6 @@
 
 namespace petrel {
 namespace {
-
-int64_t NowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // Shared with the callbacks, which may run on another thread.
 class Chain : public std::enable_shared_from_this<Chain> {
@@ -51,7 +44,7 @@ void Chain::IssueNext(int slot) {
   int64_t index;
   {
     absl::MutexLock lock(&mu_);
-    const int64_t now = NowNanos();
+    const int64_t now = SteadyNowNanos();
     bool more = error_.ok() && issued_ < options_.max_requests &&
                 (options_.iterations > 0 ? issued_ < options_.iterations
                                          : now < end_ns_);
@@ -67,7 +60,7 @@ void Chain::IssueNext(int slot) {
 }
 
 void Chain::OnDone(int slot, int64_t index) {
-  const int64_t end = NowNanos();
+  const int64_t end = SteadyNowNanos();
   absl::Status status = check_ ? check_(index, slot) : absl::OkStatus();
   {
     absl::MutexLock lock(&mu_);
@@ -83,7 +76,7 @@ void Chain::OnDone(int slot, int64_t index) {
 }
 
 absl::StatusOr<RequestWindowResult> Chain::Run() {
-  const int64_t start_ns = NowNanos();
+  const int64_t start_ns = SteadyNowNanos();
   end_ns_ = start_ns + static_cast<int64_t>(options_.duration_s * 1e9);
   {
     absl::MutexLock lock(&mu_);

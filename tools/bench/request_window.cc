@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <deque>
 #include <memory>
 #include <vector>
@@ -11,12 +10,6 @@
 
 namespace petrel {
 namespace {
-
-int64_t NowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 struct Slot {
   int ts = 0;
@@ -74,10 +67,10 @@ void Window::IssueOne() {
   Slot& s = (*slots_)[slot];
   s.index = issued_++;
   s.end_ns.store(0, std::memory_order_relaxed);
-  s.start_ns = NowNanos();
+  s.start_ns = SteadyNowNanos();
   Slots keep = slots_;
   s.ts = issue_(s.index, slot, [keep, slot] {
-    (*keep)[slot].end_ns.store(NowNanos(), std::memory_order_release);
+    (*keep)[slot].end_ns.store(SteadyNowNanos(), std::memory_order_release);
   });
   outstanding_.push_back(slot);
 }
@@ -93,7 +86,7 @@ absl::Status Window::CompleteOldest() {
                                                     status.message()));
   }
   int64_t end = s.end_ns.load(std::memory_order_acquire);
-  if (end == 0) end = NowNanos();  // `done` not called: count until now
+  if (end == 0) end = SteadyNowNanos();  // `done` not called: count until now
   result_.latencies.AddNanos(end - s.start_ns);
   last_done_ns_ = std::max(last_done_ns_, end);
   ++result_.requests;
@@ -109,11 +102,11 @@ void Window::Drain() {
 }
 
 absl::StatusOr<RequestWindowResult> Window::Run() {
-  const int64_t start_ns = NowNanos();
+  const int64_t start_ns = SteadyNowNanos();
   end_ns_ = start_ns + static_cast<int64_t>(options_.duration_s * 1e9);
   while (true) {
     while (static_cast<int>(outstanding_.size()) < options_.inflight &&
-           MayIssue(NowNanos())) {
+           MayIssue(SteadyNowNanos())) {
       IssueOne();
     }
     if (outstanding_.empty()) break;

@@ -123,6 +123,13 @@ VanOptions TestVanOptions() {
   return van;
 }
 
+VanClusterOptions ClusterOfSize(int num_servers, int num_workers) {
+  VanClusterOptions o;
+  o.num_servers = num_servers;
+  o.num_workers = num_workers;
+  return o;
+}
+
 VanCluster::VanCluster(VanClusterOptions options)
     : options_(std::move(options)) {}
 

@@ -99,6 +99,9 @@ struct VanClusterOptions {
   absl::Duration heartbeat_interval = absl::Milliseconds(100);
 };
 
+// The default options with `num_servers` servers and `num_workers` workers.
+VanClusterOptions ClusterOfSize(int num_servers, int num_workers);
+
 class VanCluster {
  public:
   explicit VanCluster(VanClusterOptions options);

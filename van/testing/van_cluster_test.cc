@@ -14,10 +14,7 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(VanClusterTest, NodesJoinAtTheirRanksAndTheJobEndsWhenWorkersFinish) {
-  VanClusterOptions o;
-  o.num_servers = 2;
-  o.num_workers = 3;
-  VanCluster cluster(o);
+  VanCluster cluster(ClusterOfSize(2, 3));
   ASSERT_TRUE(cluster.Start().ok());
   for (int i = 0; i < 2; ++i) {
     EXPECT_EQ(cluster.server(i)->my_id(), ServerRankToId(i));
