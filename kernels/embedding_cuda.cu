@@ -116,66 +116,66 @@ __device__ __forceinline__ void ForEachExample(const PoolArgs& a, Body body) {
 
 __global__ void PoolForwardKernel(PoolArgs a, const float* rows, float* out) {
   const size_t width = a.num_fields * a.dim;
-  ForEachExample(a, [&](size_t i, size_t begin, size_t end,
-                        const uint32_t* counts) {
-    float* out_i = out + i * width;
-    for (size_t c = threadIdx.x; c < a.dim; c += blockDim.x) {
-      for (size_t f = 0; f < a.num_fields; ++f) out_i[f * a.dim + c] = 0.0f;
-      // Runs of positions of the same field add up in a register; the sum
-      // is still formed left to right, as on the CPU.
-      uint32_t current = 0;
-      float acc = 0.0f;
-      bool open = false;
-      for (size_t j = begin; j < end; ++j) {
-        const uint32_t f = a.fields[j];
-        if (open && f != current) {
-          out_i[current * a.dim + c] += acc;
-          acc = 0.0f;
+  ForEachExample(
+      a, [&](size_t i, size_t begin, size_t end, const uint32_t* counts) {
+        float* out_i = out + i * width;
+        for (size_t c = threadIdx.x; c < a.dim; c += blockDim.x) {
+          for (size_t f = 0; f < a.num_fields; ++f) out_i[f * a.dim + c] = 0.0f;
+          // Runs of positions of the same field add up in a register; the sum
+          // is still formed left to right, as on the CPU.
+          uint32_t current = 0;
+          float acc = 0.0f;
+          bool open = false;
+          for (size_t j = begin; j < end; ++j) {
+            const uint32_t f = a.fields[j];
+            if (open && f != current) {
+              out_i[current * a.dim + c] += acc;
+              acc = 0.0f;
+            }
+            current = f;
+            open = true;
+            acc += a.values[j] * rows[size_t{a.inverse[j]} * a.dim + c];
+          }
+          if (open) out_i[current * a.dim + c] += acc;
+          if (a.mean) {
+            for (size_t f = 0; f < a.num_fields; ++f) {
+              if (counts[f] > 1) out_i[f * a.dim + c] /= counts[f];
+            }
+          }
         }
-        current = f;
-        open = true;
-        acc += a.values[j] * rows[size_t{a.inverse[j]} * a.dim + c];
-      }
-      if (open) out_i[current * a.dim + c] += acc;
-      if (a.mean) {
-        for (size_t f = 0; f < a.num_fields; ++f) {
-          if (counts[f] > 1) out_i[f * a.dim + c] /= counts[f];
-        }
-      }
-    }
-  });
+      });
 }
 
 __global__ void PoolBackwardAtomicKernel(PoolArgs a, const float* grad_out,
                                          float* grad_rows) {
   const size_t width = a.num_fields * a.dim;
-  ForEachExample(a, [&](size_t i, size_t begin, size_t end,
-                        const uint32_t* counts) {
-    const float* g_i = grad_out + i * width;
-    for (size_t j = begin; j < end; ++j) {
-      const uint32_t f = a.fields[j];
-      float scale = a.values[j];
-      if (a.mean) scale /= counts[f];
-      float* dst = grad_rows + size_t{a.inverse[j]} * a.dim;
-      for (size_t c = threadIdx.x; c < a.dim; c += blockDim.x) {
-        atomicAdd(&dst[c], scale * g_i[f * a.dim + c]);
-      }
-    }
-  });
+  ForEachExample(
+      a, [&](size_t i, size_t begin, size_t end, const uint32_t* counts) {
+        const float* g_i = grad_out + i * width;
+        for (size_t j = begin; j < end; ++j) {
+          const uint32_t f = a.fields[j];
+          float scale = a.values[j];
+          if (a.mean) scale /= counts[f];
+          float* dst = grad_rows + size_t{a.inverse[j]} * a.dim;
+          for (size_t c = threadIdx.x; c < a.dim; c += blockDim.x) {
+            atomicAdd(&dst[c], scale * g_i[f * a.dim + c]);
+          }
+        }
+      });
 }
 
 // Per position j: its example ex[j] and its scale (values[j], divided by
 // the count of its (example, field) for mean pooling).
 __global__ void PositionInfoKernel(PoolArgs a, uint32_t* ex, float* scale) {
-  ForEachExample(a, [&](size_t i, size_t begin, size_t end,
-                        const uint32_t* counts) {
-    for (size_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
-      ex[j] = static_cast<uint32_t>(i);
-      float s = a.values[j];
-      if (a.mean) s /= counts[a.fields[j]];
-      scale[j] = s;
-    }
-  });
+  ForEachExample(
+      a, [&](size_t i, size_t begin, size_t end, const uint32_t* counts) {
+        for (size_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
+          ex[j] = static_cast<uint32_t>(i);
+          float s = a.values[j];
+          if (a.mean) s /= counts[a.fields[j]];
+          scale[j] = s;
+        }
+      });
 }
 
 __global__ void IotaKernel(uint32_t* out, size_t n) {
