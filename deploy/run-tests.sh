@@ -22,8 +22,12 @@ if command -v nvcc > /dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   cuda_args=(-DCMAKE_CUDA_ARCHITECTURES=90-real)
 fi
 
-echo "== build (RelWithDebInfo)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cuda_args[@]}" | grep "Petrel CUDA"
+# Line tables only (-g1): backtraces keep file and line, and the build takes
+# about a fifth less time than with full debug information.
+echo "== build (RelWithDebInfo, -g1)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" "${cuda_args[@]}" |
+  grep "Petrel CUDA"
 cmake --build build -j"$jobs"
 echo "== tests"
 ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
@@ -35,7 +39,8 @@ if command -v clang++ > /dev/null; then
   echo "(clang, with -Wthread-safety)"
 fi
 env "${asan_env[@]}" cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug \
-  -DPETREL_SANITIZE=ON -DPETREL_WITH_CUDA=OFF > /dev/null
+  -DCMAKE_CXX_FLAGS_DEBUG="-g1" -DPETREL_SANITIZE=ON -DPETREL_WITH_CUDA=OFF \
+  > /dev/null
 # Only what `ctest -L unit` runs: daemons and multi-process tests are not
 # run under the sanitizers.
 cmake --build build-asan -j"$jobs" --target petrel_unit_tests
