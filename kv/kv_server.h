@@ -16,10 +16,10 @@
 
 #include <functional>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 
 #include "kv/kv_codec.h"
+#include "kv/kv_store.h"
 #include "van/buffer.h"
 #include "van/customer.h"
 
@@ -66,32 +66,30 @@ class KVServer {
   bool accepts_key_slices_ = false;
 };
 
-// A default handler: keeps a key -> values store and sums pushed values into
-// it (kSum) or overwrites (kAssign). A pull returns the stored values; a key
-// never pushed has no values (length 0). Takes key slices (a key first
-// pushed in slices starts as zeros). Not thread-safe: use from the
-// KVServer's handler only.
+// A default handler: keeps a KVStore (kv/kv_store.h: rows in slabs, one
+// index lookup per key) and sums pushed values into it (kSum) or
+// overwrites (kAssign). A pull returns the stored values; a key never
+// pushed has no values (length 0). Takes key slices (a key first pushed in
+// slices starts as zeros). A push is checked whole before anything of it is
+// applied: a width that disagrees with a stored row (kSum) is answered with
+// InvalidArgument and nothing of that push is stored. A push alone is
+// acknowledged before it is summed (see operator()). Not thread-safe: use
+// from the KVServer's handler only.
 template <typename Val>
 class KVStoreHandler {
  public:
-  enum class Mode { kSum, kAssign };
-  explicit KVStoreHandler(Mode mode = Mode::kSum) : mode_(mode) {}
+  using Mode = typename KVStore<Val>::Mode;
+  explicit KVStoreHandler(Mode mode = Mode::kSum) : store_(mode) {}
 
   void operator()(const KVMeta& meta, const KVPairs<Val>& data,
                   KVServer<Val>* server);
-  size_t num_keys() const { return store_.size(); }
+  size_t num_keys() const { return store_.num_keys(); }
 
  private:
-  absl::Status Apply(const KVMeta& meta, const KVPairs<Val>& data);
-  absl::Status ApplySlice(const KVMeta& meta, const KVPairs<Val>& data);
-  // InvalidArgument when a pushed width disagrees with a stored row's.
-  absl::Status CheckWidths(const KVMeta& meta, const KVPairs<Val>& data) const;
-  KVPairs<Val> Lookup(const SArray<Key>& keys) const;
+  // KVStore::PreparePush or PreparePushSlice for the request.
+  absl::Status Prepare(const KVMeta& meta, const KVPairs<Val>& data);
 
-  Mode mode_;
-  // Rows are shared, not copied, with pull answers of a single key; Apply
-  // never writes a row that an answer still holds.
-  absl::flat_hash_map<Key, SArray<Val>> store_;
+  KVStore<Val> store_;
 };
 
 }  // namespace petrel

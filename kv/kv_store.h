@@ -1,0 +1,168 @@
+// KVStore<Val>: the in-memory key -> row store behind KVStoreHandler. A row
+// is the values of one key; keys may have rows of different widths.
+//
+// Layout. Rows of up to kMaxSlabRowBytes live in slabs: one pool per width,
+// each a list of 2-4 MiB arrays of rows of that width (HugePageMemory, in
+// huge pages from a pool's second slab on), so storing a key allocates
+// nothing of its own (a freed row goes to its pool's free list).
+// Larger rows (a 1 MiB value, say) each keep their own reference-counted
+// SArray, as the store did before slabs: a pull of that one key answers
+// with the row itself, without copying, and a later push writes a new array
+// while an answer still shares the old one (copy on write).
+//
+// Index. A RowIndex (open addressing) maps a key to its width and row id.
+// Every request looks each key up once, in batches: the index slot of key
+// i + 16 is prefetched while key i is handled, and the rows are prefetched
+// in the same way when they are summed into or copied out.
+//
+// Push in two steps, so that a server can validate, acknowledge, then sum:
+// PreparePush resolves every key to its row (creating missing rows) and
+// checks widths; on error nothing has changed. CommitPush then sums
+// (kSum) or copies (kAssign) the values into the resolved rows. A key
+// given twice in one push is applied twice, in order. In kSum mode, a push
+// whose width for a key differs from the stored row's is rejected with
+// InvalidArgument naming the key and both widths; in kAssign mode the row
+// takes the pushed width. A key with no row yet takes the width of its
+// first push either way.
+//
+// Key slices (PreparePushSlice): values [offset, offset + n) of a key with
+// `total` values. A key without a row (or, in kAssign mode, with a row of
+// another width) starts as `total` zeros.
+//
+// A pull copies the rows of the keys asked into one array; a key never
+// pushed has length 0.
+//
+// Supported Val: float, double, int32_t, int64_t.
+//
+// Thread safety: not thread-safe; one call at a time. A pull answer may be
+// read by other threads while the store goes on (it never writes an array
+// an answer still holds).
+#ifndef PETREL_KV_KV_STORE_H_
+#define PETREL_KV_KV_STORE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+
+#include "kv/huge_page_memory.h"
+#include "kv/kv_codec.h"
+#include "kv/row_index.h"
+#include "van/buffer.h"
+
+namespace petrel {
+
+template <typename Val>
+class KVStore {
+ public:
+  enum class Mode { kSum, kAssign };
+  // Rows larger than this are not kept in slabs (see above).
+  static constexpr size_t kMaxSlabRowBytes = 4096;
+  // The most values one key may have.
+  static constexpr size_t kMaxWidth = RowIndex::kFreeSlot - 1;
+
+  explicit KVStore(Mode mode = Mode::kSum);
+  ~KVStore();
+  KVStore(const KVStore&) = delete;
+  KVStore& operator=(const KVStore&) = delete;
+
+  // Resolves and checks a push of `keys` with `vals`: lens[i] values for
+  // key i, or, when `lens` is empty, vals.size() / keys.size() each.
+  // InvalidArgument, with nothing changed, for a width that disagrees with
+  // a stored row (kSum), a negative length, lengths that do not add up to
+  // the values, or a key over kMaxWidth values. The three arrays must stay
+  // alive and unchanged until CommitPush.
+  // REQUIRES: no push prepared and not committed.
+  absl::Status PreparePush(absl::Span<const Key> keys,
+                           absl::Span<const Val> vals,
+                           absl::Span<const int> lens = {});
+  // As PreparePush for a slice: `vals` are values [offset, offset +
+  // vals.size()) of `key`'s `total` values. InvalidArgument for a slice
+  // outside the key, or a key with a row of another width (kSum).
+  absl::Status PreparePushSlice(Key key, size_t offset, size_t total,
+                                absl::Span<const Val> vals);
+  // Applies the prepared push. REQUIRES: the last Prepare* returned OK.
+  void CommitPush();
+  // PreparePush then CommitPush.
+  absl::Status Push(absl::Span<const Key> keys, absl::Span<const Val> vals,
+                    absl::Span<const int> lens = {});
+
+  // The rows of `keys`, in that order: `keys` itself, the values and, when
+  // not every key has as many values, `lens`. A single key with a row over
+  // kMaxSlabRowBytes is answered with the stored array itself.
+  // REQUIRES: no push prepared and not committed.
+  KVPairs<Val> Pull(const SArray<Key>& keys);
+
+  Mode mode() const { return mode_; }
+  // Keys with a row (at least one value).
+  size_t num_keys() const { return num_rows_; }
+  // The values of `key` (empty when it has no row); a test and debug aid.
+  std::vector<Val> Get(Key key) const;
+  // Bytes held by the index, slabs and large rows.
+  size_t MemoryBytes() const;
+
+ private:
+  struct Pool;
+  // A slot change made by the prepared push, undone if it fails.
+  struct Undo {
+    RowIndex::Slot* slot;
+    uint32_t width;
+    uint32_t row;
+  };
+
+  static bool IsLarge(uint32_t width) {
+    return width > kMaxSlabRowBytes / sizeof(Val);
+  }
+  // `home` is index_.Home(key).
+  absl::Status Resolve(Key key, size_t home, uint32_t width, bool zero_new,
+                       uintptr_t* step);
+  absl::Status ResolveOther(RowIndex::Slot* slot, uint32_t width, bool zero_new,
+                            uintptr_t* step);
+  // The pool of rows of `width` (created when missing), and the same for a
+  // width known to have one; both cache the last pool used.
+  Pool* PoolFor(uint32_t width);
+  Pool* NewPoolFor(uint32_t width);
+  const Pool* FindPool(uint32_t width) const;
+  const Pool* FindOtherPool(uint32_t width) const;
+  const Val* RowData(const RowIndex::Slot& slot) const;
+  uintptr_t StepFor(const RowIndex::Slot& slot, bool copy);
+  // A new row of `width` values (zeros when `zero`); ResourceExhausted
+  // when the pool has no row ids or memory left.
+  absl::Status NewRow(uint32_t width, bool zero, uint32_t* row);
+  void FreeRow(uint32_t width, uint32_t row);
+  void Rollback();
+  void ApplyLarge(uint32_t row, const Val* src, size_t len, bool copy);
+
+  const Mode mode_;
+  RowIndex index_;
+  std::vector<std::unique_ptr<Pool>> pools_;
+  absl::flat_hash_map<uint32_t, Pool*> pool_of_width_;
+  mutable const Pool* last_pool_ = nullptr;  // PoolFor's one-entry cache
+  std::vector<SArray<Val>> large_rows_;
+  std::vector<uint32_t> free_large_rows_;
+  size_t num_rows_ = 0;
+
+  // The prepared push: one step per key (a tagged row pointer or large row
+  // id, see kv_store.cc), the slot changes, and what CommitPush reads.
+  bool prepared_ = false;
+  std::vector<uintptr_t> steps_;
+  std::vector<Undo> undo_;
+  absl::Span<const Val> vals_;
+  absl::Span<const int> lens_;
+  size_t width_ = 0;         // values per key when lens_ is empty
+  size_t slice_offset_ = 0;  // a slice's first value
+  // Pull scratch: each key's row and length.
+  struct PulledRow {
+    const Val* data;
+    size_t len;
+  };
+  std::vector<PulledRow> pulled_;
+};
+
+}  // namespace petrel
+
+#endif  // PETREL_KV_KV_STORE_H_

@@ -1,0 +1,259 @@
+#include "kv/kv_store.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace petrel {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+using Store = KVStore<float>;
+
+std::vector<float> Vals(const KVPairs<float>& p) { return p.vals.ToVector(); }
+std::vector<int> Lens(const KVPairs<float>& p) { return p.lens.ToVector(); }
+
+TEST(KVStoreTest, SumsPushesIntoRows) {
+  Store store;
+  ASSERT_TRUE(
+      store.Push(std::vector<Key>{1, 2}, std::vector<float>{1, 2, 3, 4}).ok());
+  ASSERT_TRUE(
+      store.Push(std::vector<Key>{2, 1}, std::vector<float>{10, 20, 30, 40})
+          .ok());
+  EXPECT_EQ(store.num_keys(), 2u);
+  KVPairs<float> got = store.Pull(SArray<Key>{1, 2});
+  EXPECT_THAT(Vals(got), ElementsAre(31, 42, 13, 24));
+  EXPECT_TRUE(got.lens.empty());
+}
+
+TEST(KVStoreTest, AssignOverwritesAndTakesTheNewWidth) {
+  KVStore<int32_t> store(KVStore<int32_t>::Mode::kAssign);
+  ASSERT_TRUE(store.Push(std::vector<Key>{7}, std::vector<int32_t>{1, 2}).ok());
+  ASSERT_TRUE(store.Push(std::vector<Key>{7}, std::vector<int32_t>{5, 6}).ok());
+  EXPECT_THAT(store.Get(7), ElementsAre(5, 6));
+  ASSERT_TRUE(
+      store.Push(std::vector<Key>{7}, std::vector<int32_t>{1, 2, 3}).ok());
+  EXPECT_THAT(store.Get(7), ElementsAre(1, 2, 3));
+  // An empty assignment leaves the key without a row.
+  ASSERT_TRUE(store
+                  .Push(std::vector<Key>{7, 8}, std::vector<int32_t>{4},
+                        std::vector<int>{0, 1})
+                  .ok());
+  EXPECT_TRUE(store.Get(7).empty());
+  EXPECT_EQ(store.num_keys(), 1u);
+}
+
+TEST(KVStoreTest, SumRejectsAnotherWidthAndAppliesNothing) {
+  Store store;
+  ASSERT_TRUE(store.Push(std::vector<Key>{5}, std::vector<float>{1, 2}).ok());
+  // Key 9 is new and 5 fits, but key 5 again with 3 values fails all.
+  std::vector<Key> keys{9, 5, 5};
+  std::vector<float> vals{1, 1, 1, 1, 1, 1};
+  absl::Status s = store.Push(keys, vals, std::vector<int>{1, 2, 3});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(),
+              HasSubstr("key 5 has 2 values in the store, push has 3"));
+  EXPECT_THAT(store.Get(5), ElementsAre(1, 2));
+  EXPECT_TRUE(store.Get(9).empty());
+  EXPECT_EQ(store.num_keys(), 1u);
+  // A new key given twice with two widths is rejected too.
+  s = store.Push(std::vector<Key>{4, 4}, std::vector<float>{1, 1, 1},
+                 std::vector<int>{1, 2});
+  EXPECT_THAT(s.message(), HasSubstr("key 4 has 1 values in the store"));
+  EXPECT_TRUE(store.Get(4).empty());
+  // The store still works after the rollbacks.
+  ASSERT_TRUE(
+      store.Push(std::vector<Key>{9, 4}, std::vector<float>{3, 4}).ok());
+  EXPECT_THAT(store.Get(9), ElementsAre(3));
+  EXPECT_EQ(store.num_keys(), 3u);
+}
+
+TEST(KVStoreTest, RejectsBadLengths) {
+  Store store;
+  std::vector<Key> keys{1, 2};
+  EXPECT_EQ(store.Push(keys, std::vector<float>{1, 2, 3}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(store.Push(keys, std::vector<float>{1}, std::vector<int>{2, -1})
+                  .message(),
+              HasSubstr("negative length -1 for key 2"));
+  EXPECT_THAT(
+      store.Push(keys, std::vector<float>{1}, std::vector<int>{1, 1}).message(),
+      HasSubstr("lens sum to 2 but 1 values follow"));
+  EXPECT_EQ(store.num_keys(), 0u);
+}
+
+TEST(KVStoreTest, DuplicatedKeysAreSummedEachTime) {
+  Store store;
+  ASSERT_TRUE(
+      store.Push(std::vector<Key>{3, 3, 4, 3}, std::vector<float>{1, 2, 5, 4})
+          .ok());
+  EXPECT_THAT(store.Get(3), ElementsAre(7));
+  ASSERT_TRUE(
+      store.Push(std::vector<Key>{3, 3}, std::vector<float>{1, 1}).ok());
+  EXPECT_THAT(store.Get(3), ElementsAre(9));
+  EXPECT_THAT(store.Get(4), ElementsAre(5));
+}
+
+TEST(KVStoreTest, KeysNeverPushedHaveLengthZero) {
+  Store store;
+  ASSERT_TRUE(store.Push(std::vector<Key>{1}, std::vector<float>{1, 2}).ok());
+  KVPairs<float> got = store.Pull(SArray<Key>{2, 1, 3});
+  EXPECT_THAT(Vals(got), ElementsAre(1, 2));
+  EXPECT_THAT(Lens(got), ElementsAre(0, 2, 0));
+  EXPECT_TRUE(store.Pull(SArray<Key>{4}).vals.empty());
+  EXPECT_TRUE(store.Pull(SArray<Key>{}).vals.empty());
+}
+
+TEST(KVStoreTest, MixedWidthsPullWithLens) {
+  Store store;
+  ASSERT_TRUE(store
+                  .Push(std::vector<Key>{1, 2, 3},
+                        std::vector<float>{1, 2, 3, 4, 5, 6},
+                        std::vector<int>{1, 2, 3})
+                  .ok());
+  KVPairs<float> got = store.Pull(SArray<Key>{3, 1, 2});
+  EXPECT_THAT(Vals(got), ElementsAre(4, 5, 6, 1, 2, 3));
+  EXPECT_THAT(Lens(got), ElementsAre(3, 1, 2));
+}
+
+TEST(KVStoreTest, LargeRowsAreSharedWithOneKeyPullsAndCopiedOnWrite) {
+  const size_t n = Store::kMaxSlabRowBytes / sizeof(float) + 1;
+  Store store;
+  ASSERT_TRUE(store.Push(std::vector<Key>{1}, std::vector<float>(n, 1)).ok());
+  KVPairs<float> first = store.Pull(SArray<Key>{1});
+  KVPairs<float> again = store.Pull(SArray<Key>{1});
+  EXPECT_EQ(first.vals.data(), again.vals.data());  // no copy
+  ASSERT_TRUE(store.Push(std::vector<Key>{1}, std::vector<float>(n, 2)).ok());
+  EXPECT_EQ(first.vals[0], 1);  // the answer in flight kept its bytes
+  EXPECT_EQ(first.vals[n - 1], 1);
+  EXPECT_EQ(store.Get(1)[n - 1], 3);
+  // Not shared any more: summed in place.
+  first = again = {};
+  const float* row = store.Pull(SArray<Key>{1}).vals.data();
+  ASSERT_TRUE(store.Push(std::vector<Key>{1}, std::vector<float>(n, 1)).ok());
+  EXPECT_EQ(store.Pull(SArray<Key>{1}).vals.data(), row);
+  EXPECT_EQ(store.Get(1)[0], 4);
+}
+
+TEST(KVStoreTest, SmallRowsAreCopiedOutOfSlabs) {
+  Store store;
+  ASSERT_TRUE(store.Push(std::vector<Key>{1}, std::vector<float>{1, 2}).ok());
+  KVPairs<float> got = store.Pull(SArray<Key>{1});
+  ASSERT_TRUE(store.Push(std::vector<Key>{1}, std::vector<float>{1, 1}).ok());
+  EXPECT_THAT(Vals(got), ElementsAre(1, 2));
+  EXPECT_THAT(store.Get(1), ElementsAre(2, 3));
+}
+
+// The values a prepared push reads stay alive until CommitPush.
+absl::Status PushSlice(Store* store, Key key, size_t offset, size_t total,
+                       const std::vector<float>& vals) {
+  absl::Status s = store->PreparePushSlice(key, offset, total, vals);
+  if (s.ok()) store->CommitPush();
+  return s;
+}
+
+TEST(KVStoreTest, SlicesStartAsZerosAndSum) {
+  for (size_t total : {size_t{10}, Store::kMaxSlabRowBytes}) {  // slab, large
+    Store store;
+    ASSERT_TRUE(PushSlice(&store, 1, 2, total, {1, 2}).ok());
+    ASSERT_TRUE(PushSlice(&store, 1, 3, total, {5}).ok());
+    std::vector<float> row = store.Get(1);
+    ASSERT_EQ(row.size(), total);
+    EXPECT_THAT(std::vector<float>(row.begin(), row.begin() + 5),
+                ElementsAre(0, 0, 1, 7, 0));
+    absl::Status s = PushSlice(&store, 1, 0, total + 1, {1});
+    EXPECT_THAT(s.message(), HasSubstr("push has"));
+    EXPECT_EQ(PushSlice(&store, 1, total, total, {1}).code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+}
+
+TEST(KVStoreTest, AssignSlicesReshapeTheRow) {
+  Store store(Store::Mode::kAssign);
+  ASSERT_TRUE(store.Push(std::vector<Key>{1}, std::vector<float>{9, 9}).ok());
+  ASSERT_TRUE(PushSlice(&store, 1, 1, 3, {4}).ok());
+  EXPECT_THAT(store.Get(1), ElementsAre(0, 4, 0));
+  ASSERT_TRUE(PushSlice(&store, 1, 0, 3, {5}).ok());
+  EXPECT_THAT(store.Get(1), ElementsAre(5, 4, 0));
+}
+
+TEST(KVStoreTest, HoldsAMillionKeysAcrossRehashes) {
+  // 10^6 keys of 3 values (several slabs, the index rehashed ~17 times),
+  // pushed in batches, summed twice, read back.
+  constexpr size_t kKeys = 1000000;
+  constexpr size_t kBatch = 50000;
+  Store store;
+  std::vector<Key> keys(kBatch);
+  std::vector<float> vals(kBatch * 3);
+  for (int round = 0; round < 2; ++round) {
+    for (size_t b = 0; b < kKeys; b += kBatch) {
+      for (size_t i = 0; i < kBatch; ++i) {
+        keys[i] = (b + i) * 0x9E3779B97F4A7C15ull;  // spread over uint64
+        for (int j = 0; j < 3; ++j) vals[i * 3 + j] = static_cast<float>(j + 1);
+      }
+      ASSERT_TRUE(store.Push(keys, vals).ok());
+    }
+  }
+  EXPECT_EQ(store.num_keys(), kKeys);
+  EXPECT_GT(store.MemoryBytes(), kKeys * 3 * sizeof(float));
+  SArray<Key> probe(kKeys);
+  for (size_t i = 0; i < kKeys; ++i) probe[i] = i * 0x9E3779B97F4A7C15ull;
+  KVPairs<float> got = store.Pull(probe);
+  ASSERT_EQ(got.vals.size(), kKeys * 3);
+  EXPECT_TRUE(got.lens.empty());
+  size_t wrong = 0;
+  for (size_t i = 0; i < kKeys; ++i) {
+    for (int j = 0; j < 3; ++j) wrong += got.vals[i * 3 + j] != 2.0f * (j + 1);
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
+TEST(KVStoreTest, GrowsOverManySlabs) {
+  // Rows of 2 KiB: 1,024 to a 2 MiB slab, so 20,000 keys fill 20 slabs.
+  constexpr size_t kWidth = 512;
+  constexpr size_t kKeys = 20000;
+  KVStore<int32_t> store;
+  std::vector<Key> keys(kKeys);
+  std::vector<int32_t> vals(kKeys * kWidth);
+  for (size_t i = 0; i < kKeys; ++i) {
+    keys[i] = i;
+    for (size_t j = 0; j < kWidth; ++j) {
+      vals[i * kWidth + j] = static_cast<int32_t>(i + j);
+    }
+  }
+  ASSERT_TRUE(store.Push(keys, vals).ok());
+  EXPECT_GE(store.MemoryBytes(), 20u * (2u << 20));
+  SArray<Key> probe{0, 12345, 19999};
+  KVPairs<int32_t> got = store.Pull(probe);
+  ASSERT_EQ(got.vals.size(), 3 * kWidth);
+  EXPECT_EQ(got.vals[0], 0);
+  EXPECT_EQ(got.vals[kWidth + 7], 12345 + 7);
+  EXPECT_EQ(got.vals[3 * kWidth - 1], static_cast<int32_t>(19999 + kWidth - 1));
+}
+
+TEST(KVStoreTest, KeyZeroAndTheLargestKeyAreKeys) {
+  KVStore<int64_t> store;
+  const Key top = ~Key{0};
+  ASSERT_TRUE(
+      store.Push(std::vector<Key>{0, top}, std::vector<int64_t>{1, 2}).ok());
+  EXPECT_THAT(store.Get(0), ElementsAre(1));
+  EXPECT_THAT(store.Get(top), ElementsAre(2));
+}
+
+TEST(KVStoreTest, PrepareThenCommitApplies) {
+  Store store;
+  ASSERT_TRUE(store.Push(std::vector<Key>{1}, std::vector<float>{1}).ok());
+  std::vector<Key> keys{1, 2};
+  std::vector<float> vals{5, 6};
+  ASSERT_TRUE(store.PreparePush(keys, vals).ok());
+  store.CommitPush();
+  EXPECT_THAT(store.Get(1), ElementsAre(6));
+  EXPECT_THAT(store.Get(2), ElementsAre(6));
+}
+
+}  // namespace
+}  // namespace petrel

@@ -1,0 +1,42 @@
+#include "kv/row_index.h"
+
+#include <utility>
+
+namespace petrel {
+namespace {
+
+constexpr size_t kMinCapacity = 16;
+
+}  // namespace
+
+absl::Status RowIndex::Reserve(size_t n) {
+  size_t capacity = slots_ == empty_ ? kMinCapacity : mask_ + 1;
+  while (n > capacity / 4 * 3) capacity *= 2;
+  if (slots_ != empty_ && capacity == mask_ + 1) return absl::OkStatus();
+  return Rehash(capacity);
+}
+
+absl::Status RowIndex::Rehash(size_t capacity) {
+  absl::StatusOr<HugePageMemory> memory =
+      HugePageMemory::Map(capacity * sizeof(Slot), /*advise=*/true);
+  if (!memory.ok()) return memory.status();
+  Slot* slots = static_cast<Slot*>(memory->data());
+  for (size_t i = 0; i < capacity; ++i) slots[i].width = kFreeSlot;
+  // Reinsert every key into the new table (keys are unique: no lookups).
+  Slot* old = slots_;
+  const size_t old_capacity = mask_ + 1;
+  slots_ = slots;
+  mask_ = capacity - 1;
+  for (size_t j = 0; old != empty_ && j < old_capacity; ++j) {
+    const Slot& s = old[j];
+    if (s.width == kFreeSlot) continue;
+    size_t i = Home(s.key);
+    while (slots[i].width != kFreeSlot) i = (i + 1) & mask_;
+    slots[i] = s;
+  }
+  memory_ = *std::move(memory);
+  max_size_ = capacity / 4 * 3;
+  return absl::OkStatus();
+}
+
+}  // namespace petrel
