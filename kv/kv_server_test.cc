@@ -3,6 +3,7 @@
 // server's error reaches Wait with its code.
 #include "kv/kv_server.h"
 
+#include <functional>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -80,6 +81,33 @@ TEST(KVServerTest, DropsAndCountsRequestsThatBreakTheKvLayout) {
   EXPECT_EQ(handled[0].timestamp, good);
   EXPECT_FALSE(raw.IsComplete(bad_lens));
   raw.Stop();
+  EXPECT_TRUE(cluster.Finish().ok());
+}
+
+TEST(KVStoreHandlerTest, RejectsAPushOfAnotherWidthWhole) {
+  LocalCluster cluster(Nodes());
+  ASSERT_TRUE(cluster.Start().ok());
+  KVServer<float> server(0, cluster.server(0));
+  KVStoreHandler<float> store;
+  server.set_request_handler(std::ref(store));
+  ASSERT_TRUE(server.Start().ok());
+  KVWorker<float> kv(0, 0, cluster.worker(0));
+  ASSERT_TRUE(kv.Start().ok());
+  const absl::Duration deadline = absl::Seconds(10);
+  ASSERT_TRUE(
+      kv.Wait(kv.Push(SArray<Key>{1}, SArray<float>{1, 2}), deadline).ok());
+  // Key 2 is new, but key 1 has 2 values, not 3: nothing is stored.
+  absl::Status s = kv.Wait(
+      kv.Push(SArray<Key>{1, 2}, SArray<float>{5, 5, 5, 6, 6, 6}), deadline);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("key 1 has 2 values in the store, push "
+                                     "has 3"));
+  SArray<float> vals;
+  SArray<int> lens;
+  ASSERT_TRUE(kv.Wait(kv.Pull(SArray<Key>{1, 2}, &vals, &lens), deadline).ok());
+  EXPECT_EQ(vals.ToVector(), (std::vector<float>{1, 2}));
+  EXPECT_EQ(lens.ToVector(), (std::vector<int>{2, 0}));
+  EXPECT_EQ(store.num_keys(), 1u);
   EXPECT_TRUE(cluster.Finish().ok());
 }
 
