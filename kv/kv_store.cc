@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "absl/base/attributes.h"
 #include "absl/base/optimization.h"
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
@@ -250,8 +251,8 @@ void KVStore<Val>::FreeRow(uint32_t width, uint32_t row) {
 // *step to what CommitPush does with it. The common case (a row of that
 // width) inline, the rest in ResolveOther.
 template <typename Val>
-inline absl::Status KVStore<Val>::Resolve(Key key, size_t home, uint32_t width,
-                                          bool zero_new, uintptr_t* step) {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::Status KVStore<Val>::Resolve(
+    Key key, size_t home, uint32_t width, bool zero_new, uintptr_t* step) {
   bool inserted;
   RowIndex::Slot* slot = index_.FindOrInsert(key, home, &inserted);
   if (ABSL_PREDICT_TRUE(slot->width == width && width != 0)) {
