@@ -96,6 +96,7 @@ absl::StatusOr<PetrelBench::RunKeys> PetrelBench::NewRun(
     const WorkloadConfig& config) {
   PETREL_RETURN_IF_ERROR(EnsureStarted());
   PETREL_RETURN_IF_ERROR(ValidatePetrelConfig(config));
+  PETREL_RETURN_IF_ERROR(ValidateKeyDrawOptions(KeyDrawOptionsOf(config)));
   if (next_run_ >= kMaxRuns) {
     return absl::ResourceExhaustedError(
         absl::StrCat("more than ", kMaxRuns, " runs in one process"));
