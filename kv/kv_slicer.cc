@@ -358,6 +358,7 @@ absl::Status MergePulled(const std::vector<KVSlice>& slices,
     return absl::OkStatus();
   }
   if (vals->size() != total) *vals = Buffer::Allocate(total);
+  if (total == 0) return absl::OkStatus();  // keys without values
   char* dst = vals->mutable_data();
   WithRowCopy(row, [&](const auto& copy) {
     for (size_t i = 0; i < slices.size(); ++i) {

@@ -400,5 +400,28 @@ TEST(KVSlicerTest, OneServerMapSendsTheRequestAsItIs) {
           .ok());
 }
 
+// Servers that hold none of the keys answer without values: the merge
+// gives an empty array (and zero lengths), whatever the number of servers.
+TEST(KVSlicerTest, MergeOfAnswersWithoutValuesIsEmpty) {
+  SArray<Key> keys = SomeKeys(40);
+  for (int servers : {1, 3}) {
+    auto slices = SliceRequest(Map(servers), keys, Buffer(), sizeof(float), {});
+    ASSERT_TRUE(slices.ok()) << slices.status();
+    std::vector<PulledPart> parts;
+    for (const KVSlice& s : *slices) {
+      PulledPart p;
+      p.keys = s.keys;
+      parts.push_back(p);
+    }
+    Buffer out;
+    SArray<int> lens;
+    ASSERT_TRUE(
+        MergePulled(*slices, parts, keys.size(), sizeof(float), &out, &lens)
+            .ok());
+    EXPECT_TRUE(out.empty()) << servers;
+    EXPECT_EQ(lens.ToVector(), std::vector<int>(keys.size(), 0)) << servers;
+  }
+}
+
 }  // namespace
 }  // namespace petrel
