@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 
@@ -36,23 +37,88 @@ absl::Status CheckRequest(const SArray<Key>& keys, const Buffer& vals,
   return absl::OkStatus();
 }
 
-// Copies the values of the keys at `positions` into one buffer.
-Buffer GatherValues(const char* src, const std::vector<uint32_t>& positions,
-                    const std::vector<size_t>& offsets, size_t width_bytes,
-                    const SArray<int>& lens, size_t elem_size) {
-  size_t total = 0;
-  for (uint32_t p : positions) {
-    total += lens.empty() ? width_bytes : lens[p] * elem_size;
+// Copies one key's values. A width known at compile time (the common
+// small rows) becomes a few loads and stores instead of a call to memcpy.
+template <size_t kWidth>
+struct FixedCopy {
+  size_t width() const { return kWidth; }
+  void operator()(char* dst, const char* src) const {
+    std::memcpy(dst, src, kWidth);
   }
-  Buffer out = Buffer::Allocate(total);
-  char* dst = out.mutable_data();
-  for (uint32_t p : positions) {
-    size_t n = lens.empty() ? width_bytes : lens[p] * elem_size;
-    size_t off = lens.empty() ? p * width_bytes : offsets[p];
-    std::memcpy(dst, src + off, n);
-    dst += n;
+};
+
+struct AnyCopy {
+  size_t bytes;
+  size_t width() const { return bytes; }
+  void operator()(char* dst, const char* src) const {
+    std::memcpy(dst, src, bytes);
   }
-  return out;
+};
+
+// Calls `body(copy)` with the copier for rows of `width` bytes.
+template <typename Body>
+void WithRowCopy(size_t width, const Body& body) {
+  switch (width) {
+    case 4:
+      return body(FixedCopy<4>());
+    case 8:
+      return body(FixedCopy<8>());
+    case 16:
+      return body(FixedCopy<16>());
+    case 32:
+      return body(FixedCopy<32>());
+    case 64:
+      return body(FixedCopy<64>());
+    case 128:
+      return body(FixedCopy<128>());
+    case 256:
+      return body(FixedCopy<256>());
+    case 512:
+      return body(FixedCopy<512>());
+    default:
+      return body(AnyCopy{width});
+  }
+}
+
+// Where the next key of one server's slice goes.
+struct SliceCursor {
+  Key* keys;
+  uint32_t* positions;
+  char* vals;
+  int* lens;
+};
+
+// Moves every key (with its position and `copy.width()` bytes of values
+// when kWithVals) to the cursor of its owner.
+template <bool kWithVals, typename Copy>
+void ScatterFixed(const Key* keys, const uint32_t* owner, size_t n,
+                  const char* vals, const Copy& copy, SliceCursor* cursors) {
+  const size_t width = copy.width();
+  for (size_t i = 0; i < n; ++i) {
+    SliceCursor& c = cursors[owner[i]];
+    *c.keys++ = keys[i];
+    *c.positions++ = static_cast<uint32_t>(i);
+    if (kWithVals) {
+      copy(c.vals, vals + i * width);
+      c.vals += width;
+    }
+  }
+}
+
+// The same for per-key lengths.
+void ScatterVariable(const Key* keys, const uint32_t* owner, size_t n,
+                     const char* vals, const int* lens, size_t elem_size,
+                     SliceCursor* cursors) {
+  for (size_t i = 0; i < n; ++i) {
+    SliceCursor& c = cursors[owner[i]];
+    *c.keys++ = keys[i];
+    *c.positions++ = static_cast<uint32_t>(i);
+    *c.lens++ = lens[i];
+    const size_t bytes = static_cast<size_t>(lens[i]) * elem_size;
+    if (bytes > 0) std::memcpy(c.vals, vals, bytes);
+    c.vals += bytes;
+    vals += bytes;
+  }
 }
 
 }  // namespace
@@ -64,55 +130,60 @@ absl::StatusOr<std::vector<KVSlice>> SliceRequest(const KeyRangeMap& ranges,
                                                   const SArray<int>& lens) {
   absl::Status s = CheckRequest(keys, vals, elem_size, lens);
   if (!s.ok()) return s;
-  const int num_servers = ranges.num_servers();
-  std::vector<int> owner(keys.size());
-  std::vector<uint32_t> counts(num_servers, 0);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    owner[i] = ranges.OwnerOf(keys[i]);
-    ++counts[owner[i]];
-  }
   std::vector<KVSlice> slices;
+  const size_t n = keys.size();
+  if (n == 0) return slices;
+  const int num_servers = ranges.num_servers();
+  if (num_servers == 1) {  // every key is rank 0's: no need to look
+    slices.push_back(KVSlice{0, keys, vals, lens, {}});
+    return slices;
+  }
+  std::unique_ptr<uint32_t[]> owner(new uint32_t[n]);
+  ranges.OwnersOf(keys.data(), n, owner.get());
+  std::vector<uint32_t> counts(num_servers, 0);
+  std::vector<size_t> val_bytes(num_servers, 0);
+  for (size_t i = 0; i < n; ++i) ++counts[owner[i]];
   for (int r = 0; r < num_servers; ++r) {
-    if (counts[r] == keys.size() && !keys.empty()) {  // one server: no copy
+    if (counts[r] == n) {  // one server: no copy
       slices.push_back(KVSlice{r, keys, vals, lens, {}});
       return slices;
     }
   }
-  std::vector<std::vector<uint32_t>> positions(num_servers);
-  for (int r = 0; r < num_servers; ++r) positions[r].reserve(counts[r]);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    positions[owner[i]].push_back(static_cast<uint32_t>(i));
-  }
-  std::vector<size_t> offsets;
+  const size_t width = lens.empty() ? vals.size() / n : 0;
   if (!lens.empty()) {
-    offsets.resize(keys.size());
-    size_t off = 0;
-    for (size_t i = 0; i < keys.size(); ++i) {
-      offsets[i] = off;
-      off += lens[i] * elem_size;
+    for (size_t i = 0; i < n; ++i) {
+      val_bytes[owner[i]] += static_cast<size_t>(lens[i]) * elem_size;
     }
   }
-  size_t width_bytes = keys.empty() ? 0 : vals.size() / keys.size();
+  std::vector<SliceCursor> cursors(num_servers);
+  std::vector<int> slice_of(num_servers, -1);
   for (int r = 0; r < num_servers; ++r) {
-    if (positions[r].empty()) continue;
+    if (counts[r] == 0) continue;
+    slice_of[r] = static_cast<int>(slices.size());
     KVSlice slice;
     slice.server_rank = r;
-    slice.keys = SArray<Key>(positions[r].size());
-    for (size_t j = 0; j < positions[r].size(); ++j) {
-      slice.keys[j] = keys[positions[r][j]];
-    }
-    if (!lens.empty()) {
-      slice.lens = SArray<int>(positions[r].size());
-      for (size_t j = 0; j < positions[r].size(); ++j) {
-        slice.lens[j] = lens[positions[r][j]];
-      }
-    }
+    slice.keys = SArray<Key>(counts[r]);
+    slice.positions = SArray<uint32_t>(counts[r]);
     if (!vals.empty()) {
-      slice.vals = GatherValues(vals.data(), positions[r], offsets, width_bytes,
-                                lens, elem_size);
+      slice.vals =
+          Buffer::Allocate(lens.empty() ? counts[r] * width : val_bytes[r]);
     }
-    slice.positions = std::move(positions[r]);
+    if (!lens.empty()) slice.lens = SArray<int>(counts[r]);
+    cursors[r] = SliceCursor{slice.keys.data(), slice.positions.data(),
+                             slice.vals.mutable_data(), slice.lens.data()};
     slices.push_back(std::move(slice));
+  }
+  if (!lens.empty()) {
+    ScatterVariable(keys.data(), owner.get(), n, vals.data(), lens.data(),
+                    elem_size, cursors.data());
+  } else if (vals.empty()) {
+    ScatterFixed<false>(keys.data(), owner.get(), n, nullptr, AnyCopy{0},
+                        cursors.data());
+  } else {
+    WithRowCopy(width, [&](const auto& copy) {
+      ScatterFixed<true>(keys.data(), owner.get(), n, vals.data(), copy,
+                         cursors.data());
+    });
   }
   return slices;
 }
@@ -163,6 +234,11 @@ std::vector<KVSlice> SplitPushSlices(std::vector<KVSlice> slices,
     while (begin < n) {
       size_t end = begin + 1;
       size_t bytes = bytes_of(begin);
+      if (slice.lens.empty() && width > 0 && width <= max_bytes) {
+        // Fixed width: as many whole keys as fit, without a walk per key.
+        end = std::min(n, begin + max_bytes / width);
+        bytes = (end - begin) * width;
+      }
       while (end < n && bytes + bytes_of(end) <= max_bytes) {
         bytes += bytes_of(end++);
       }
@@ -186,26 +262,20 @@ std::vector<KVSlice> SplitPushSlices(std::vector<KVSlice> slices,
   return out;
 }
 
-absl::Status MergePulled(const std::vector<KVSlice>& slices,
-                         const std::vector<PulledPart>& parts, size_t num_keys,
-                         size_t elem_size, Buffer* vals, SArray<int>* lens) {
-  // Per-key counts in the caller's order.
+namespace {
+
+// Per-key counts of the answers, in the caller's order: the general merge,
+// for answers with lens or with different widths.
+absl::Status MergeVariable(const std::vector<KVSlice>& slices,
+                           const std::vector<PulledPart>& parts,
+                           size_t num_keys, size_t elem_size, Buffer* vals,
+                           SArray<int>* lens) {
   std::vector<int> count(num_keys, 0);
   for (size_t i = 0; i < slices.size(); ++i) {
     const KVSlice& slice = slices[i];
     const PulledPart& part = parts[i];
-    size_t n = slice.keys.size();
-    size_t part_vals = part.vals.size() / elem_size;
-    if (part.keys.size() != n) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("server ", slice.server_rank, " answered ",
-                       part.keys.size(), " keys for ", n, " asked"));
-    }
-    if (part.lens.empty() && n > 0 && part_vals % n != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("server ", slice.server_rank, " sent ", part_vals,
-                       " values for ", n, " keys"));
-    }
+    const size_t n = slice.keys.size();
+    const size_t part_vals = part.vals.size() / elem_size;
     for (size_t j = 0; j < n; ++j) {
       size_t pos = slice.positions.empty() ? j : slice.positions[j];
       count[pos] =
@@ -239,6 +309,69 @@ absl::Status MergePulled(const std::vector<KVSlice>& slices,
       src += n;
     }
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status MergePulled(const std::vector<KVSlice>& slices,
+                         const std::vector<PulledPart>& parts, size_t num_keys,
+                         size_t elem_size, Buffer* vals, SArray<int>* lens) {
+  // Check every answer, and whether all carry the same values per key.
+  bool uniform = true;
+  size_t width = 0;  // values per key, when uniform
+  for (size_t i = 0; i < slices.size(); ++i) {
+    const KVSlice& slice = slices[i];
+    const PulledPart& part = parts[i];
+    const size_t n = slice.keys.size();
+    const size_t part_vals = part.vals.size() / elem_size;
+    if (part.keys.size() != n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("server ", slice.server_rank, " answered ",
+                       part.keys.size(), " keys for ", n, " asked"));
+    }
+    if (part.lens.empty() && n > 0 && part_vals % n != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("server ", slice.server_rank, " sent ", part_vals,
+                       " values for ", n, " keys"));
+    }
+    if (!part.lens.empty() || n == 0 || (i > 0 && part_vals / n != width)) {
+      uniform = false;
+    } else {
+      width = part_vals / n;
+    }
+  }
+  if (!uniform) {
+    return MergeVariable(slices, parts, num_keys, elem_size, vals, lens);
+  }
+  if (lens != nullptr) {
+    *lens = SArray<int>(num_keys, static_cast<int>(width));
+  }
+  const size_t row = width * elem_size;
+  const size_t total = num_keys * row;
+  if (slices.size() == 1 && slices[0].positions.empty()) {
+    if (vals->size() != total) {
+      *vals = parts[0].vals;  // the whole answer, in order: no copy
+    } else if (total > 0) {
+      std::memcpy(vals->mutable_data(), parts[0].vals.data(), total);
+    }
+    return absl::OkStatus();
+  }
+  if (vals->size() != total) *vals = Buffer::Allocate(total);
+  if (total == 0) return absl::OkStatus();  // keys without values
+  char* dst = vals->mutable_data();
+  WithRowCopy(row, [&](const auto& copy) {
+    for (size_t i = 0; i < slices.size(); ++i) {
+      const char* src = parts[i].vals.data();
+      const uint32_t* pos = slices[i].positions.data();
+      const size_t n = slices[i].keys.size();
+      if (slices[i].positions.empty()) {  // the caller's keys, in order
+        std::memcpy(dst, src, n * row);
+        continue;
+      }
+      for (size_t j = 0; j < n; ++j) copy(dst + pos[j] * row, src + j * row);
+    }
+  });
   return absl::OkStatus();
 }
 

@@ -25,9 +25,9 @@ struct KVSlice {
   SArray<Key> keys;
   Buffer vals;       // values of `keys`, in their order (may be empty)
   SArray<int> lens;  // per-key value counts, when the request had lens
-  // Index in the caller's keys of each of `keys`; empty when the slice is
-  // the caller's whole request in its own order.
-  std::vector<uint32_t> positions;
+  // Index in the caller's keys of each of `keys`, ascending; empty when the
+  // slice is the caller's whole request in its own order.
+  SArray<uint32_t> positions;
   // A part holding values [value_offset, value_offset + n) of its single
   // key's value_total values (SplitPushSlices with split_keys); 0 and 0
   // otherwise.
@@ -45,7 +45,10 @@ struct PulledPart {
 // Splits `keys` with their `vals` (elements of `elem_size` bytes; empty for
 // a pull) and optional per-key `lens` by the server owning each key. When
 // every key belongs to one server the caller's buffers are reused without
-// copying. InvalidArgument when values and keys do not agree.
+// copying (with one server in the map, without looking at the keys).
+// Otherwise one pass over the keys writes each key, its position and its
+// values straight into its server's slice: no allocation per key.
+// InvalidArgument when values and keys do not agree.
 absl::StatusOr<std::vector<KVSlice>> SliceRequest(const KeyRangeMap& ranges,
                                                   const SArray<Key>& keys,
                                                   const Buffer& vals,
@@ -68,7 +71,9 @@ std::vector<KVSlice> SplitPushSlices(std::vector<KVSlice> slices,
 // else replaces it (without copying when a single slice answered the whole
 // request). `*lens`, when not null, receives per-key counts; without it all
 // keys must have the same count. InvalidArgument when a server's answer does
-// not match what was asked.
+// not match what was asked. When every answer has the same values per key
+// (the common case) each key's values are copied once, straight to their
+// place, with no per-key bookkeeping.
 absl::Status MergePulled(const std::vector<KVSlice>& slices,
                          const std::vector<PulledPart>& parts, size_t num_keys,
                          size_t elem_size, Buffer* vals, SArray<int>* lens);

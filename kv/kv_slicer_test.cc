@@ -349,5 +349,79 @@ TEST(KVSlicerTest, MergeRejectsMismatchedAnswers) {
   }
 }
 
+// Every row width, the ones copied with a fixed size (4..512 bytes) and
+// others, goes out to the right servers and comes back in order; with lens
+// asked for, a uniform answer gives every key the width.
+TEST(KVSlicerTest, SliceAndMergeRoundTripEveryRowWidth) {
+  const KeyRangeMap ranges = KeyRangeMap::Uniform(8, 32).value();
+  SArray<Key> keys = SomeKeys(1000);
+  for (size_t width : {1, 2, 3, 4, 8, 16, 32, 64, 128, 200}) {
+    SArray<float> vals(keys.size() * width);
+    for (size_t i = 0; i < vals.size(); ++i) vals[i] = static_cast<float>(i);
+    auto slices = SliceRequest(ranges, keys, vals.buffer(), sizeof(float), {});
+    ASSERT_TRUE(slices.ok()) << slices.status();
+    EXPECT_EQ(slices->size(), 8u);
+    std::vector<PulledPart> parts;
+    for (const KVSlice& s : *slices) {
+      ASSERT_EQ(s.vals.size(), s.keys.size() * width * sizeof(float));
+      SArray<float> sv(s.vals);
+      for (size_t j = 0; j < s.keys.size(); ++j) {
+        ASSERT_EQ(ranges.OwnerOf(s.keys[j]), s.server_rank);
+        ASSERT_EQ(keys[s.positions[j]], s.keys[j]);
+        ASSERT_EQ(sv[j * width], vals[s.positions[j] * width]) << width;
+      }
+      parts.push_back(Echo(s));
+    }
+    Buffer out;
+    SArray<int> lens;
+    ASSERT_TRUE(
+        MergePulled(*slices, parts, keys.size(), sizeof(float), &out, &lens)
+            .ok());
+    EXPECT_EQ(SArray<float>(out).ToVector(), vals.ToVector()) << width;
+    EXPECT_EQ(lens.ToVector(),
+              std::vector<int>(keys.size(), static_cast<int>(width)));
+  }
+}
+
+// With one server in the map the request goes out as it is, whatever the
+// keys (no owner is computed).
+TEST(KVSlicerTest, OneServerMapSendsTheRequestAsItIs) {
+  SArray<Key> keys = SomeKeys(30);
+  SArray<float> vals = TwoEach(keys.size());
+  auto slices = SliceRequest(Map(1), keys, vals.buffer(), sizeof(float), {});
+  ASSERT_TRUE(slices.ok()) << slices.status();
+  ASSERT_EQ(slices->size(), 1u);
+  EXPECT_EQ((*slices)[0].server_rank, 0);
+  EXPECT_EQ((*slices)[0].keys.data(), keys.data());
+  EXPECT_EQ((*slices)[0].vals.data(), vals.buffer().data());
+  // Bad requests are still rejected first.
+  EXPECT_FALSE(
+      SliceRequest(Map(1), keys, SArray<float>(7).buffer(), sizeof(float), {})
+          .ok());
+}
+
+// Servers that hold none of the keys answer without values: the merge
+// gives an empty array (and zero lengths), whatever the number of servers.
+TEST(KVSlicerTest, MergeOfAnswersWithoutValuesIsEmpty) {
+  SArray<Key> keys = SomeKeys(40);
+  for (int servers : {1, 3}) {
+    auto slices = SliceRequest(Map(servers), keys, Buffer(), sizeof(float), {});
+    ASSERT_TRUE(slices.ok()) << slices.status();
+    std::vector<PulledPart> parts;
+    for (const KVSlice& s : *slices) {
+      PulledPart p;
+      p.keys = s.keys;
+      parts.push_back(p);
+    }
+    Buffer out;
+    SArray<int> lens;
+    ASSERT_TRUE(
+        MergePulled(*slices, parts, keys.size(), sizeof(float), &out, &lens)
+            .ok());
+    EXPECT_TRUE(out.empty()) << servers;
+    EXPECT_EQ(lens.ToVector(), std::vector<int>(keys.size(), 0)) << servers;
+  }
+}
+
 }  // namespace
 }  // namespace petrel

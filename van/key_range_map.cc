@@ -133,4 +133,18 @@ int KeyRangeMap::OwnerOf(uint64_t key) const {
   return owners_[index];
 }
 
+void KeyRangeMap::OwnersOf(const uint64_t* keys, size_t n,
+                           uint32_t* owners) const {
+  if (!uniform_) {
+    for (size_t i = 0; i < n; ++i) owners[i] = OwnerOf(keys[i]);
+    return;
+  }
+  const uint64_t ranges = begins_.size();
+  const int32_t* owner = owners_.data();
+  for (size_t i = 0; i < n; ++i) {
+    owners[i] =
+        static_cast<uint32_t>(owner[UniformIndex(HashKey(keys[i]), ranges)]);
+  }
+}
+
 }  // namespace petrel

@@ -10,6 +10,7 @@
 #ifndef PETREL_VAN_KEY_RANGE_MAP_H_
 #define PETREL_VAN_KEY_RANGE_MAP_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -53,6 +54,10 @@ class KeyRangeMap {
   // exactly one owner. O(1) for a uniform map (including one rebuilt by
   // FromRanges from a uniform map's ranges), O(log ranges) otherwise.
   int OwnerOf(uint64_t key) const;
+
+  // OwnerOf(keys[i]) into owners[i] for i in [0, n): a request's partition
+  // in one loop, without a call per key.
+  void OwnersOf(const uint64_t* keys, size_t n, uint32_t* owners) const;
 
   int num_servers() const { return num_servers_; }
   // Start of each range, sorted; begins()[0] == 0.

@@ -112,6 +112,24 @@ TEST(KeyRangeMapTest, UniformOwnerMatchesRanges) {
   }
 }
 
+TEST(KeyRangeMapTest, OwnersOfMatchesOwnerOf) {
+  // A uniform map (the O(1) loop) and an uneven one (the search).
+  absl::StatusOr<KeyRangeMap> uniform = KeyRangeMap::Uniform(8, 32);
+  absl::StatusOr<KeyRangeMap> uneven = KeyRangeMap::FromRanges(
+      {0, 5, uint64_t{1} << 63}, {2, 0, 1}, /*num_servers=*/3);
+  ASSERT_TRUE(uniform.ok()) << uniform.status();
+  ASSERT_TRUE(uneven.ok()) << uneven.status();
+  std::vector<uint64_t> keys;
+  for (uint64_t key = 0; key < 5000; ++key) keys.push_back(key * 0x9e3779b9);
+  for (const KeyRangeMap* map : {&*uniform, &*uneven}) {
+    std::vector<uint32_t> owners(keys.size());
+    map->OwnersOf(keys.data(), keys.size(), owners.data());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      ASSERT_EQ(static_cast<int>(owners[i]), map->OwnerOf(keys[i])) << i;
+    }
+  }
+}
+
 TEST(KeyRangeMapTest, UniformAndFromRangesAgree) {
   absl::StatusOr<KeyRangeMap> uniform = KeyRangeMap::Uniform(8, 16);
   ASSERT_TRUE(uniform.ok()) << uniform.status();

@@ -4,13 +4,20 @@
 //
 //   workload=push value_bytes=1048576 inflight=1 worker=0 gbps=3.70
 //   req_per_s=3529 p50_us=270 p99_us=420 requests=10587 seconds=3.000
-//   verified=true
+//   verified=true keys=1 keys_per_s=3529
 //
 // Workloads (--workload takes a comma-separated list, run in that order):
 //   raw_zmq          Raw ZeroMQ baseline: a DEALER sends --value_bytes per
 //                    request (one reused zero-copy buffer) to a ROUTER in a
 //                    forked process on TCP loopback, which acks each one;
 //                    --inflight requests outstanding. Throughput baseline.
+//   raw_zmq_kv       raw_zmq moving the bytes of a Petrel request: the
+//                    --num_keys 8-byte keys plus --value_bytes (or --dim)
+//                    of values in one message per request; its line's
+//                    value_bytes is that sum and keys_per_s counts
+//                    --num_keys per request, so a Petrel line's keys_per_s
+//                    over its keys_per_s is the ratio to raw ZeroMQ moving
+//                    the same bytes.
 //   raw_zmq_latency  raw_zmq with 4-byte values and 1 request in flight:
 //                    the round-trip latency baseline.
 //   push, pull, pushpull, latency
@@ -21,9 +28,15 @@
 //                    job at the end. The baselines need no cluster; they fork,
 //                    so list them before the Petrel workloads.
 //
-// Flags: --workload, --value_bytes, --num_keys, --inflight, --duration_s,
-// --iterations, --repeat, --wait_timeout_s, and the node flags
-// (van/node_flags.cc); defaults and ranges in --help.
+// Flags: --workload, --value_bytes, --num_keys, --dim, --key_dist,
+// --key_space, --zipf_exponent, --inflight, --duration_s, --iterations,
+// --repeat, --wait_timeout_s, and the node flags (van/node_flags.cc);
+// defaults and ranges in --help. Request size: --value_bytes bytes of
+// values over --num_keys keys, or, with --dim=D, --num_keys × D floats
+// (--value_bytes may then be left out or must equal num_keys × D × 4).
+// Keys (Petrel workloads): --key_dist=sequential (default; the run's keys
+// 0..n-1), uniform (n distinct keys drawn from --key_space) or zipf (n
+// Zipf(--zipf_exponent) draws over --key_space, duplicates included).
 //
 // Exit status: 0 when every run finished and verified, 1 when a run failed,
 // 2 for bad flags. Examples (each on one line):
@@ -33,6 +46,9 @@
 //   petrel-launch --num_servers=1 --num_workers=1 -- petrel-bench
 //       --workload=raw_zmq,push,pull,latency --value_bytes=1048576
 //       --inflight=4 --repeat=3
+//   petrel-launch --num_servers=1 --num_workers=1 -- petrel-bench
+//       --workload=raw_zmq_kv,push,pull --num_keys=20000 --dim=16
+//       --key_dist=zipf --repeat=3
 
 #include <cstdio>
 #include <string>
@@ -55,9 +71,25 @@ DEFINE_int64(value_bytes, 1048576,
              "Payload bytes per request (Petrel workloads: spread over "
              "--num_keys keys, a multiple of 4 * num_keys). Default 1048576 "
              "(1 MiB); range [1, 2^30].");
-DEFINE_int32(
-    num_keys, 1,
-    "Keys per request (Petrel workloads). Default 1; range [1, 2^20].");
+DEFINE_int32(num_keys, 1,
+             "Keys per request (Petrel workloads and raw_zmq_kv). Default 1; "
+             "range [1, 2^20].");
+DEFINE_int64(dim, 0,
+             "Floats per key: with it a request carries num_keys * dim * 4 "
+             "bytes of values, and --value_bytes may be left out (if given "
+             "it must equal that product). Default 0 (use --value_bytes); "
+             "range [0, 2^28], product <= 2^30.");
+DEFINE_string(key_dist, "sequential",
+              "Petrel workloads: the keys of a run: sequential (0..n-1 of "
+              "the run), uniform (n distinct keys drawn from --key_space) "
+              "or zipf (n Zipf(--zipf_exponent) draws over --key_space, "
+              "with duplicates). Default sequential.");
+DEFINE_int64(key_space, 100000000,
+             "Petrel workloads, --key_dist=uniform|zipf: possible keys per "
+             "run. Default 10^8; range [1, 2^32] (uniform: >= --num_keys).");
+DEFINE_double(zipf_exponent, 1.1,
+              "Petrel workloads, --key_dist=zipf: the Zipf exponent. Default "
+              "1.1; range (0, 10].");
 DEFINE_int64(max_push_part_bytes, 1048576,
              "Petrel workloads: a push whose values for one server exceed "
              "this many bytes is sent as several messages split at key "
@@ -152,6 +184,17 @@ int main(int argc, char** argv) {
   config.duration_s = FLAGS_duration_s;
   config.iterations = FLAGS_iterations;
   config.issue_from_callbacks = FLAGS_issue_from_callbacks;
+  config.dim = FLAGS_dim;
+  config.key_space = FLAGS_key_space;
+  config.zipf_exponent = FLAGS_zipf_exponent;
+  absl::StatusOr<petrel::KeyDist> dist = petrel::ParseKeyDist(FLAGS_key_dist);
+  if (!dist.ok()) return BadFlags(dist.status());
+  config.key_dist = *dist;
+  const bool value_bytes_given =
+      !gflags::GetCommandLineFlagInfoOrDie("value_bytes").is_default;
+  if (absl::Status s = petrel::ApplyDim(value_bytes_given, &config); !s.ok()) {
+    return BadFlags(s);
+  }
   if (absl::Status s = petrel::ValidateWorkloadConfig(config); !s.ok()) {
     return BadFlags(s);
   }

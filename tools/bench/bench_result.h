@@ -4,7 +4,7 @@
 //
 //   workload=push value_bytes=1048576 inflight=1 worker=0 gbps=2.70
 //   req_per_s=2575 p50_us=380 p99_us=520 requests=7725 seconds=3.000
-//   verified=true
+//   verified=true keys=1 keys_per_s=2575
 //
 // (printed as one line). Keys and their order are part of the interface:
 // add new keys at the end only.
@@ -29,6 +29,9 @@ struct BenchResult {
   double seconds = 0;         // Wall time from the first send to the last ack.
   LatencyRecorder latencies;  // One sample per completed request.
   bool verified = false;      // Every reply matched what was sent.
+  // Keys carried by each request (0 for the raw_zmq baselines that carry
+  // none).
+  int64_t keys_per_request = 0;
 };
 
 // Payload bandwidth in GB/s (1e9 bytes per second): requests * value_bytes /
@@ -38,9 +41,12 @@ double ResultGigabytesPerSecond(const BenchResult& result);
 // Completed requests per second; 0 when seconds <= 0.
 double ResultRequestsPerSecond(const BenchResult& result);
 
+// keys_per_request * requests per second; 0 when seconds <= 0.
+double ResultKeysPerSecond(const BenchResult& result);
+
 // The stable report line shown above, without a trailing newline. gbps has
-// two decimals, seconds three, req_per_s and the percentiles (µs) are rounded
-// to integers.
+// two decimals, seconds three, req_per_s, keys_per_s and the percentiles (µs)
+// are rounded to integers.
 std::string FormatResultLine(const BenchResult& result);
 
 }  // namespace petrel

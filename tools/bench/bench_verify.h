@@ -50,6 +50,24 @@ enum class CheckMode {
 absl::Status CheckPatternMultiple(const SArray<float>& got, size_t want_size,
                                   int64_t multiple, CheckMode mode);
 
+// What one push of `vals` (`vals.size() / keys.size()` values per key, in
+// the order of `keys`) adds to each pulled position when keys repeat: value
+// j of position p is the sum of value j over every position holding the
+// same key as p. Equals `vals` (shared, not copied) when the keys are
+// distinct. REQUIRES: keys non-empty, vals.size() a multiple of keys.size().
+SArray<float> PushSumsPerPosition(const SArray<uint64_t>& keys,
+                                  const SArray<float>& vals);
+
+// Largest multiple of `base` whose float sums are still exact:
+// 2^24 / max(base), at least 1. REQUIRES: base holds positive whole numbers.
+int64_t MaxExactMultipleOf(const SArray<float>& base);
+
+// Like CheckPatternMultiple, against multiple × base[i] instead of
+// multiple × PatternValue(i); `base.size()` is the size wanted.
+absl::Status CheckMultipleOf(const SArray<float>& got,
+                             const SArray<float>& base, int64_t multiple,
+                             CheckMode mode);
+
 }  // namespace petrel
 
 #endif  // PETREL_TOOLS_BENCH_BENCH_VERIFY_H_

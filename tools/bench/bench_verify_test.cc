@@ -70,5 +70,39 @@ TEST(BenchVerifyTest, KeysOfRanksAndRunsAreDisjoint) {
   EXPECT_EQ(BenchKey(1, 0, 0), uint64_t{1} << 40);
 }
 
+TEST(BenchVerifyTest, PushSumsOfDistinctKeysAreThePattern) {
+  SArray<uint64_t> keys = {5, 9, 2};
+  SArray<float> vals = MakePattern(6);
+  SArray<float> base = PushSumsPerPosition(keys, vals);
+  EXPECT_EQ(base.data(), vals.data());  // shared, not copied
+  EXPECT_EQ(MaxExactMultipleOf(base), (int64_t{1} << 24) / 3);
+}
+
+// Keys 7, 8, 7, 7 with 2 values each: key 7 gets the values of positions
+// 0, 2 and 3 summed, and every position of key 7 reads that sum.
+TEST(BenchVerifyTest, PushSumsAddUpRepeatedKeys) {
+  SArray<uint64_t> keys = {7, 8, 7, 7};
+  SArray<float> vals = MakePattern(8);  // 1 2 | 3 1 | 2 3 | 1 2
+  SArray<float> base = PushSumsPerPosition(keys, vals);
+  EXPECT_EQ(base.ToVector(), (std::vector<float>{4, 7, 3, 1, 4, 7, 4, 7}));
+  EXPECT_EQ(MaxExactMultipleOf(base), (int64_t{1} << 24) / 7);
+  // What the server answers after 5 pushes passes; one push fewer fails.
+  SArray<float> got(base.size());
+  for (size_t i = 0; i < got.size(); ++i) got[i] = 5 * base[i];
+  EXPECT_TRUE(CheckMultipleOf(got, base, 5, CheckMode::kFull).ok());
+  EXPECT_TRUE(CheckMultipleOf(got, base, 5, CheckMode::kSampled).ok());
+  absl::Status s = CheckMultipleOf(got, base, 4, CheckMode::kFull);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("value 0 is 20, expected 16"), std::string::npos)
+      << s;
+  got[5] = 0;
+  s = CheckMultipleOf(got, base, 5, CheckMode::kFull);
+  EXPECT_NE(s.message().find("value 5 is 0, expected 35"), std::string::npos)
+      << s;
+  EXPECT_EQ(
+      CheckMultipleOf(SArray<float>(3), base, 5, CheckMode::kSampled).code(),
+      absl::StatusCode::kDataLoss);
+}
+
 }  // namespace
 }  // namespace petrel

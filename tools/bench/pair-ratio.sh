@@ -5,23 +5,34 @@
 # pair. On a shared, noisy machine this ratio is far steadier than two
 # separate runs.
 #
-#   tools/bench/pair-ratio.sh BIN WORKLOAD VALUE_BYTES INFLIGHT PAIRS
+#   tools/bench/pair-ratio.sh BIN WORKLOAD VALUE_BYTES INFLIGHT PAIRS [FLAG...]
 #   tools/bench/pair-ratio.sh build/bin pull 1048576 1 8
 #   tools/bench/pair-ratio.sh build/bin latency 4 1 12     # p50 round trips
+#   tools/bench/pair-ratio.sh build/bin push - 1 5 --num_keys=100000 --dim=1 \
+#       --key_dist=uniform                                  # many small keys
+#
+# With extra petrel-bench flags (FLAG...; VALUE_BYTES "-" leaves
+# --value_bytes out, for --dim) the baseline is raw_zmq_kv, which moves the
+# request's keys and values, and the metric is keys_per_s.
 set -euo pipefail
-if [[ $# -ne 5 ]]; then
-  sed -n '2,10p' "$0" >&2
+if [[ $# -lt 5 ]]; then
+  sed -n '2,17p' "$0" >&2
   exit 2
 fi
 bin=$1 workload=$2 value_bytes=$3 inflight=$4 pairs=$5
+shift 5
 raw=raw_zmq metric=gbps
+if [[ $# -gt 0 ]]; then raw=raw_zmq_kv metric=keys_per_s; fi
 if [[ $workload == latency ]]; then raw=raw_zmq_latency metric=p50_us; fi
+size_flag=()
+if [[ $value_bytes != - ]]; then size_flag=(--value_bytes="$value_bytes"); fi
 list=$(for _ in $(seq "$pairs"); do printf '%s,%s,' "$raw" "$workload"; done)
 "$bin/petrel-launch" --num_servers=1 --num_workers=1 -- "$bin/petrel-bench" \
-  --workload="${list%,}" --value_bytes="$value_bytes" --inflight="$inflight" \
-  --duration_s=0.5 |
-  grep -o "$metric=[0-9.]*" | cut -d= -f2 | paste - - |
-  awk -v w="$workload" -v v="$value_bytes" -v i="$inflight" -v m="$metric" '
+  --workload="${list%,}" "${size_flag[@]}" --inflight="$inflight" \
+  --duration_s=0.5 "$@" |
+  grep -o " $metric=[0-9.]*" | cut -d= -f2 | paste - - |
+  awk -v w="$workload" -v v="$value_bytes" -v i="$inflight" -v m="$metric" \
+    -v f="$*" '
     function median(a, n,   s, k, j, t) {
       for (k = 1; k <= n; k++) s[k] = a[k]
       for (k = 2; k <= n; k++)
@@ -31,6 +42,7 @@ list=$(for _ in $(seq "$pairs"); do printf '%s,%s,' "$raw" "$workload"; done)
     { raw[NR] = $1; pet[NR] = $2; ratio[NR] = $2 / $1 }
     END {
       if (NR == 0) { print "no result lines" > "/dev/stderr"; exit 1 }
-      printf "workload=%s value_bytes=%s inflight=%s pairs=%d raw_%s=%.2f petrel_%s=%.2f ratio=%.2f\n",
-        w, v, i, NR, m, median(raw, NR), m, median(pet, NR), median(ratio, NR)
+      printf "workload=%s value_bytes=%s inflight=%s pairs=%d raw_%s=%.2f petrel_%s=%.2f ratio=%.2f%s\n",
+        w, v, i, NR, m, median(raw, NR), m, median(pet, NR), median(ratio, NR),
+        (f == "" ? "" : " flags=" f)
     }'

@@ -7,6 +7,7 @@
 #include "glog/logging.h"
 
 #include "base/status_macros.h"
+#include "tools/bench/bench_keys.h"
 #include "tools/bench/bench_verify.h"
 #include "tools/bench/request_chain.h"
 #include "tools/bench/request_window.h"
@@ -56,6 +57,10 @@ void WarnIfCapped(const RequestWindowResult& window, const char* name) {
 struct PetrelBench::RunKeys {
   SArray<Key> keys;
   SArray<float> vals;  // the pattern, value_bytes / 4 floats
+  // What one push of `vals` adds at each pulled position (`vals` itself
+  // unless keys repeat), and the most pushes whose sums stay exact.
+  SArray<float> base;
+  int64_t max_multiple = kMaxExactMultiple;
 };
 
 PetrelBench::~PetrelBench() {
@@ -91,6 +96,7 @@ absl::StatusOr<PetrelBench::RunKeys> PetrelBench::NewRun(
     const WorkloadConfig& config) {
   PETREL_RETURN_IF_ERROR(EnsureStarted());
   PETREL_RETURN_IF_ERROR(ValidatePetrelConfig(config));
+  PETREL_RETURN_IF_ERROR(ValidateKeyDrawOptions(KeyDrawOptionsOf(config)));
   if (next_run_ >= kMaxRuns) {
     return absl::ResourceExhaustedError(
         absl::StrCat("more than ", kMaxRuns, " runs in one process"));
@@ -100,11 +106,12 @@ absl::StatusOr<PetrelBench::RunKeys> PetrelBench::NewRun(
   kv_->set_split_large_keys(config.split_large_keys);
   const int rank = runtime_->postoffice()->my_rank();
   RunKeys out;
-  out.keys = SArray<Key>(static_cast<size_t>(config.num_keys));
-  for (int k = 0; k < config.num_keys; ++k)
-    out.keys[k] = BenchKey(rank, run, k);
+  PETREL_ASSIGN_OR_RETURN(out.keys,
+                          DrawRunKeys(KeyDrawOptionsOf(config), rank, run));
   out.vals =
       MakePattern(static_cast<size_t>(config.value_bytes) / sizeof(float));
+  out.base = PushSumsPerPosition(out.keys, out.vals);
+  out.max_multiple = MaxExactMultipleOf(out.base);
   return out;
 }
 
@@ -113,7 +120,7 @@ absl::Status PetrelBench::PullAndCheck(const RunKeys& run, int64_t multiple) {
   PETREL_RETURN_IF_ERROR(
       Annotate(WaitFor(kv_->Pull(run.keys, &got)), "verification pull"));
   return Annotate(
-      CheckPatternMultiple(got, run.vals.size(), multiple, CheckMode::kFull),
+      CheckMultipleOf(got, run.base, multiple, CheckMode::kFull),
       absl::StrCat("after ", multiple, " pushes of the pattern, pull"));
 }
 
@@ -124,6 +131,7 @@ BenchResult PetrelBench::MakeResult(const char* name,
   result.value_bytes = config.value_bytes;
   result.inflight = config.inflight;
   result.worker_rank = runtime_->postoffice()->my_rank();
+  result.keys_per_request = config.num_keys;
   return result;
 }
 
@@ -140,7 +148,7 @@ absl::StatusOr<BenchResult> PetrelBench::RunPushes(
   WaitFn wait = [&](int ts, absl::Duration t) { return kv_->Wait(ts, t); };
   PETREL_ASSIGN_OR_RETURN(
       RequestWindowResult window,
-      RunRequests(WindowOptions(config, timeout_, kMaxExactMultiple - 1), issue,
+      RunRequests(WindowOptions(config, timeout_, run.max_multiple - 1), issue,
                   wait, nullptr));
   WarnIfCapped(window, name);
   PETREL_RETURN_IF_ERROR(Barrier("after the timed pushes"));
@@ -181,8 +189,8 @@ absl::StatusOr<BenchResult> PetrelBench::RunPull(const WorkloadConfig& config) {
   };
   WaitFn wait = [&](int ts, absl::Duration t) { return kv_->Wait(ts, t); };
   CheckFn check = [&](int64_t, int slot) {
-    absl::Status s = CheckPatternMultiple(outs[slot], run.vals.size(), 1,
-                                          CheckMode::kSampled);
+    absl::Status s =
+        CheckMultipleOf(outs[slot], run.base, 1, CheckMode::kSampled);
     outs[slot] = SArray<float>();  // give the received message back now
     return s;
   };
@@ -217,14 +225,14 @@ absl::StatusOr<BenchResult> PetrelBench::RunPushPull(
   // Requests are issued from one thread, so every server applies them in
   // issue order: request i (from 0) answers with the sum of 2 + i pushes.
   CheckFn check = [&](int64_t index, int slot) {
-    absl::Status s = CheckPatternMultiple(outs[slot], run.vals.size(),
-                                          2 + index, CheckMode::kSampled);
+    absl::Status s =
+        CheckMultipleOf(outs[slot], run.base, 2 + index, CheckMode::kSampled);
     outs[slot] = SArray<float>();
     return s;
   };
   PETREL_ASSIGN_OR_RETURN(
       RequestWindowResult window,
-      RunRequests(WindowOptions(config, timeout_, kMaxExactMultiple - 1), issue,
+      RunRequests(WindowOptions(config, timeout_, run.max_multiple - 1), issue,
                   wait, check));
   WarnIfCapped(window, "pushpull");
   PETREL_RETURN_IF_ERROR(Barrier("after the timed push-pulls"));

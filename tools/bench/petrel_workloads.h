@@ -5,16 +5,22 @@
 // against the job's servers (stock petrel-server, summing pushes), and
 // ends the job with Postoffice::Finish.
 //
-// Each run uses fresh keys of its own (BenchKey(rank, run, k)), so the
-// server's sums are known exactly and every run is verified
-// (tools/bench/bench_verify.h):
+// Each run draws fresh keys of its own (--key_dist, bench_keys.h) and
+// sends the same request (those keys, the value pattern) every time, so
+// the server's sums are known exactly and every run is verified
+// (tools/bench/bench_verify.h). With repeated keys (zipf) one push adds,
+// at each position, the pattern summed over the positions sharing its key
+// ("base" below; the pattern itself when keys are distinct):
 //   push      one warm-up push, the timed pushes, then a pull that must
-//             return (1 + pushes) × pattern, every value checked.
+//             return (1 + pushes) × base, every value checked.
 //   pull      one push of the pattern, the timed pulls, each answer checked
 //             at 64 spread positions, then a final pull checked fully.
 //   pushpull  like push, but every answer must be the running sum
-//             (k × pattern after the k-th push; 64 positions checked).
+//             (k × base after the k-th push; 64 positions checked).
 //   latency   push with 1 key, 1 float and 1 request in flight.
+// Pushes stop early (with a warning) before sums would pass 2^24, where
+// floats stop being exact: after about 5.6 M pushes of distinct keys,
+// fewer when a key repeats (2^24 / the largest base value).
 // A run that moved wrong data fails with DataLoss. With several workers
 // the timed phase of every run is fenced by worker barriers, so the
 // workers measure at the same time.

@@ -17,6 +17,7 @@ constexpr int kMaxNumKeys = 1 << 20;
 constexpr int kMaxInflight = 65536;
 constexpr double kMaxDurationS = 86400;
 constexpr int64_t kLatencyValueBytes = 4;
+constexpr int64_t kMaxDim = int64_t{1} << 28;
 
 absl::StatusOr<BenchResult> RunRawZmqThroughput(const WorkloadConfig& config) {
   RawZmqOptions options;
@@ -26,6 +27,30 @@ absl::StatusOr<BenchResult> RunRawZmqThroughput(const WorkloadConfig& config) {
   options.duration_s = config.duration_s;
   options.workload_name = "raw_zmq";
   return RunRawZmq(options);
+}
+
+// The bytes of a Petrel request of `config`: num_keys 8-byte keys and
+// value_bytes of values.
+int64_t KvRequestBytes(const WorkloadConfig& config) {
+  return int64_t{8} * config.num_keys + config.value_bytes;
+}
+
+absl::StatusOr<BenchResult> RunRawZmqKv(const WorkloadConfig& config) {
+  if (KvRequestBytes(config) > kMaxValueBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "raw_zmq_kv: --num_keys=", config.num_keys,
+        " keys and --value_bytes=", config.value_bytes, " are ",
+        KvRequestBytes(config), " bytes per request, over ", kMaxValueBytes));
+  }
+  RawZmqOptions options;
+  options.value_bytes = KvRequestBytes(config);
+  options.inflight = config.inflight;
+  options.iterations = config.iterations;
+  options.duration_s = config.duration_s;
+  options.workload_name = "raw_zmq_kv";
+  absl::StatusOr<BenchResult> result = RunRawZmq(options);
+  if (result.ok()) result->keys_per_request = config.num_keys;
+  return result;
 }
 
 absl::StatusOr<BenchResult> RunRawZmqLatency(const WorkloadConfig& config) {
@@ -47,6 +72,11 @@ WorkloadTable BuiltinWorkloads() {
       "raw ZeroMQ DEALER->ROUTER to a forked acker on TCP loopback; "
       "--value_bytes per request, --inflight outstanding (throughput baseline)",
       &RunRawZmqThroughput, /*needs_cluster=*/false};
+  table["raw_zmq_kv"] = {
+      "raw_zmq moving the bytes of a Petrel request: --num_keys * 8 bytes of "
+      "keys plus --value_bytes (or --dim) of values; value_bytes in its line "
+      "is that sum, keys_per_s compares with push/pull",
+      &RunRawZmqKv, /*needs_cluster=*/false};
   table["raw_zmq_latency"] = {
       "raw_zmq with 4-byte values and 1 in flight (round-trip latency "
       "baseline; ignores --value_bytes and --inflight)",
@@ -82,7 +112,43 @@ absl::Status ValidateWorkloadConfig(const WorkloadConfig& c) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--duration_s=", c.duration_s, " is not in (0, ", kMaxDurationS, "]"));
   }
+  if (c.dim < 0 || c.dim > kMaxDim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dim=", c.dim, " is not in [0, ", kMaxDim, "]"));
+  }
+  return ValidateKeyDrawOptions(KeyDrawOptionsOf(c));
+}
+
+absl::Status ApplyDim(bool value_bytes_given, WorkloadConfig* config) {
+  // A bad --num_keys is left to ValidateWorkloadConfig, which names it.
+  if (config->dim == 0 || config->num_keys < 1) return absl::OkStatus();
+  if (config->dim < 0 || config->dim > kMaxDim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dim=", config->dim, " is not in [0, ", kMaxDim, "]"));
+  }
+  const int64_t bytes = int64_t{4} * config->num_keys * config->dim;
+  if (bytes > kMaxValueBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--num_keys=", config->num_keys, " x --dim=", config->dim,
+        " floats are ", bytes, " bytes per request, over ", kMaxValueBytes));
+  }
+  if (value_bytes_given && config->value_bytes != bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--value_bytes=", config->value_bytes, " disagrees with --num_keys=",
+        config->num_keys, " x --dim=", config->dim, " floats (", bytes,
+        " bytes); give one or the other"));
+  }
+  config->value_bytes = bytes;
   return absl::OkStatus();
+}
+
+KeyDrawOptions KeyDrawOptionsOf(const WorkloadConfig& config) {
+  KeyDrawOptions options;
+  options.dist = config.key_dist;
+  options.num_keys = config.num_keys;
+  options.key_space = config.key_space;
+  options.zipf_exponent = config.zipf_exponent;
+  return options;
 }
 
 absl::StatusOr<std::vector<std::string>> ParseWorkloadList(

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
+#include "tools/bench/bench_keys.h"
 #include "tools/bench/bench_result.h"
 
 namespace petrel {
@@ -24,11 +25,23 @@ namespace petrel {
 // (raw_zmq_latency always uses 4 bytes and one request in flight).
 struct WorkloadConfig {
   // Payload bytes per request, spread evenly over num_keys keys in the
-  // Petrel workloads. Default 1 MiB; range [1, 1 GiB].
+  // Petrel workloads. With dim >= 1 it is num_keys * dim * 4 (ApplyDim).
+  // Default 1 MiB; range [1, 1 GiB].
   int64_t value_bytes = 1 << 20;
-  // Keys per request; unused by the raw_zmq baselines. Default 1; range
-  // [1, 1048576].
+  // Keys per request; unused by raw_zmq and raw_zmq_latency. Default 1;
+  // range [1, 1048576].
   int num_keys = 1;
+  // Floats per key; 0 leaves the request size to value_bytes. Default 0;
+  // range [0, 2^28], with num_keys * dim * 4 <= 1 GiB.
+  int64_t dim = 0;
+  // Petrel workloads: how a run draws its keys (tools/bench/bench_keys.h).
+  // Default sequential.
+  KeyDist key_dist = KeyDist::kSequential;
+  // uniform and zipf: key numbers are drawn from [0, key_space). Default
+  // 10^8; range [1, 2^32] (uniform: >= num_keys).
+  int64_t key_space = 100000000;
+  // zipf: the exponent. Default 1.1; range (0, 10].
+  double zipf_exponent = 1.1;
   // Petrel workloads: the KVWorker's max_push_part_bytes (a push to one
   // server above it is sent in parts split at key boundaries); 0 never
   // splits. Default 1 MiB; range [0, 1 GiB].
@@ -73,6 +86,15 @@ WorkloadTable BuiltinWorkloads();
 // InvalidArgument naming the flag and its value when a field is out of the
 // range documented on WorkloadConfig.
 absl::Status ValidateWorkloadConfig(const WorkloadConfig& config);
+
+// With config->dim >= 1, sets value_bytes to num_keys * dim * 4. When
+// --value_bytes was also given (`value_bytes_given`) it must equal that
+// product: InvalidArgument naming both flags otherwise, or when dim is out
+// of range or the product is over 1 GiB. Does nothing when dim is 0.
+absl::Status ApplyDim(bool value_bytes_given, WorkloadConfig* config);
+
+// The KeyDrawOptions of the config's key flags.
+KeyDrawOptions KeyDrawOptionsOf(const WorkloadConfig& config);
 
 // Splits a comma-separated --workload value ("raw_zmq,raw_zmq_latency") into
 // names, in order, duplicates kept. InvalidArgument when the list is empty,
