@@ -149,6 +149,24 @@ void BM_ReadDataFile(benchmark::State& state) {
 }
 BENCHMARK(BM_ReadDataFile)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
+// The first pass with a memory cache being built (a new reader each time).
+void BM_ReadAndKeep(benchmark::State& state) {
+  const int format = static_cast<int>(state.range(0));
+  const std::string path = WriteFile(format);
+  ReaderOptions options = Options(format, path);
+  options.cache.mode = CacheMode::kMemory;
+  Batch batch;
+  for (auto _ : state) {
+    auto reader = OpenReader(options);
+    CHECK(reader.ok()) << reader.status();
+    while (*(*reader)->Next(1024, &batch)) {
+    }
+  }
+  state.SetBytesProcessed(state.iterations() * Text(format).size());
+  std::remove(path.c_str());
+}
+BENCHMARK(BM_ReadAndKeep)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
 void BM_ReadCached(benchmark::State& state) {
   const int format = static_cast<int>(state.range(0));
   const std::string path = WriteFile(format);

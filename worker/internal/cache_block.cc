@@ -20,6 +20,7 @@ void Put(const T& value, std::string* out) {
 
 template <typename T>
 void PutArray(const T* data, size_t n, std::string* out) {
+  if (n == 0) return;  // data may be null
   out->append(reinterpret_cast<const char*>(data), n * sizeof(T));
 }
 
@@ -55,6 +56,11 @@ void EncodeBlock(const Batch& batch, std::string* out) {
   const uint32_t flags =
       (values_one ? kValuesOne : 0) | (has_fields ? kHasFields : 0);
   const size_t start = out->size();
+  // One allocation of the exact size: blocks are large, and growing them
+  // step by step would copy and page-fault them several times.
+  out->reserve(start + kBlockHeaderBytes + size_t{n} * 8 + size_t{nnz} * 8 +
+               (values_one ? 0 : size_t{nnz} * 4) +
+               (has_fields ? size_t{nnz} * 4 : 0) + batch.numeric.size() * 4);
   Put(n, out);
   Put(nnz, out);
   Put(flags, out);
