@@ -56,6 +56,10 @@ absl::StatusOr<ReaderOptions> TrainReaderOptions(const pb::JobConfig& job,
   absl::StatusOr<CacheOptions> cache = CacheFromConfig(job.data().cache());
   if (!cache.ok()) return cache.status();
   ro.cache = *cache;
+  // One pass reads the share once: keeping it would cost memory for nothing.
+  if (job.train().epochs() <= 1 && ro.cache.mode == CacheMode::kAuto) {
+    ro.cache.mode = CacheMode::kOff;
+  }
   return ro;
 }
 

@@ -14,8 +14,9 @@
 namespace petrel {
 
 // Worker `rank` of `num_workers`'s share of data.train. `with_fields` asks
-// for Batch::fields and numeric (Model::needs_fields()). InvalidArgument
-// naming the field for a bad data.cache.
+// for Batch::fields and numeric (Model::needs_fields()). With one epoch
+// (train.epochs <= 1) MODE_AUTO caches nothing. InvalidArgument naming the
+// field for a bad data.cache.
 absl::StatusOr<ReaderOptions> TrainReaderOptions(const pb::JobConfig& job,
                                                  int rank, int num_workers,
                                                  bool with_fields);

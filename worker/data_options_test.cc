@@ -10,6 +10,7 @@ pb::JobConfig Job() {
   job.mutable_data()->add_train("train.txt");
   job.mutable_data()->add_test("test.txt");
   job.mutable_data()->set_format(pb::DataConfig::FORMAT_CRITEO);
+  job.mutable_train()->set_epochs(3);
   return job;
 }
 
@@ -24,6 +25,14 @@ TEST(DataOptionsTest, DefaultsToAnAutomaticCacheOfOneGiB) {
   EXPECT_EQ(ro->cache.mode, CacheMode::kAuto);
   EXPECT_EQ(ro->cache.memory_budget_bytes, int64_t{1} << 30);
   EXPECT_EQ(ro->cache.dir, "");
+}
+
+TEST(DataOptionsTest, OneEpochCachesNothingUnlessAsked) {
+  pb::JobConfig job = Job();
+  job.mutable_train()->set_epochs(1);
+  EXPECT_EQ(TrainReaderOptions(job, 0, 1, false)->cache.mode, CacheMode::kOff);
+  job.mutable_data()->mutable_cache()->set_mode(pb::DataCacheConfig::MODE_FILE);
+  EXPECT_EQ(TrainReaderOptions(job, 0, 1, false)->cache.mode, CacheMode::kFile);
 }
 
 TEST(DataOptionsTest, TestFilesGoToACacheFileOrNone) {
