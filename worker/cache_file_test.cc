@@ -3,12 +3,14 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
+#include "worker/internal/block_arena.h"
 #include "worker/internal/cache_block.h"
 
 namespace petrel {
@@ -52,10 +54,31 @@ TEST(CacheBlockTest, LeavesOutValuesThatAreAllOne) {
   batch.offsets = {0, 2};
   std::string bytes;
   internal::EncodeBlock(batch, &bytes);
-  EXPECT_EQ(bytes.size(), internal::kBlockHeaderBytes + 8 + 16);
+  // Labels and ends (8), keys as u32 (8), no values.
+  EXPECT_EQ(bytes.size(), internal::kBlockHeaderBytes + 8 + 8);
   Batch out;
   internal::AppendExamples(*internal::ParseBlock(bytes), 0, 1, &out);
   EXPECT_EQ(out.values, batch.values);
+}
+
+TEST(CacheBlockTest, KeysAtOrAbove2To32KeepAllTheirBits) {
+  Batch batch;
+  batch.labels = {0, 1};
+  batch.keys = {1, uint64_t{1} << 32, 0xFFFFFFFFu};
+  batch.values = {1, 1, 2};
+  batch.offsets = {0, 1, 3};
+  std::string bytes;
+  internal::EncodeBlock(batch, &bytes);
+  Batch out;
+  internal::AppendExamples(*internal::ParseBlock(bytes), 0, 2, &out);
+  EXPECT_EQ(out.keys, batch.keys);
+  batch.keys[1] = 7;  // now every key fits 32 bits
+  bytes.clear();
+  internal::EncodeBlock(batch, &bytes);
+  out.Clear();
+  internal::AppendExamples(*internal::ParseBlock(bytes), 1, 2, &out);
+  EXPECT_EQ(out.keys, (std::vector<uint64_t>{7, 0xFFFFFFFFu}));
+  EXPECT_EQ(out.values, (std::vector<float>{1, 2}));
 }
 
 TEST(CacheBlockTest, DetectsEveryFlippedByteAndTruncation) {
@@ -70,6 +93,24 @@ TEST(CacheBlockTest, DetectsEveryFlippedByteAndTruncation) {
   }
   EXPECT_FALSE(internal::ParseBlock(bytes.substr(0, bytes.size() - 1)).ok());
   EXPECT_FALSE(internal::ParseBlock(bytes.substr(0, 10)).ok());
+}
+
+TEST(BlockArenaTest, KeepsEveryCopyInPlace) {
+  internal::BlockArena arena;
+  std::vector<absl::string_view> views;
+  std::vector<std::string> blocks;
+  for (int i = 0; i < 200; ++i) {
+    blocks.push_back(std::string(1000 + i * 997 % 300000, 'a' + i % 26));
+    absl::StatusOr<absl::string_view> view = arena.Append(blocks.back());
+    ASSERT_TRUE(view.ok()) << view.status();
+    views.push_back(*view);
+  }
+  // A block bigger than a chunk gets its own.
+  const std::string big(40 << 20, 'z');
+  ASSERT_EQ(*arena.Append(big), big);
+  for (size_t i = 0; i < blocks.size(); ++i) EXPECT_EQ(views[i], blocks[i]);
+  arena.Clear();
+  EXPECT_EQ(*arena.Append("x"), "x");
 }
 
 std::string TempPath(const std::string& name) {

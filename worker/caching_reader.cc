@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "glog/logging.h"
 
+#include "base/status_macros.h"
 #include "worker/cache_key.h"
 
 namespace petrel {
@@ -59,8 +60,7 @@ void CachingReader::Init() {
   absl::Status status = file.status();
   if (status.ok()) status = UseFile(std::move(*file));
   if (status.ok()) return;
-  memory_.clear();
-  memory_bytes_ = 0;
+  ClearMemory();
   // A stale or broken file would be reported again by every later run.
   if (!absl::IsNotFound(status)) unlink(path_.c_str());
   if (absl::IsNotFound(status)) {
@@ -83,15 +83,11 @@ absl::Status CachingReader::UseFile(std::unique_ptr<CacheFileReader> file) {
   internal::BlockView view;
   uint64_t examples = 0;
   while (true) {
-    std::string block;
-    absl::StatusOr<bool> more = file->NextBlock(&block, &view);
+    absl::StatusOr<bool> more = file->NextBlock(&scratch_, &view);
     if (!more.ok()) return more.status();
     if (!*more) break;
     examples += view.examples;
-    if (load) {
-      memory_bytes_ += static_cast<int64_t>(block.size());
-      memory_.push_back(std::move(block));
-    }
+    if (load) PETREL_RETURN_IF_ERROR(KeepInMemory(scratch_));
   }
   if (examples != file->examples()) {
     return absl::DataLossError(absl::StrCat(file->path(), " holds ", examples,
@@ -130,14 +126,34 @@ absl::StatusOr<bool> CachingReader::NextFromText(int max_examples,
   return more;
 }
 
+absl::Status CachingReader::KeepInMemory(absl::string_view block) {
+  PETREL_ASSIGN_OR_RETURN(absl::string_view copy, arena_.Append(block));
+  memory_.push_back(copy);
+  memory_bytes_ += static_cast<int64_t>(block.size());
+  return absl::OkStatus();
+}
+
+void CachingReader::ClearMemory() {
+  memory_.clear();
+  memory_.shrink_to_fit();
+  views_.clear();
+  arena_.Clear();
+  memory_bytes_ = 0;
+}
+
 void CachingReader::Keep(const Batch& batch) {
-  std::string block;
-  internal::EncodeBlock(batch, &block);
+  scratch_.clear();
+  internal::EncodeBlock(batch, &scratch_);
+  const absl::string_view block = scratch_;
   if (writer_ == nullptr && options_.cache.mode != CacheMode::kFile &&
       memory_bytes_ + static_cast<int64_t>(block.size()) <=
           options_.cache.memory_budget_bytes) {
-    memory_bytes_ += static_cast<int64_t>(block.size());
-    memory_.push_back(std::move(block));
+    absl::Status status = KeepInMemory(block);
+    if (!status.ok()) {
+      LOG(WARNING) << "parsed-example cache: " << status.message()
+                   << "; every pass parses the text";
+      GiveUp();
+    }
     return;
   }
   if (options_.cache.mode == CacheMode::kMemory) {
@@ -164,15 +180,13 @@ absl::Status CachingReader::Spill() {
       CacheFileWriter::Create(path_, key_);
   if (!writer.ok()) return writer.status();
   writer_ = std::move(*writer);
-  for (const std::string& block : memory_) {
+  for (absl::string_view block : memory_) {
     absl::StatusOr<internal::BlockView> view = internal::ParseBlock(block);
     if (!view.ok()) return view.status();  // our own bytes: cannot happen
     absl::Status status = writer_->Append(block, view->examples);
     if (!status.ok()) return status;
   }
-  memory_.clear();
-  memory_.shrink_to_fit();
-  memory_bytes_ = 0;
+  ClearMemory();
   return absl::OkStatus();
 }
 
@@ -206,9 +220,7 @@ void CachingReader::FinishBuild() {
 
 void CachingReader::DiscardBuild() {
   writer_.reset();  // removes its temporary file
-  memory_.clear();
-  memory_.shrink_to_fit();
-  memory_bytes_ = 0;
+  ClearMemory();
 }
 
 void CachingReader::GiveUp() {
@@ -223,7 +235,7 @@ void CachingReader::StartReplay() {
   } else {
     if (views_.size() != memory_.size()) {
       views_.clear();
-      for (const std::string& block : memory_) {
+      for (absl::string_view block : memory_) {
         // Blocks in memory were checked (or encoded) here; a failure is a
         // bug in this process.
         absl::StatusOr<internal::BlockView> view = internal::ParseBlock(block);

@@ -35,8 +35,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 #include "worker/cache_file.h"
+#include "worker/internal/block_arena.h"
 #include "worker/internal/cache_block.h"
 #include "worker/reader.h"
 
@@ -81,6 +83,9 @@ class CachingReader : public Reader {
   // Stops building and discards what was kept; later passes parse text.
   void GiveUp();
   void DiscardBuild();
+  // Copies a block into memory_ / drops every block in memory.
+  absl::Status KeepInMemory(absl::string_view block);
+  void ClearMemory();
   // Starts a pass from the finished cache.
   void StartReplay();
 
@@ -92,9 +97,11 @@ class CachingReader : public Reader {
   Source source_ = Source::kText;
   bool building_ = false;                   // this text pass keeps its examples
   bool complete_ = false;                   // the cache holds the whole share
-  std::vector<std::string> memory_;         // encoded blocks
+  internal::BlockArena arena_;              // holds memory_'s bytes
+  std::vector<absl::string_view> memory_;   // encoded blocks in arena_
   std::vector<internal::BlockView> views_;  // of memory_, once complete
   int64_t memory_bytes_ = 0;
+  std::string scratch_;  // the block being encoded (capacity reused)
   std::unique_ptr<CacheFileWriter> writer_;
   std::unique_ptr<CacheFileReader> file_;
   int64_t cached_malformed_ = 0;  // malformed lines of the building pass

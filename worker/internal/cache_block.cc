@@ -12,6 +12,7 @@ namespace {
 
 constexpr uint32_t kValuesOne = 1;
 constexpr uint32_t kHasFields = 2;
+constexpr uint32_t kKeys32 = 4;
 
 template <typename T>
 void Put(const T& value, std::string* out) {
@@ -39,6 +40,12 @@ void AppendColumn(const char* src, size_t n, std::vector<T>* v) {
   if (n > 0) std::memcpy(v->data() + old, src, n * sizeof(T));
 }
 
+bool AllBelow2To32(const std::vector<uint64_t>& keys) {
+  uint64_t any_high = 0;
+  for (uint64_t key : keys) any_high |= key >> 32;
+  return any_high == 0;
+}
+
 bool AllOnes(const std::vector<float>& values) {
   for (float v : values) {
     if (v != 1.0f) return false;
@@ -53,12 +60,14 @@ void EncodeBlock(const Batch& batch, std::string* out) {
   const uint32_t nnz = static_cast<uint32_t>(batch.nnz());
   const bool values_one = AllOnes(batch.values);
   const bool has_fields = !batch.fields.empty();
-  const uint32_t flags =
-      (values_one ? kValuesOne : 0) | (has_fields ? kHasFields : 0);
+  const bool keys32 = AllBelow2To32(batch.keys);  // libsvm indices usually
+  const uint32_t flags = (values_one ? kValuesOne : 0) |
+                         (has_fields ? kHasFields : 0) | (keys32 ? kKeys32 : 0);
   const size_t start = out->size();
   // One allocation of the exact size: blocks are large, and growing them
   // step by step would copy and page-fault them several times.
-  out->reserve(start + kBlockHeaderBytes + size_t{n} * 8 + size_t{nnz} * 8 +
+  out->reserve(start + kBlockHeaderBytes + size_t{n} * 8 +
+               size_t{nnz} * (keys32 ? 4 : 8) +
                (values_one ? 0 : size_t{nnz} * 4) +
                (has_fields ? size_t{nnz} * 4 : 0) + batch.numeric.size() * 4);
   Put(n, out);
@@ -69,7 +78,16 @@ void EncodeBlock(const Batch& batch, std::string* out) {
   Put(uint64_t{0}, out);  // checksum, set below
   PutArray(batch.labels.data(), n, out);
   PutArray(batch.offsets.data() + 1, n, out);
-  PutArray(batch.keys.data(), nnz, out);
+  if (keys32) {
+    const size_t at = out->size();
+    out->resize(at + size_t{nnz} * 4);
+    for (uint32_t i = 0; i < nnz; ++i) {
+      const uint32_t key = static_cast<uint32_t>(batch.keys[i]);
+      std::memcpy(&(*out)[at + size_t{i} * 4], &key, 4);
+    }
+  } else {
+    PutArray(batch.keys.data(), nnz, out);
+  }
   if (!values_one) PutArray(batch.values.data(), nnz, out);
   if (has_fields) PutArray(batch.fields.data(), nnz, out);
   PutArray(batch.numeric.data(), batch.numeric.size(), out);
@@ -109,8 +127,11 @@ absl::StatusOr<BlockView> ParseBlock(absl::string_view bytes) {
   const uint32_t num_numeric = Get<uint32_t>(p + 12);
   view.values_one = (flags & kValuesOne) != 0;
   view.has_fields = (flags & kHasFields) != 0;
+  view.keys32 = (flags & kKeys32) != 0;
   const uint64_t n = view.examples, nnz = view.nnz;
-  const uint64_t want = n * 8 + nnz * 8 + (view.values_one ? 0 : nnz * 4) +
+  const uint64_t key_bytes = view.keys32 ? 4 : 8;
+  const uint64_t want = n * 8 + nnz * key_bytes +
+                        (view.values_one ? 0 : nnz * 4) +
                         (view.has_fields ? nnz * 4 : 0) + n * num_numeric * 4;
   if (num_numeric > (1u << 20) || want != payload) {
     return absl::DataLossError(absl::StrCat("block of ", n, " examples and ",
@@ -122,7 +143,7 @@ absl::StatusOr<BlockView> ParseBlock(absl::string_view bytes) {
   view.labels = q;
   view.ends = q + n * 4;
   view.keys = view.ends + n * 4;
-  q = view.keys + nnz * 8;
+  q = view.keys + nnz * key_bytes;
   if (!view.values_one) {
     view.values = q;
     q += nnz * 4;
@@ -159,7 +180,15 @@ void AppendExamples(const BlockView& block, size_t begin, size_t end,
   for (size_t i = old; i < batch->offsets.size(); ++i) {
     batch->offsets[i] += base;
   }
-  AppendColumn(block.keys + size_t{first} * 8, count, &batch->keys);
+  if (block.keys32) {
+    const size_t old_keys = batch->keys.size();
+    batch->keys.resize(old_keys + count);
+    uint64_t* keys = batch->keys.data() + old_keys;
+    const char* src = block.keys + size_t{first} * 4;
+    for (size_t i = 0; i < count; ++i) keys[i] = Get<uint32_t>(src + i * 4);
+  } else {
+    AppendColumn(block.keys + size_t{first} * 8, count, &batch->keys);
+  }
   if (block.values_one) {
     batch->values.resize(batch->values.size() + count, 1.0f);
   } else {

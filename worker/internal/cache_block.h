@@ -3,9 +3,10 @@
 //
 // Layout (host byte order; docs/configuration.md describes the file):
 //   u32 examples n, u32 nnz, u32 flags (1: every value is 1 and values are
-//   left out; 2: fields present), u32 num_numeric, u64 payload bytes,
-//   u64 Checksum64 of the 24 bytes before it and the payload;
-//   payload: f32 labels[n], u32 ends[n] (offsets[i+1]), u64 keys[nnz],
+//   left out; 2: fields present; 4: every key is below 2^32 and keys are
+//   stored as u32), u32 num_numeric, u64 payload bytes, u64 Checksum64 of
+//   the 24 bytes before it and the payload;
+//   payload: f32 labels[n], u32 ends[n] (offsets[i+1]), u64 or u32 keys[nnz],
 //   [f32 values[nnz]], [u32 fields[nnz]], f32 numeric[n * num_numeric].
 //
 // Thread-safe (pure functions; a BlockView only points into its bytes).
@@ -41,6 +42,7 @@ struct BlockView {
   int num_numeric = 0;
   bool values_one = false;
   bool has_fields = false;
+  bool keys32 = false;  // keys are stored as u32
   const char* labels = nullptr;
   const char* ends = nullptr;
   const char* keys = nullptr;
