@@ -10,14 +10,6 @@
 
 namespace petrel {
 namespace internal {
-namespace {
-
-// Big enough for few mappings, small enough that a small cache wastes
-// little (untouched pages cost nothing).
-constexpr size_t kChunkBytes = size_t{32} << 20;
-
-}  // namespace
-
 BlockArena::~BlockArena() { Clear(); }
 
 void BlockArena::Clear() {
@@ -28,7 +20,7 @@ void BlockArena::Clear() {
 absl::StatusOr<absl::string_view> BlockArena::Append(absl::string_view bytes) {
   if (chunks_.empty() ||
       chunks_.back().size - chunks_.back().used < bytes.size()) {
-    const size_t size = std::max(kChunkBytes, bytes.size());
+    const size_t size = std::max(chunk_bytes_, bytes.size());
     void* data = mmap(nullptr, size, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (data == MAP_FAILED) {

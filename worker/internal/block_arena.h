@@ -20,7 +20,10 @@ namespace internal {
 
 class BlockArena {
  public:
-  BlockArena() = default;
+  // Chunks of `chunk_bytes` (default 32 MiB: few mappings, and untouched
+  // pages of a small cache cost nothing); a bigger block gets its own.
+  explicit BlockArena(size_t chunk_bytes = size_t{32} << 20)
+      : chunk_bytes_(chunk_bytes) {}
   BlockArena(const BlockArena&) = delete;
   BlockArena& operator=(const BlockArena&) = delete;
   ~BlockArena();
@@ -37,6 +40,7 @@ class BlockArena {
     size_t size;
     size_t used;
   };
+  const size_t chunk_bytes_;
   std::vector<Chunk> chunks_;
 };
 
