@@ -6,6 +6,10 @@
 #include <cstring>
 #include <utility>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "absl/strings/str_cat.h"
 
 #include "worker/feature_hash.h"
@@ -24,19 +28,31 @@ using internal::Quote;
 size_t SplitTabs(absl::string_view line,
                  std::array<absl::string_view, kCriteoColumns>* fields) {
   size_t count = 0;
-  const char* p = line.data();
-  const char* end = p + line.size();
-  // Fields are short, so a byte loop beats a memchr call per field.
-  while (true) {
-    const char* field_end = p;
-    while (field_end < end && *field_end != '\t') ++field_end;
+  const char* begin = line.data();  // of the current field
+  const char* p = begin;
+  const char* const end = p + line.size();
+  auto cut = [&](const char* tab) {
     if (count < fields->size()) {
-      (*fields)[count] = {p, static_cast<size_t>(field_end - p)};
+      (*fields)[count] = {begin, static_cast<size_t>(tab - begin)};
     }
     ++count;
-    if (field_end == end) return count;
-    p = field_end + 1;
+    begin = tab + 1;
+  };
+#ifdef __SSE2__
+  // 16 bytes at a time: a bit per tab, then one step per tab.
+  const __m128i tabs = _mm_set1_epi8('\t');
+  for (; end - p >= 16; p += 16) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    unsigned mask =
+        static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, tabs)));
+    for (; mask != 0; mask &= mask - 1) cut(p + __builtin_ctz(mask));
   }
+#endif
+  for (; p < end; ++p) {
+    if (*p == '\t') cut(p);
+  }
+  cut(end);
+  return count;
 }
 
 // Parses integer field `field` (0..12) into *value and appends its feature.

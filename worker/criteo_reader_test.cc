@@ -1,6 +1,8 @@
 #include "worker/criteo_reader.h"
 
 #include <cmath>
+#include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -169,6 +171,66 @@ TEST(CriteoReaderTest, EveryMalformedKindHasItsError) {
     EXPECT_TRUE(batch.keys.empty() && batch.fields.empty() &&
                 batch.numeric.empty())
         << c.line;
+  }
+}
+
+TEST(CriteoReaderTest, IntegerSpellingsParseAsBefore) {
+  struct Case {
+    std::string text;
+    int64_t value;
+  };
+  const Case cases[] = {{"0", 0},
+                        {"-0", 0},
+                        {"+5", 5},
+                        {"007", 7},
+                        {"-123456789012345678", -123456789012345678},
+                        {"1234567890123456789", 1234567890123456789},
+                        {"9223372036854775807", INT64_MAX},
+                        {"-9223372036854775808", INT64_MIN},
+                        {"+0000000000000000000042", 42}};
+  for (const Case& c : cases) {
+    Batch batch;
+    std::vector<std::string> integers(13);
+    integers[3] = c.text;
+    ASSERT_TRUE(ParseCriteoLine(MakeLine("0", integers, {}), &batch).ok())
+        << c.text;
+    EXPECT_EQ(batch.keys, std::vector<uint64_t>{CriteoIntegerKey(3, c.value)})
+        << c.text;
+  }
+  for (const char* bad : {"-", "+", "+-1", "--1", "1-", " 1", "1 ", "0x10",
+                          "9223372036854775808", "12345678901234567a"}) {
+    Batch batch;
+    std::vector<std::string> integers(13);
+    integers[0] = bad;
+    EXPECT_FALSE(ParseCriteoLine(MakeLine("0", integers, {}), &batch).ok())
+        << bad;
+  }
+}
+
+// The line splitter works 16 bytes at a time: lines of every length, with
+// tabs at every position of a 16-byte word, must split as a plain split.
+TEST(CriteoReaderTest, SplitsLikeAPlainSplitAtEveryAlignment) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 2000; ++round) {
+    std::vector<std::string> integers(13), categories(26);
+    std::vector<uint64_t> keys;
+    for (int i = 0; i < 13; ++i) {
+      if (rng() % 3 == 0) continue;
+      const int64_t v = static_cast<int64_t>(rng() % 100000) - 50;
+      integers[i] = std::to_string(v);
+      keys.push_back(CriteoIntegerKey(i, v));
+    }
+    for (int j = 0; j < 26; ++j) {
+      if (rng() % 3 == 0) continue;
+      categories[j] = std::string(rng() % 20 + 1, 'a' + rng() % 26);
+      keys.push_back(HashFeature(13 + j, categories[j]));
+    }
+    Batch batch;
+    const std::string line = MakeLine("1", integers, categories);
+    ASSERT_TRUE(ParseCriteoLine(line, &batch).value_or(false)) << line;
+    EXPECT_EQ(batch.keys, keys) << line;
+    Batch extra;
+    EXPECT_FALSE(ParseCriteoLine(line + "\tx", &extra).ok()) << line;
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include "base/status_macros.h"
 #include "kernels/dedup.h"
+#include "worker/data_options.h"
 #include "worker/eval_metrics.h"
 #include "worker/model_rows.h"
 #include "worker/reader.h"
@@ -14,13 +15,8 @@ absl::StatusOr<EvalResult> Evaluate(const pb::JobConfig& job,
   if (job.data().test().empty()) {
     return absl::InvalidArgumentError("data.test: no test files (--test)");
   }
-  ReaderOptions ro;
-  ro.format = job.data().format() == pb::DataConfig::FORMAT_CRITEO
-                  ? DataFormat::kCriteo
-                  : DataFormat::kLibsvm;
-  ro.files.assign(job.data().test().begin(), job.data().test().end());
-  ro.skip_malformed = job.data().skip_malformed();
-  ro.with_fields = ro.with_numeric = model->needs_fields();
+  PETREL_ASSIGN_OR_RETURN(ReaderOptions ro,
+                          TestReaderOptions(job, model->needs_fields()));
   PETREL_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, OpenReader(ro));
   std::vector<float> labels, probs, batch_probs;
   std::vector<uint64_t> unique;

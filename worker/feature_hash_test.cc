@@ -1,5 +1,9 @@
 #include "worker/feature_hash.h"
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace petrel {
@@ -48,6 +52,38 @@ TEST(CriteoIntegerKeyTest, SmallValuesDoNotCollideWithBuckets) {
   EXPECT_NE(CriteoIntegerKey(0, 1), CriteoIntegerKey(0, 3));
   EXPECT_NE(CriteoIntegerKey(0, 3), CriteoIntegerKey(1, 3));
   EXPECT_EQ(CriteoIntegerKey(2, 1000), HashFeature(2, "47"));
+}
+
+// The reference CriteoIntegerKey: format the bucket (or "SP" and the value)
+// and hash it. The reader's table lookups must agree everywhere.
+uint64_t ReferenceIntegerKey(uint32_t field, int64_t value) {
+  const std::string text = value <= 2
+                               ? "SP" + std::to_string(value)
+                               : std::to_string(CriteoIntegerBucket(value));
+  return HashFeature(field, text);
+}
+
+TEST(CriteoIntegerKeyTest, MatchesTheReferenceForEveryFieldAndManyValues) {
+  std::vector<int64_t> values = {
+      INT64_MIN, -1000000, -17,  -16,           -1,       0, 1, 2,
+      3,         4095,     4096, INT64_MAX - 1, INT64_MAX};
+  for (int64_t v = 1; v < (int64_t{1} << 62); v = v * 3 + 1) {
+    values.push_back(v);
+  }
+  for (int64_t v = -20; v < 5000; ++v) values.push_back(v);
+  for (uint32_t field : {0u, 5u, 12u, 13u, 40u}) {
+    for (int64_t v : values) {
+      ASSERT_EQ(CriteoIntegerKey(field, v), ReferenceIntegerKey(field, v))
+          << field << " " << v;
+    }
+  }
+}
+
+TEST(HashFeatureTest, LongValuesAndFieldsBeyondTheSeedTable) {
+  const std::string long_value(100, 'z');
+  EXPECT_NE(HashFeature(0, long_value), HashFeature(0, long_value.substr(1)));
+  EXPECT_NE(HashFeature(70, "ab"), HashFeature(6, "ab"));
+  EXPECT_EQ(HashFeature(70, "ab"), HashFeature(70, "ab"));
 }
 
 }  // namespace

@@ -71,17 +71,18 @@ bool ParseFeatureFast(const char** p, const char* end, Batch* batch) {
   const char* q = *p;
   uint64_t index = 0;
   const char* digits = q;
-  for (; q < end && *q >= '0' && *q <= '9'; ++q) {
-    const uint64_t digit = *q - '0';
-    if (index > (UINT64_MAX - digit) / 10) return false;
-    index = index * 10 + digit;
+  for (; q < end && static_cast<unsigned>(*q - '0') <= 9; ++q) {
+    index = index * 10 + static_cast<unsigned>(*q - '0');
   }
-  if (q == digits || q == end || *q != ':') return false;
+  // Up to 19 digits cannot overflow; longer indices take the checked path.
+  if (q == digits || q - digits > 19 || q == end || *q != ':') return false;
   const char* value_begin = ++q;
   while (q < end && !IsSpace(*q)) ++q;
   float value;
-  if (!internal::ParseFloat(absl::string_view(value_begin, q - value_begin),
-                            &value)) {
+  if (q - value_begin == 1 && static_cast<unsigned>(*value_begin - '0') <= 9) {
+    value = static_cast<float>(*value_begin - '0');  // `1`, as click data has
+  } else if (!internal::ParseFloat(
+                 absl::string_view(value_begin, q - value_begin), &value)) {
     return false;
   }
   batch->keys.push_back(index);

@@ -44,17 +44,31 @@ TEST(LibsvmReaderTest, FieldsAreZeroAndThereAreNoNumericFeatures) {
 }
 
 TEST(LibsvmReaderTest, ValuesRoundLikeStrtof) {
-  const char* values[] = {"0.1",   "0.3333333", "123456.789",
-                          "-7.25", "1.",        "1e-3",
-                          "2.5E2", "0.000001",  "+3.75",
-                          "-0",    "1e-40",     "123456789012345678",
-                          "3.4e38"};
+  const char* values[] = {"0.1",    "0.3333333", "123456.789",
+                          "-7.25",  "1.",        "1e-3",
+                          "2.5E2",  "0.000001",  "+3.75",
+                          "-0",     "1e-40",     "123456789012345678",
+                          "3.4e38", "0",         "1",
+                          "7",      "9"};
   for (const char* text : values) {
     Batch batch;
     const std::string line = std::string("1 7:") + text;
     ASSERT_TRUE(ParseLibsvmLine(line, &batch).value_or(false)) << text;
     EXPECT_EQ(batch.values[0], std::strtof(text, nullptr)) << text;
   }
+}
+
+// Indices of up to 19 digits take the unchecked fast path; longer ones the
+// checked one. Both must agree with the plain value.
+TEST(LibsvmReaderTest, LongIndicesParseExactly) {
+  Batch batch;
+  ASSERT_TRUE(ParseLibsvmLine("1 9999999999999999999:1 "
+                              "00000000000000000000000042:1 "
+                              "10000000000000000000:1",
+                              &batch)
+                  .value_or(false));
+  EXPECT_EQ(batch.keys, (std::vector<uint64_t>{9999999999999999999ULL, 42,
+                                               10000000000000000000ULL}));
 }
 
 TEST(LibsvmReaderTest, LinesWithoutExamplesAreSkipped) {

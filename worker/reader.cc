@@ -1,5 +1,8 @@
 #include "worker/reader.h"
 
+#include <utility>
+
+#include "worker/caching_reader.h"
 #include "worker/criteo_reader.h"
 #include "worker/libsvm_reader.h"
 
@@ -7,7 +10,9 @@ namespace petrel {
 
 Reader::~Reader() = default;
 
-absl::StatusOr<std::unique_ptr<Reader>> OpenReader(
+namespace {
+
+absl::StatusOr<std::unique_ptr<Reader>> OpenTextReader(
     const ReaderOptions& options) {
   switch (options.format) {
     case DataFormat::kLibsvm:
@@ -16,6 +21,18 @@ absl::StatusOr<std::unique_ptr<Reader>> OpenReader(
       return OpenCriteoReader(options);
   }
   return absl::InvalidArgumentError("unknown data format");
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Reader>> OpenReader(
+    const ReaderOptions& options) {
+  absl::StatusOr<std::unique_ptr<Reader>> text = OpenTextReader(options);
+  if (!text.ok() || options.cache.mode == CacheMode::kOff) return text;
+  absl::StatusOr<std::unique_ptr<CachingReader>> cached =
+      CachingReader::Open(options, std::move(*text));
+  if (!cached.ok()) return cached.status();
+  return std::unique_ptr<Reader>(std::move(*cached));
 }
 
 }  // namespace petrel

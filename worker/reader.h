@@ -42,6 +42,25 @@ namespace petrel {
 
 enum class DataFormat { kLibsvm, kCriteo };
 
+// Where parsed examples are kept after the first pass over a share, so that
+// later epochs (and, with a cache file, later runs) skip text parsing. See
+// worker/caching_reader.h and docs/configuration.md.
+enum class CacheMode {
+  kOff,     // parse the text on every pass
+  kAuto,    // a valid cache file if one exists; else memory when the share
+            // fits in memory_budget_bytes, else a cache file
+  kMemory,  // memory only; over the budget, parse the text every pass
+  kFile,    // a cache file, also reused by later runs; nothing in memory
+};
+
+struct CacheOptions {
+  CacheMode mode = CacheMode::kOff;  // default off
+  // Most bytes of parsed examples kept in memory. Default 1 GiB; >= 0.
+  int64_t memory_budget_bytes = int64_t{1} << 30;
+  // Directory of cache files. Default empty: the first input file's.
+  std::string dir;
+};
+
 struct ReaderOptions {
   DataFormat format = DataFormat::kLibsvm;  // default libsvm
   std::vector<std::string> files;           // required, at least one
@@ -56,6 +75,8 @@ struct ReaderOptions {
   bool with_fields = false;
   // Default false: fill Batch::numeric and num_numeric (see above).
   bool with_numeric = false;
+  // Default off: no cache (see CacheOptions).
+  CacheOptions cache;
 };
 
 // Reads one worker's share of the examples, in file order.
@@ -83,7 +104,8 @@ class Reader {
   virtual int64_t malformed_lines() const = 0;
 };
 
-// Opens `options.worker_rank`'s share of `options.files`. Returns
+// Opens `options.worker_rank`'s share of `options.files`, behind the
+// parsed-example cache that options.cache asks for. Returns
 // InvalidArgument for bad options (no files, rank out of range), NotFound
 // for a missing file, DataLoss for a file that cannot be read.
 absl::StatusOr<std::unique_ptr<Reader>> OpenReader(

@@ -12,6 +12,7 @@
 #include "kv/kv_worker.h"
 #include "van/simple_app.h"
 #include "worker/batch_prefetcher.h"
+#include "worker/data_options.h"
 #include "worker/eval_metrics.h"
 #include "worker/evaluator.h"
 #include "worker/model.h"
@@ -23,11 +24,6 @@ namespace {
 
 constexpr int kTrainApp = 0;
 constexpr int kStatsApp = 1;
-
-DataFormat FormatOf(const pb::DataConfig& data) {
-  return data.format() == pb::DataConfig::FORMAT_CRITEO ? DataFormat::kCriteo
-                                                        : DataFormat::kLibsvm;
-}
 
 // One batch on its way through the pipeline.
 struct Step {
@@ -99,13 +95,10 @@ absl::Status Trainer::Start() {
     app->Response(d).IgnoreError();
   });
   PETREL_RETURN_IF_ERROR(stats_.Start());
-  ReaderOptions ro;
-  ro.format = FormatOf(job_.data());
-  ro.files.assign(job_.data().train().begin(), job_.data().train().end());
-  ro.worker_rank = po_->my_rank();
-  ro.num_workers = po_->num_workers();
-  ro.skip_malformed = job_.data().skip_malformed();
-  ro.with_fields = ro.with_numeric = model_->needs_fields();
+  PETREL_ASSIGN_OR_RETURN(
+      ReaderOptions ro,
+      TrainReaderOptions(job_, po_->my_rank(), po_->num_workers(),
+                         model_->needs_fields()));
   PETREL_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, OpenReader(ro));
   batches_in_ = std::make_unique<BatchPrefetcher>(
       std::move(reader), job_.train().batch_size(), job_.train().epochs());
@@ -299,6 +292,7 @@ absl::Status ResolveTrainDefaults(pb::JobConfig* job) {
   if (job->model().kind() == pb::ModelConfig::KIND_MLP) {
     PETREL_RETURN_IF_ERROR(MlpLayoutFromJob(*job).status());
   }
+  PETREL_RETURN_IF_ERROR(TrainReaderOptions(*job, 0, 1, false).status());
   return absl::OkStatus();
 }
 

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -23,6 +24,22 @@ template <typename T>
 IntParse ParseInteger(absl::string_view text, T* value) {
   if (text.empty()) return IntParse::kInvalid;
   const char* end = text.data() + text.size();
+  // Fast path: up to 18 digits cannot overflow either type.
+  const char* p = text.data();
+  const bool negative = std::is_signed<T>::value && *p == '-';
+  if (negative) ++p;
+  if (p < end && end - p <= 18) {
+    uint64_t magnitude = 0;
+    const char* q = p;
+    for (; q < end && static_cast<unsigned>(*q - '0') <= 9; ++q) {
+      magnitude = magnitude * 10 + static_cast<unsigned>(*q - '0');
+    }
+    if (q == end) {
+      *value =
+          negative ? static_cast<T>(0 - magnitude) : static_cast<T>(magnitude);
+      return IntParse::kOk;
+    }
+  }
   auto result = std::from_chars(text.data(), end, *value);
   if (result.ec == std::errc::result_out_of_range) return IntParse::kOverflow;
   if (result.ec != std::errc() || result.ptr != end) return IntParse::kInvalid;

@@ -1,0 +1,32 @@
+// The ReaderOptions a job config (proto/job.proto's DataConfig) asks for:
+// the training share of one worker and the test files, with the
+// parsed-example cache of data.cache.
+//
+// Thread-safe (pure functions).
+#ifndef PETREL_WORKER_DATA_OPTIONS_H_
+#define PETREL_WORKER_DATA_OPTIONS_H_
+
+#include "absl/status/statusor.h"
+
+#include "proto/job.pb.h"
+#include "worker/reader.h"
+
+namespace petrel {
+
+// Worker `rank` of `num_workers`'s share of data.train. `with_fields` asks
+// for Batch::fields and numeric (Model::needs_fields()). With one epoch
+// (train.epochs <= 1) MODE_AUTO caches nothing. InvalidArgument naming the
+// field for a bad data.cache.
+absl::StatusOr<ReaderOptions> TrainReaderOptions(const pb::JobConfig& job,
+                                                 int rank, int num_workers,
+                                                 bool with_fields);
+
+// All of data.test, for one evaluation. Each evaluation opens a new reader,
+// so a cache in memory would be dropped unused: MODE_AUTO caches the test
+// files in a cache file, and MODE_MEMORY leaves them uncached.
+absl::StatusOr<ReaderOptions> TestReaderOptions(const pb::JobConfig& job,
+                                                bool with_fields);
+
+}  // namespace petrel
+
+#endif  // PETREL_WORKER_DATA_OPTIONS_H_
