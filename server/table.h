@@ -34,13 +34,13 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
 #include "base/metrics.h"
 #include "server/initializer.h"
 #include "server/optimizer.h"
+#include "server/row_index.h"
 
 namespace petrel {
 
@@ -104,7 +104,7 @@ class Table {
   // One shard's rows. Dense tables use only row numbers (row == key) and
   // share one Shard; sparse tables have one per shard.
   struct Shard {
-    absl::flat_hash_map<uint64_t, uint32_t> index;  // sparse only
+    RowIndex index;  // sparse only
     std::vector<std::unique_ptr<float[]>> slabs;
     uint32_t num_rows = 0;  // sparse only
   };
@@ -131,9 +131,9 @@ class Table {
   float* Touch(Shard& shard, uint64_t key);
   // Software prefetch of a key's index entry and row (see table.cc).
   void PrefetchRow(const Shard& shard, uint64_t key) const;
-  template <typename ShardFn>
-  void Prefetch(absl::Span<const uint64_t> keys, size_t i,
-                const ShardFn& shard_of) const;
+  template <typename KeyAt, typename ShardAt>
+  void Prefetch(size_t j, size_t end, const KeyAt& key_at,
+                const ShardAt& shard_at) const;
   // Runs fn(shard, key index) for every key, in key order within a shard;
   // shards in parallel when `runner` is set and the request is large enough.
   template <typename Fn>
@@ -148,6 +148,7 @@ class Table {
   Metrics metrics_;
   // Scratch for grouping a request's keys by shard (reused across calls).
   std::vector<uint32_t> order_;
+  std::vector<uint32_t> shard_of_;
   std::vector<uint32_t> shard_begin_;
 };
 
