@@ -1,90 +1,45 @@
 #include "server/row_index.h"
 
-#include <cstdlib>
-#include <new>
 #include <utility>
-
-#include <sys/mman.h>
 
 #include "glog/logging.h"
 
 namespace petrel {
 namespace {
 
-constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kMinCapacity = 16;
 
 }  // namespace
-
-RowIndex::~RowIndex() { Release(); }
 
 RowIndex::RowIndex(RowIndex&& other) noexcept { *this = std::move(other); }
 
 RowIndex& RowIndex::operator=(RowIndex&& other) noexcept {
   if (this != &other) {
-    Release();
+    buffer_ = std::move(other.buffer_);
     slots_ = std::exchange(other.slots_, nullptr);
     mask_ = std::exchange(other.mask_, 0);
     shift_ = std::exchange(other.shift_, 64);
     size_ = std::exchange(other.size_, 0);
-    bytes_ = std::exchange(other.bytes_, 0);
-    mapped_ = std::exchange(other.mapped_, false);
   }
   return *this;
-}
-
-void RowIndex::Release() {
-  if (slots_ == nullptr) return;
-  if (mapped_) {
-    munmap(slots_, bytes_);
-  } else {
-    std::free(slots_);
-  }
-  slots_ = nullptr;
 }
 
 void RowIndex::Grow() {
   const size_t old_capacity = slots_ == nullptr ? 0 : mask_ + 1;
   const size_t capacity = old_capacity == 0 ? kMinCapacity : 2 * old_capacity;
-  const size_t bytes = capacity * sizeof(Slot);
-  Slot* slots = nullptr;
-  bool mapped = false;
-  if (bytes >= kHugePage) {
-    // A multiple of 2 MiB, so every page of it can be a huge page; mmap's
-    // memory is zero and the madvise is a hint (no huge pages: small ones).
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p != MAP_FAILED) {
-      madvise(p, bytes, MADV_HUGEPAGE);
-      slots = static_cast<Slot*>(p);
-      mapped = true;
-    }
-  }
-  if (slots == nullptr) {
-    slots = static_cast<Slot*>(std::malloc(bytes));
-    if (slots == nullptr) throw std::bad_alloc();
-  }
+  PageBuffer buffer(capacity * sizeof(Slot));
+  Slot* slots = static_cast<Slot*>(buffer.data());
   for (size_t i = 0; i < capacity; ++i) slots[i].row = kNoRow;
-  Slot* old = slots_;
-  const bool old_mapped = mapped_;
-  const size_t old_bytes = bytes_;
+  PageBuffer old_buffer = std::exchange(buffer_, std::move(buffer));
+  const Slot* old = slots_;
   slots_ = slots;
   mask_ = capacity - 1;
   shift_ = 64 - __builtin_ctzll(capacity);
-  bytes_ = bytes;
-  mapped_ = mapped;
   for (size_t i = 0; i < old_capacity; ++i) {
     if (old[i].row == kNoRow) continue;
     size_t pos = Home(old[i].key);
     while (slots_[pos].row != kNoRow) pos = (pos + 1) & mask_;
     slots_[pos] = old[i];
-  }
-  if (old != nullptr) {
-    if (old_mapped) {
-      munmap(old, old_bytes);
-    } else {
-      std::free(old);
-    }
   }
 }
 

@@ -5,9 +5,8 @@
 // on a big table). Prefetch lets a caller start loading a key's slot many
 // keys ahead of its lookup.
 //
-// The slot array doubles at half load. Arrays of 2 MiB and more are
-// requested as transparent huge pages (madvise), which spares a big table a
-// TLB miss on almost every lookup.
+// The slot array doubles at half load; it is a PageBuffer (huge pages when
+// large).
 //
 // Thread safety: not thread-safe; one writer, no concurrent readers.
 #ifndef PETREL_SERVER_ROW_INDEX_H_
@@ -17,6 +16,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "server/page_buffer.h"
+
 namespace petrel {
 
 class RowIndex {
@@ -24,7 +25,6 @@ class RowIndex {
   static constexpr uint32_t kNoRow = std::numeric_limits<uint32_t>::max();
 
   RowIndex() = default;
-  ~RowIndex();
   RowIndex(RowIndex&& other) noexcept;
   RowIndex& operator=(RowIndex&& other) noexcept;
   RowIndex(const RowIndex&) = delete;
@@ -49,7 +49,7 @@ class RowIndex {
 
   size_t size() const { return size_; }
   // Bytes held by the slot array.
-  size_t MemoryBytes() const { return bytes_; }
+  size_t MemoryBytes() const { return buffer_.size(); }
   // Calls fn(key, row) for every key, in no particular order.
   template <typename Fn>
   void ForEach(const Fn& fn) const {
@@ -77,14 +77,12 @@ class RowIndex {
     return static_cast<size_t>(key >> shift_);
   }
   void Grow();
-  void Release();
 
-  Slot* slots_ = nullptr;
-  size_t mask_ = 0;  // capacity - 1
-  int shift_ = 64;   // 64 - log2(capacity)
+  PageBuffer buffer_;
+  Slot* slots_ = nullptr;  // in buffer_
+  size_t mask_ = 0;        // capacity - 1
+  int shift_ = 64;         // 64 - log2(capacity)
   size_t size_ = 0;
-  size_t bytes_ = 0;
-  bool mapped_ = false;  // slots_ came from mmap
 };
 
 }  // namespace petrel

@@ -1,5 +1,6 @@
 #include "server/table.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -24,8 +25,8 @@ absl::Status Validate(const TableOptions& o) {
   if (o.num_shards < 1 || o.num_shards > 1024) {
     return OutOfRange("num_shards", o.num_shards, "1..1024");
   }
-  if (o.rows_per_slab < 1 || o.rows_per_slab > (1 << 20)) {
-    return OutOfRange("rows_per_slab", o.rows_per_slab, "1..2^20");
+  if (o.rows_per_slab < 0 || o.rows_per_slab > (1 << 20)) {
+    return OutOfRange("rows_per_slab", o.rows_per_slab, "0..2^20");
   }
   return absl::OkStatus();
 }
@@ -55,6 +56,11 @@ Table::Table(const TableOptions& options, std::unique_ptr<Optimizer> optimizer,
       optimizer_(std::move(optimizer)),
       initializer_(std::move(initializer)),
       stride_(options.dim + optimizer_->StateFloats(options.dim)),
+      rows_per_slab_(
+          options.rows_per_slab > 0
+              ? options.rows_per_slab
+              : std::max<uint32_t>(
+                    1, PageBuffer::kHugePageBytes / (stride_ * sizeof(float)))),
       shards_(options.dense ? 1 : options.num_shards) {}
 
 Table::~Table() = default;
@@ -62,12 +68,12 @@ Table::~Table() = default;
 void Table::InitDense() {
   Shard& shard = shards_[0];
   const uint64_t n = options_.num_keys;
-  const uint64_t per_slab = options_.rows_per_slab;
+  const uint64_t per_slab = rows_per_slab_;
   for (uint64_t first = 0; first < n; first += per_slab) {
     const uint64_t rows = std::min(per_slab, n - first);
-    shard.slabs.emplace_back(new float[rows * stride_]);
+    shard.slabs.emplace_back(rows * stride_ * sizeof(float));
     for (uint64_t r = 0; r < rows; ++r) {
-      float* row = shard.slabs.back().get() + r * stride_;
+      float* row = static_cast<float*>(shard.slabs.back().data()) + r * stride_;
       initializer_.Fill(first + r, row, options_.dim);
       optimizer_->InitState(row, row + options_.dim, options_.dim);
     }
@@ -115,14 +121,7 @@ size_t Table::MemoryBytes() const {
   for (const Shard& shard : shards_) {
     bytes += shard.index.MemoryBytes();
     bytes += shard.slabs.capacity() * sizeof(shard.slabs[0]);
-  }
-  if (options_.dense) {
-    bytes += options_.num_keys * stride_ * sizeof(float);
-  } else {
-    for (const Shard& shard : shards_) {
-      bytes +=
-          shard.slabs.size() * options_.rows_per_slab * stride_ * sizeof(float);
-    }
+    for (const PageBuffer& slab : shard.slabs) bytes += slab.size();
   }
   return bytes;
 }
@@ -132,8 +131,8 @@ int Table::ShardOf(uint64_t key) const {
 }
 
 float* Table::RowOf(const Shard& shard, uint32_t row) const {
-  const uint32_t per_slab = options_.rows_per_slab;
-  return shard.slabs[row / per_slab].get() +
+  const uint32_t per_slab = rows_per_slab_;
+  return static_cast<float*>(shard.slabs[row / per_slab].data()) +
          static_cast<size_t>(row % per_slab) * stride_;
 }
 
@@ -142,9 +141,9 @@ float* Table::Touch(Shard& shard, uint64_t key) {
   bool inserted = false;
   const uint32_t found = shard.index.FindOrInsert(key, &inserted);
   if (!inserted) return RowOf(shard, found);
-  const size_t per_slab = options_.rows_per_slab;
+  const size_t per_slab = rows_per_slab_;
   if (shard.num_rows % per_slab == 0) {
-    shard.slabs.emplace_back(new float[per_slab * stride_]);
+    shard.slabs.emplace_back(per_slab * stride_ * sizeof(float));
   }
   float* row = RowOf(shard, shard.num_rows++);
   initializer_.Fill(key, row, options_.dim);

@@ -40,6 +40,7 @@
 #include "base/metrics.h"
 #include "server/initializer.h"
 #include "server/optimizer.h"
+#include "server/page_buffer.h"
 #include "server/row_index.h"
 
 namespace petrel {
@@ -56,8 +57,9 @@ struct TableOptions {
   uint64_t num_keys = 0;  // dense: keys 0..num_keys-1, 1..2^32
   InitializerConfig initializer;
   OptimizerConfig optimizer;
-  int num_shards = 1;               // 1..1024
-  int rows_per_slab = 4096;         // 1..2^20
+  int num_shards = 1;  // 1..1024
+  // 1..2^20, or 0: as many as fill 2 MiB (a huge page; at least 1).
+  int rows_per_slab = 4096;
   size_t parallel_min_keys = 4096;  // fewer keys run inline
 };
 
@@ -105,7 +107,7 @@ class Table {
   // share one Shard; sparse tables have one per shard.
   struct Shard {
     RowIndex index;  // sparse only
-    std::vector<std::unique_ptr<float[]>> slabs;
+    std::vector<PageBuffer> slabs;
     uint32_t num_rows = 0;  // sparse only
   };
   struct Metrics {
@@ -144,7 +146,8 @@ class Table {
   const std::unique_ptr<Optimizer> optimizer_;
   const Initializer initializer_;
   const int stride_;
-  std::vector<Shard> shards_;  // dense: one
+  const uint32_t rows_per_slab_;  // options_.rows_per_slab, resolved
+  std::vector<Shard> shards_;     // dense: one
   Metrics metrics_;
   // Scratch for grouping a request's keys by shard (reused across calls).
   std::vector<uint32_t> order_;

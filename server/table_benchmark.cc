@@ -2,7 +2,8 @@
 // share of every training step. A batch of LR on libsvm data (1024 examples
 // x ~15 features) has about 12,000 unique keys.
 //   Args: resident keys, keys per request, threads (1 = inline, 2 = a
-//   ShardPool of 2 as TableServer uses on this machine).
+//   ShardPool of 2 as TableServer uses on this machine), rows per slab
+//   (0 = 2 MiB slabs on huge pages, TableServer's default).
 // Items are keys (each pulled once and pushed once). Keys are drawn
 // uniformly from the resident ones: every lookup misses the cache, the
 // worst case and, with millions of rows, close to the real one. Run:
@@ -25,10 +26,12 @@ void BM_PullPush(benchmark::State& state) {
   const size_t resident = static_cast<size_t>(state.range(0));
   const size_t per_request = static_cast<size_t>(state.range(1));
   const int threads = static_cast<int>(state.range(2));
+  const int rows_per_slab = static_cast<int>(state.range(3));
   TableOptions o;
   o.dim = 1;
   o.optimizer.kind = OptimizerKind::kAdagrad;
   o.num_shards = 2 * threads;
+  o.rows_per_slab = rows_per_slab;
   auto table = Table::Create(o);
   CHECK(table.ok()) << table.status();
   ShardPool pool(threads);
@@ -69,10 +72,12 @@ void BM_PullPush(benchmark::State& state) {
 }
 
 BENCHMARK(BM_PullPush)
-    ->Args({1 << 20, 12000, 1})
-    ->Args({1 << 22, 12000, 1})
-    ->Args({1 << 22, 12000, 2})
-    ->Args({1 << 16, 12000, 1})
+    ->Args({1 << 16, 12000, 1, 0})
+    ->Args({1 << 20, 12000, 1, 4096})
+    ->Args({1 << 20, 12000, 1, 0})
+    ->Args({1 << 22, 12000, 1, 4096})
+    ->Args({1 << 22, 12000, 1, 0})
+    ->Args({1 << 22, 12000, 2, 0})
     ->UseRealTime();
 
 }  // namespace
