@@ -222,7 +222,10 @@ template <typename Fn>
 void Table::ForEachKey(absl::Span<const uint64_t> keys,
                        const ParallelRunner& runner, const Fn& fn) {
   const int num_shards = options_.num_shards;
-  if (options_.dense) {
+  const bool dense = options_.dense;
+  const bool parallel =
+      runner && num_shards > 1 && keys.size() >= options_.parallel_min_keys;
+  if (dense && !parallel) {
     for (size_t i = 0; i < keys.size(); ++i) fn(shards_[0], i);
     return;
   }
@@ -242,7 +245,7 @@ void Table::ForEachKey(absl::Span<const uint64_t> keys,
   for (size_t i = 0; i < keys.size(); ++i) {
     shard_of[i] = static_cast<uint32_t>(ShardOf(keys[i]));
   }
-  if (!runner || keys.size() < options_.parallel_min_keys) {
+  if (!parallel) {
     auto key_at = [&](size_t j) { return keys[j]; };
     auto shard_at = [&](size_t j) -> const Shard& {
       return shards_[shard_of[j]];
@@ -264,13 +267,14 @@ void Table::ForEachKey(absl::Span<const uint64_t> keys,
   for (size_t i = 0; i < keys.size(); ++i) {
     order_[next[shard_of[i]]++] = static_cast<uint32_t>(i);
   }
+  // A dense table has one Shard: its rows are split by key, not stored apart.
   runner(num_shards, [&](int s) {
-    Shard& shard = shards_[s];
+    Shard& shard = shards_[dense ? 0 : s];
     const uint32_t end = begin[s + 1];
     auto key_at = [&](size_t j) { return keys[order_[j]]; };
     auto shard_at = [&](size_t) -> const Shard& { return shard; };
     for (uint32_t j = begin[s]; j < end; ++j) {
-      Prefetch(j, end, key_at, shard_at);
+      if (!dense) Prefetch(j, end, key_at, shard_at);
       fn(shard, order_[j]);
     }
   });
