@@ -1,5 +1,6 @@
 #include "server/table.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -24,8 +25,8 @@ absl::Status Validate(const TableOptions& o) {
   if (o.num_shards < 1 || o.num_shards > 1024) {
     return OutOfRange("num_shards", o.num_shards, "1..1024");
   }
-  if (o.rows_per_slab < 1 || o.rows_per_slab > (1 << 20)) {
-    return OutOfRange("rows_per_slab", o.rows_per_slab, "1..2^20");
+  if (o.rows_per_slab < 0 || o.rows_per_slab > (1 << 20)) {
+    return OutOfRange("rows_per_slab", o.rows_per_slab, "0..2^20");
   }
   return absl::OkStatus();
 }
@@ -55,6 +56,11 @@ Table::Table(const TableOptions& options, std::unique_ptr<Optimizer> optimizer,
       optimizer_(std::move(optimizer)),
       initializer_(std::move(initializer)),
       stride_(options.dim + optimizer_->StateFloats(options.dim)),
+      rows_per_slab_(
+          options.rows_per_slab > 0
+              ? options.rows_per_slab
+              : std::max<uint32_t>(
+                    1, PageBuffer::kHugePageBytes / (stride_ * sizeof(float)))),
       shards_(options.dense ? 1 : options.num_shards) {}
 
 Table::~Table() = default;
@@ -62,12 +68,12 @@ Table::~Table() = default;
 void Table::InitDense() {
   Shard& shard = shards_[0];
   const uint64_t n = options_.num_keys;
-  const uint64_t per_slab = options_.rows_per_slab;
+  const uint64_t per_slab = rows_per_slab_;
   for (uint64_t first = 0; first < n; first += per_slab) {
     const uint64_t rows = std::min(per_slab, n - first);
-    shard.slabs.emplace_back(new float[rows * stride_]);
+    shard.slabs.emplace_back(rows * stride_ * sizeof(float));
     for (uint64_t r = 0; r < rows; ++r) {
-      float* row = shard.slabs.back().get() + r * stride_;
+      float* row = static_cast<float*>(shard.slabs.back().data()) + r * stride_;
       initializer_.Fill(first + r, row, options_.dim);
       optimizer_->InitState(row, row + options_.dim, options_.dim);
     }
@@ -111,20 +117,11 @@ size_t Table::num_rows() const {
 }
 
 size_t Table::MemoryBytes() const {
-  // A flat_hash_map slot holds the pair plus one control byte.
-  constexpr size_t kSlotBytes = sizeof(std::pair<uint64_t, uint32_t>) + 1;
   size_t bytes = 0;
   for (const Shard& shard : shards_) {
-    bytes += shard.index.capacity() * kSlotBytes;
+    bytes += shard.index.MemoryBytes();
     bytes += shard.slabs.capacity() * sizeof(shard.slabs[0]);
-  }
-  if (options_.dense) {
-    bytes += options_.num_keys * stride_ * sizeof(float);
-  } else {
-    for (const Shard& shard : shards_) {
-      bytes +=
-          shard.slabs.size() * options_.rows_per_slab * stride_ * sizeof(float);
-    }
+    for (const PageBuffer& slab : shard.slabs) bytes += slab.size();
   }
   return bytes;
 }
@@ -134,18 +131,19 @@ int Table::ShardOf(uint64_t key) const {
 }
 
 float* Table::RowOf(const Shard& shard, uint32_t row) const {
-  const uint32_t per_slab = options_.rows_per_slab;
-  return shard.slabs[row / per_slab].get() +
+  const uint32_t per_slab = rows_per_slab_;
+  return static_cast<float*>(shard.slabs[row / per_slab].data()) +
          static_cast<size_t>(row % per_slab) * stride_;
 }
 
 float* Table::Touch(Shard& shard, uint64_t key) {
   if (options_.dense) return RowOf(shard, static_cast<uint32_t>(key));
-  auto [it, inserted] = shard.index.try_emplace(key, shard.num_rows);
-  if (!inserted) return RowOf(shard, it->second);
-  const size_t per_slab = options_.rows_per_slab;
+  bool inserted = false;
+  const uint32_t found = shard.index.FindOrInsert(key, &inserted);
+  if (!inserted) return RowOf(shard, found);
+  const size_t per_slab = rows_per_slab_;
   if (shard.num_rows % per_slab == 0) {
-    shard.slabs.emplace_back(new float[per_slab * stride_]);
+    shard.slabs.emplace_back(per_slab * stride_ * sizeof(float));
   }
   float* row = RowOf(shard, shard.num_rows++);
   initializer_.Fill(key, row, options_.dim);
@@ -162,7 +160,8 @@ void Table::ForEachRow(
     return;
   }
   for (const Shard& shard : shards_) {
-    for (const auto& [key, row] : shard.index) fn(key, RowOf(shard, row));
+    shard.index.ForEach(
+        [&](uint64_t key, uint32_t row) { fn(key, RowOf(shard, row)); });
   }
 }
 
@@ -172,8 +171,8 @@ const float* Table::Find(uint64_t key) const {
     return key < options_.num_keys ? RowOf(shard, static_cast<uint32_t>(key))
                                    : nullptr;
   }
-  auto it = shard.index.find(key);
-  return it == shard.index.end() ? nullptr : RowOf(shard, it->second);
+  const uint32_t row = shard.index.Find(key);
+  return row == RowIndex::kNoRow ? nullptr : RowOf(shard, row);
 }
 
 absl::Status Table::CheckKeys(absl::Span<const uint64_t> keys) const {
@@ -188,32 +187,34 @@ absl::Status Table::CheckKeys(absl::Span<const uint64_t> keys) const {
   return absl::OkStatus();
 }
 
-// How many keys ahead the index lookups are prefetched: a big sparse table
-// misses the cache on nearly every lookup, and overlapping those misses is
-// worth more than anything else on this path.
+// How many keys ahead the index slots are prefetched: a big sparse table
+// misses the cache on nearly every lookup (a slot, then a row), and
+// overlapping those misses is worth more than anything else on this path.
+// table_benchmark.cc measures it.
 constexpr size_t kPrefetchDistance = 16;
 
 void Table::PrefetchRow(const Shard& shard, uint64_t key) const {
-  auto it = shard.index.find(key);
-  if (it != shard.index.end()) {
-    const float* row = RowOf(shard, it->second);
-    __builtin_prefetch(row, 1);
-    if (stride_ > 16) __builtin_prefetch(row + 16, 1);
+  const uint32_t row = shard.index.Find(key);
+  if (row != RowIndex::kNoRow) {
+    const float* p = RowOf(shard, row);
+    __builtin_prefetch(p, 1);
+    if (stride_ > 16) __builtin_prefetch(p + 16, 1);
   }
 }
 
-// Two stages: the hash index kPrefetchDistance keys ahead, then (its lines
-// now on the way) the row itself half as far ahead.
-template <typename ShardFn>
-void Table::Prefetch(absl::Span<const uint64_t> keys, size_t i,
-                     const ShardFn& shard_of) const {
-  if (i + kPrefetchDistance < keys.size()) {
-    uint64_t k = keys[i + kPrefetchDistance];
-    shard_of(k).index.prefetch(k);
+// Two stages: the index slot kPrefetchDistance keys ahead, then (its line
+// now on the way) the row itself half as far ahead. `key_at(j)` is the j-th
+// key to visit and `shard_at(j)` its shard.
+template <typename KeyAt, typename ShardAt>
+void Table::Prefetch(size_t j, size_t end, const KeyAt& key_at,
+                     const ShardAt& shard_at) const {
+  if (j + kPrefetchDistance < end) {
+    const size_t a = j + kPrefetchDistance;
+    shard_at(a).index.Prefetch(key_at(a));
   }
-  if (i + kPrefetchDistance / 2 < keys.size()) {
-    uint64_t k = keys[i + kPrefetchDistance / 2];
-    PrefetchRow(shard_of(k), k);
+  if (j + kPrefetchDistance / 2 < end) {
+    const size_t b = j + kPrefetchDistance / 2;
+    PrefetchRow(shard_at(b), key_at(b));
   }
 }
 
@@ -222,12 +223,36 @@ void Table::ForEachKey(absl::Span<const uint64_t> keys,
                        const ParallelRunner& runner, const Fn& fn) {
   const int num_shards = options_.num_shards;
   const bool dense = options_.dense;
-  if (!runner || num_shards == 1 || keys.size() < options_.parallel_min_keys) {
+  const bool parallel =
+      runner && num_shards > 1 && keys.size() >= options_.parallel_min_keys;
+  if (dense && !parallel) {
+    for (size_t i = 0; i < keys.size(); ++i) fn(shards_[0], i);
+    return;
+  }
+  if (num_shards == 1) {
+    Shard& shard = shards_[0];
+    auto key_at = [&](size_t j) { return keys[j]; };
+    auto shard_at = [&](size_t) -> const Shard& { return shard; };
     for (size_t i = 0; i < keys.size(); ++i) {
-      if (!dense)
-        Prefetch(keys, i,
-                 [&](uint64_t k) -> Shard& { return shards_[ShardOf(k)]; });
-      fn(shards_[dense ? 0 : ShardOf(keys[i])], i);
+      Prefetch(i, keys.size(), key_at, shard_at);
+      fn(shard, i);
+    }
+    return;
+  }
+  // Each key's shard, computed once.
+  std::vector<uint32_t>& shard_of = shard_of_;
+  shard_of.resize(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    shard_of[i] = static_cast<uint32_t>(ShardOf(keys[i]));
+  }
+  if (!parallel) {
+    auto key_at = [&](size_t j) { return keys[j]; };
+    auto shard_at = [&](size_t j) -> const Shard& {
+      return shards_[shard_of[j]];
+    };
+    for (size_t i = 0; i < keys.size(); ++i) {
+      Prefetch(i, keys.size(), key_at, shard_at);
+      fn(shards_[shard_of[i]], i);
     }
     return;
   }
@@ -235,27 +260,21 @@ void Table::ForEachKey(absl::Span<const uint64_t> keys,
   // in request order (duplicates update in order).
   std::vector<uint32_t>& begin = shard_begin_;
   begin.assign(num_shards + 1, 0);
-  std::vector<uint32_t> shard_of(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    shard_of[i] = static_cast<uint32_t>(ShardOf(keys[i]));
-    ++begin[shard_of[i] + 1];
-  }
+  for (size_t i = 0; i < keys.size(); ++i) ++begin[shard_of[i] + 1];
   for (int s = 0; s < num_shards; ++s) begin[s + 1] += begin[s];
   order_.resize(keys.size());
   std::vector<uint32_t> next(begin.begin(), begin.end() - 1);
   for (size_t i = 0; i < keys.size(); ++i) {
     order_[next[shard_of[i]]++] = static_cast<uint32_t>(i);
   }
+  // A dense table has one Shard: its rows are split by key, not stored apart.
   runner(num_shards, [&](int s) {
     Shard& shard = shards_[dense ? 0 : s];
     const uint32_t end = begin[s + 1];
+    auto key_at = [&](size_t j) { return keys[order_[j]]; };
+    auto shard_at = [&](size_t) -> const Shard& { return shard; };
     for (uint32_t j = begin[s]; j < end; ++j) {
-      if (!dense && j + kPrefetchDistance < end) {
-        shard.index.prefetch(keys[order_[j + kPrefetchDistance]]);
-      }
-      if (!dense && j + kPrefetchDistance / 2 < end) {
-        PrefetchRow(shard, keys[order_[j + kPrefetchDistance / 2]]);
-      }
+      if (!dense) Prefetch(j, end, key_at, shard_at);
       fn(shard, order_[j]);
     }
   });

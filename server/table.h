@@ -34,13 +34,14 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
 #include "base/metrics.h"
 #include "server/initializer.h"
 #include "server/optimizer.h"
+#include "server/page_buffer.h"
+#include "server/row_index.h"
 
 namespace petrel {
 
@@ -56,8 +57,9 @@ struct TableOptions {
   uint64_t num_keys = 0;  // dense: keys 0..num_keys-1, 1..2^32
   InitializerConfig initializer;
   OptimizerConfig optimizer;
-  int num_shards = 1;               // 1..1024
-  int rows_per_slab = 4096;         // 1..2^20
+  int num_shards = 1;  // 1..1024
+  // 1..2^20, or 0: as many as fill 2 MiB (a huge page; at least 1).
+  int rows_per_slab = 4096;
   size_t parallel_min_keys = 4096;  // fewer keys run inline
 };
 
@@ -104,8 +106,8 @@ class Table {
   // One shard's rows. Dense tables use only row numbers (row == key) and
   // share one Shard; sparse tables have one per shard.
   struct Shard {
-    absl::flat_hash_map<uint64_t, uint32_t> index;  // sparse only
-    std::vector<std::unique_ptr<float[]>> slabs;
+    RowIndex index;  // sparse only
+    std::vector<PageBuffer> slabs;
     uint32_t num_rows = 0;  // sparse only
   };
   struct Metrics {
@@ -131,9 +133,9 @@ class Table {
   float* Touch(Shard& shard, uint64_t key);
   // Software prefetch of a key's index entry and row (see table.cc).
   void PrefetchRow(const Shard& shard, uint64_t key) const;
-  template <typename ShardFn>
-  void Prefetch(absl::Span<const uint64_t> keys, size_t i,
-                const ShardFn& shard_of) const;
+  template <typename KeyAt, typename ShardAt>
+  void Prefetch(size_t j, size_t end, const KeyAt& key_at,
+                const ShardAt& shard_at) const;
   // Runs fn(shard, key index) for every key, in key order within a shard;
   // shards in parallel when `runner` is set and the request is large enough.
   template <typename Fn>
@@ -144,10 +146,12 @@ class Table {
   const std::unique_ptr<Optimizer> optimizer_;
   const Initializer initializer_;
   const int stride_;
-  std::vector<Shard> shards_;  // dense: one
+  const uint32_t rows_per_slab_;  // options_.rows_per_slab, resolved
+  std::vector<Shard> shards_;     // dense: one
   Metrics metrics_;
   // Scratch for grouping a request's keys by shard (reused across calls).
   std::vector<uint32_t> order_;
+  std::vector<uint32_t> shard_of_;
   std::vector<uint32_t> shard_begin_;
 };
 

@@ -64,8 +64,8 @@ struct TableServerOptions {
   // Most pulls held for the bound at once; more are answered with
   // ResourceExhausted. Default 65536.
   size_t max_held_pulls = 65536;
-  // Rows per slab of every table. Default 4096.
-  int rows_per_slab = 4096;
+  // Rows per slab of every table. Default 0: 2 MiB slabs (huge pages).
+  int rows_per_slab = 0;
 };
 
 class TableServer {
