@@ -49,9 +49,9 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 
-#include "kv/huge_page_memory.h"
+#include "base/huge_page_memory.h"
+#include "base/row_index.h"
 #include "kv/kv_codec.h"
-#include "kv/row_index.h"
 #include "van/buffer.h"
 
 namespace petrel {

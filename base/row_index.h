@@ -1,24 +1,29 @@
-// RowIndex: the hash index of KVStore, key -> (width, row id), an
-// open-addressing table of 16-byte slots in buckets of four (one cache
-// line), probed bucket by bucket and kept at most 3/4 full. A key goes in
-// the first free slot from its home bucket on; a lookup compares the four
-// slots of a bucket without branching on each, so looking up a key in its
-// home bucket (the common case) costs one well-predicted branch. It has no
-// per-key allocation and lets a caller prefetch the slot of a key it will look
-// up soon (Prefetch), which is what makes a batch of lookups run at memory
-// speed rather than one cache miss at a time: KVStore prefetches key i + D
-// while it handles key i.
+// RowIndex: an open-addressing hash index, key -> (width, row id), for the
+// row stores of a server: KVStore (kv/) and the training tables' shards
+// (server/table.h). 16-byte slots in buckets of four (one cache line),
+// probed bucket by bucket and kept at most 3/4 full. A key goes in the
+// first free slot from its home bucket on; a lookup compares the four slots
+// of a bucket without branching on each, so looking up a key in its home
+// bucket (the common case) costs one well-predicted branch. It has no
+// per-key allocation and lets a caller prefetch the slot of a key it will
+// look up soon (Prefetch), which is what makes a batch of lookups run at
+// memory speed rather than one cache miss at a time: the stores prefetch
+// key i + D while they handle key i.
 //
-// Keys are any uint64; a slot is free when its width is kFreeSlot. Nothing
-// is ever erased: a key whose row went away keeps its slot with width 0.
+// A slot's `width` is the width of the key's row, 0 meaning no row (yet):
+// KVStore stores the row's number of values; a Table stores its dim. Its
+// `row` is the row's id in the caller's store. Keys are any uint64; a slot
+// is free when its width is kFreeSlot. Nothing is ever erased: a key whose
+// row went away (or was never made, when the store ran out of memory)
+// keeps its slot with width 0.
 //
 // The slots live in HugePageMemory (2 MiB pages where the kernel allows):
 // a lookup in a large index then costs one cache miss, not also a TLB miss.
 //
 // Thread safety: not thread-safe. Slot pointers stay valid until the next
 // Reserve that grows the table.
-#ifndef PETREL_KV_ROW_INDEX_H_
-#define PETREL_KV_ROW_INDEX_H_
+#ifndef PETREL_BASE_ROW_INDEX_H_
+#define PETREL_BASE_ROW_INDEX_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -26,7 +31,7 @@
 #include "absl/status/status.h"
 #include "glog/logging.h"
 
-#include "kv/huge_page_memory.h"
+#include "base/huge_page_memory.h"
 
 namespace petrel {
 
@@ -48,7 +53,7 @@ class RowIndex {
   static constexpr size_t kBucketSlots = 4;  // Matches and Frees assume 4
   struct Slot {
     uint64_t key;
-    uint32_t width;  // values of the key's row; 0: no row; kFreeSlot: free
+    uint32_t width;  // the width of the key's row; 0: no row; kFreeSlot: free
     uint32_t row;    // the row's id in the store (meaningless for width 0)
   };
 
@@ -103,8 +108,21 @@ class RowIndex {
   }
   // Makes room for `n` keys in all, so that inserting up to that many moves
   // no slot. ResourceExhausted, with the index unchanged, when memory for a
-  // larger table cannot be mapped.
-  absl::Status Reserve(size_t n);
+  // larger table cannot be mapped. Inline and cheap when there is room, so
+  // a caller may reserve one key before each FindOrInsert.
+  absl::Status Reserve(size_t n) {
+    if (n <= max_size_ && slots_ != empty_) return absl::OkStatus();
+    return Grow(n);
+  }
+
+  // Calls fn(slot) for every key's slot (width 0 included), in no
+  // particular order.
+  template <typename Fn>
+  void ForEach(const Fn& fn) const {
+    for (size_t i = 0; slots_ != empty_ && i <= mask_; ++i) {
+      if (slots_[i].width != kFreeSlot) fn(static_cast<const Slot&>(slots_[i]));
+    }
+  }
 
   // Keys in the index (including those with width 0).
   size_t size() const { return size_; }
@@ -136,6 +154,7 @@ class RowIndex {
            static_cast<unsigned>(b[2].width == kFreeSlot) << 2 |
            static_cast<unsigned>(b[3].width == kFreeSlot) << 3;
   }
+  absl::Status Grow(size_t n);
   absl::Status Rehash(size_t capacity);
 
   HugePageMemory memory_;
@@ -152,4 +171,4 @@ class RowIndex {
 
 }  // namespace petrel
 
-#endif  // PETREL_KV_ROW_INDEX_H_
+#endif  // PETREL_BASE_ROW_INDEX_H_

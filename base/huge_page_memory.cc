@@ -1,4 +1,4 @@
-#include "kv/huge_page_memory.h"
+#include "base/huge_page_memory.h"
 
 #include <cerrno>
 #include <cstdint>
@@ -12,6 +12,10 @@
 namespace petrel {
 
 absl::StatusOr<HugePageMemory> HugePageMemory::Map(size_t bytes, bool advise) {
+  if (bytes > SIZE_MAX - kHugePageBytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot map ", bytes, " bytes"));
+  }
   HugePageMemory m;
   // Map one huge page more than asked and use the aligned part.
   m.map_bytes_ = bytes + kHugePageBytes;

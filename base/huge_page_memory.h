@@ -1,16 +1,18 @@
 // HugePageMemory: a block of memory from mmap, aligned to 2 MiB, whose
 // whole 2 MiB pages the kernel is asked to back with transparent huge pages
 // (madvise MADV_HUGEPAGE; the machine's THP setting may be "madvise" only).
-// KVStore's index and slabs live in such blocks: a lookup at a random key
-// of a 10^7-key store otherwise misses the TLB as well as the cache, and a
-// page walk costs about as much as the miss itself, more in a VM.
+// RowIndex's slots, KVStore's and the training tables' row slabs and the
+// worker's cache chunks (BlockArena) live in such blocks: a lookup at a
+// random key of a 10^7-key store otherwise misses the TLB as well as the
+// cache, and a page walk costs about as much as the miss itself, more in a
+// VM; and filling hundreds of MiB faults once per 2 MiB, not per 4 KiB.
 //
 // The memory starts as zeros and is committed page by page as it is
 // touched (a whole 2 MiB page at a time where advised).
 //
 // Thread safety: a plain owner of bytes, like std::unique_ptr<char[]>.
-#ifndef PETREL_KV_HUGE_PAGE_MEMORY_H_
-#define PETREL_KV_HUGE_PAGE_MEMORY_H_
+#ifndef PETREL_BASE_HUGE_PAGE_MEMORY_H_
+#define PETREL_BASE_HUGE_PAGE_MEMORY_H_
 
 #include <cstddef>
 
@@ -46,4 +48,4 @@ class HugePageMemory {
 
 }  // namespace petrel
 
-#endif  // PETREL_KV_HUGE_PAGE_MEMORY_H_
+#endif  // PETREL_BASE_HUGE_PAGE_MEMORY_H_

@@ -1,15 +1,24 @@
-#include "kv/row_index.h"
+#include "base/row_index.h"
 
 #include <utility>
+
+#include "absl/strings/str_cat.h"
 
 namespace petrel {
 namespace {
 
 constexpr size_t kMinCapacity = 16;
+// Most keys an index may hold: 2^56 slots of 16 bytes is more memory than
+// any machine maps, and the sizes below stay clear of overflow.
+constexpr size_t kMaxKeys = size_t{3} << 54;
 
 }  // namespace
 
-absl::Status RowIndex::Reserve(size_t n) {
+absl::Status RowIndex::Grow(size_t n) {
+  if (n > kMaxKeys) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("an index of ", n, " keys is too large"));
+  }
   size_t capacity = slots_ == empty_ ? kMinCapacity : mask_ + 1;
   while (n > capacity / 4 * 3) capacity *= 2;
   if (slots_ != empty_ && capacity == mask_ + 1) return absl::OkStatus();
