@@ -1,8 +1,10 @@
 #include "server/table.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
+#include "absl/base/optimization.h"
 #include "absl/strings/str_cat.h"
 
 #include "van/key_range_map.h"
@@ -45,7 +47,10 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Create(
   if (!initializer.ok()) return initializer.status();
   std::unique_ptr<Table> table(
       new Table(options, *std::move(optimizer), *std::move(initializer)));
-  if (options.dense) table->InitDense();
+  if (options.dense) {
+    s = table->InitDense();
+    if (!s.ok()) return s;
+  }
   table->InitMetrics(metrics);
   return table;
 }
@@ -59,25 +64,40 @@ Table::Table(const TableOptions& options, std::unique_ptr<Optimizer> optimizer,
       rows_per_slab_(
           options.rows_per_slab > 0
               ? options.rows_per_slab
-              : std::max<uint32_t>(
-                    1, PageBuffer::kHugePageBytes / (stride_ * sizeof(float)))),
+              : std::max<uint32_t>(1, HugePageMemory::kHugePageBytes /
+                                          (stride_ * sizeof(float)))),
       shards_(options.dense ? 1 : options.num_shards) {}
 
 Table::~Table() = default;
 
-void Table::InitDense() {
+absl::Status Table::AddSlab(Shard& shard, size_t rows) {
+  const size_t bytes = rows * stride_ * sizeof(float);
+  absl::StatusOr<HugePageMemory> slab = HugePageMemory::Map(
+      bytes, /*advise=*/bytes >= HugePageMemory::kHugePageBytes);
+  if (!slab.ok()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("table ", options_.id, ": no memory for ", rows,
+                     " more rows: ", slab.status().message()));
+  }
+  shard.slabs.push_back(*std::move(slab));
+  return absl::OkStatus();
+}
+
+absl::Status Table::InitDense() {
   Shard& shard = shards_[0];
   const uint64_t n = options_.num_keys;
   const uint64_t per_slab = rows_per_slab_;
   for (uint64_t first = 0; first < n; first += per_slab) {
     const uint64_t rows = std::min(per_slab, n - first);
-    shard.slabs.emplace_back(rows * stride_ * sizeof(float));
+    absl::Status s = AddSlab(shard, rows);
+    if (!s.ok()) return s;
     for (uint64_t r = 0; r < rows; ++r) {
       float* row = static_cast<float*>(shard.slabs.back().data()) + r * stride_;
       initializer_.Fill(first + r, row, options_.dim);
       optimizer_->InitState(row, row + options_.dim, options_.dim);
     }
   }
+  return absl::OkStatus();
 }
 
 void Table::InitMetrics(MetricsRegistry* metrics) {
@@ -121,7 +141,7 @@ size_t Table::MemoryBytes() const {
   for (const Shard& shard : shards_) {
     bytes += shard.index.MemoryBytes();
     bytes += shard.slabs.capacity() * sizeof(shard.slabs[0]);
-    for (const PageBuffer& slab : shard.slabs) bytes += slab.size();
+    for (const HugePageMemory& slab : shard.slabs) bytes += slab.size();
   }
   return bytes;
 }
@@ -138,13 +158,19 @@ float* Table::RowOf(const Shard& shard, uint32_t row) const {
 
 float* Table::Touch(Shard& shard, uint64_t key) {
   if (options_.dense) return RowOf(shard, static_cast<uint32_t>(key));
+  RowIndex& index = shard.index;
+  if (ABSL_PREDICT_FALSE(!index.Reserve(index.size() + 1).ok())) return nullptr;
   bool inserted = false;
-  const uint32_t found = shard.index.FindOrInsert(key, &inserted);
-  if (!inserted) return RowOf(shard, found);
-  const size_t per_slab = rows_per_slab_;
-  if (shard.num_rows % per_slab == 0) {
-    shard.slabs.emplace_back(per_slab * stride_ * sizeof(float));
+  RowIndex::Slot* slot = index.FindOrInsert(key, &inserted);
+  if (ABSL_PREDICT_TRUE(slot->width != 0)) return RowOf(shard, slot->row);
+  // A new key, or one whose row could not be mapped before.
+  if (shard.num_rows == UINT32_MAX) return nullptr;
+  if (shard.num_rows % rows_per_slab_ == 0 &&
+      !AddSlab(shard, rows_per_slab_).ok()) {
+    return nullptr;
   }
+  slot->width = static_cast<uint32_t>(options_.dim);
+  slot->row = shard.num_rows;
   float* row = RowOf(shard, shard.num_rows++);
   initializer_.Fill(key, row, options_.dim);
   optimizer_->InitState(row, row + options_.dim, options_.dim);
@@ -160,8 +186,9 @@ void Table::ForEachRow(
     return;
   }
   for (const Shard& shard : shards_) {
-    shard.index.ForEach(
-        [&](uint64_t key, uint32_t row) { fn(key, RowOf(shard, row)); });
+    shard.index.ForEach([&](const RowIndex::Slot& s) {
+      if (s.width != 0) fn(s.key, RowOf(shard, s.row));
+    });
   }
 }
 
@@ -171,8 +198,18 @@ const float* Table::Find(uint64_t key) const {
     return key < options_.num_keys ? RowOf(shard, static_cast<uint32_t>(key))
                                    : nullptr;
   }
-  const uint32_t row = shard.index.Find(key);
-  return row == RowIndex::kNoRow ? nullptr : RowOf(shard, row);
+  const RowIndex::Slot* slot = shard.index.Find(key);
+  return slot == nullptr || slot->width == 0 ? nullptr
+                                             : RowOf(shard, slot->row);
+}
+
+absl::Status Table::OutOfMemory(absl::string_view request) {
+  UpdateGauges();
+  return absl::ResourceExhaustedError(
+      absl::StrCat(request, " table ", options_.id,
+                   ": out of memory for new rows (", MemoryBytes(),
+                   " bytes held); the keys before the failing one were "
+                   "handled"));
 }
 
 absl::Status Table::CheckKeys(absl::Span<const uint64_t> keys) const {
@@ -194,9 +231,9 @@ absl::Status Table::CheckKeys(absl::Span<const uint64_t> keys) const {
 constexpr size_t kPrefetchDistance = 16;
 
 void Table::PrefetchRow(const Shard& shard, uint64_t key) const {
-  const uint32_t row = shard.index.Find(key);
-  if (row != RowIndex::kNoRow) {
-    const float* p = RowOf(shard, row);
+  const RowIndex::Slot* slot = shard.index.Find(key);
+  if (slot != nullptr && slot->width != 0) {
+    const float* p = RowOf(shard, slot->row);
     __builtin_prefetch(p, 1);
     if (stride_ > 16) __builtin_prefetch(p + 16, 1);
   }
@@ -210,7 +247,8 @@ void Table::Prefetch(size_t j, size_t end, const KeyAt& key_at,
                      const ShardAt& shard_at) const {
   if (j + kPrefetchDistance < end) {
     const size_t a = j + kPrefetchDistance;
-    shard_at(a).index.Prefetch(key_at(a));
+    const RowIndex& index = shard_at(a).index;
+    index.Prefetch(index.Home(key_at(a)));
   }
   if (j + kPrefetchDistance / 2 < end) {
     const size_t b = j + kPrefetchDistance / 2;
@@ -291,12 +329,18 @@ absl::Status Table::Pull(absl::Span<const uint64_t> keys, absl::Span<float> out,
   absl::Status s = CheckKeys(keys);
   if (!s.ok()) return s;
   float* dst = out.data();
+  std::atomic<bool> out_of_memory{false};
   // Rows are short (often one float): a loop beats a memcpy call per key.
   ForEachKey(keys, runner, [&](Shard& shard, size_t i) {
     const float* row = Touch(shard, keys[i]);
+    if (ABSL_PREDICT_FALSE(row == nullptr)) {
+      out_of_memory.store(true, std::memory_order_relaxed);
+      return;
+    }
     float* to = dst + i * dim;
     for (size_t j = 0; j < dim; ++j) to[j] = row[j];
   });
+  if (out_of_memory.load()) return OutOfMemory("pull from");
   if (metrics_.pulls != nullptr) {
     metrics_.pulls->Increment();
     metrics_.pulled_keys->Increment(keys.size());
@@ -319,10 +363,16 @@ absl::Status Table::Push(absl::Span<const uint64_t> keys,
   if (!s.ok()) return s;
   const float* src = grads.data();
   const Optimizer& opt = *optimizer_;
+  std::atomic<bool> out_of_memory{false};
   ForEachKey(keys, runner, [&](Shard& shard, size_t i) {
     float* row = Touch(shard, keys[i]);
+    if (ABSL_PREDICT_FALSE(row == nullptr)) {
+      out_of_memory.store(true, std::memory_order_relaxed);
+      return;
+    }
     opt.Update(row, row + dim, src + i * dim, static_cast<int>(dim));
   });
+  if (out_of_memory.load()) return OutOfMemory("push to");
   if (metrics_.pushes != nullptr) {
     metrics_.pushes->Increment();
     metrics_.pushed_keys->Increment(keys.size());

@@ -5,16 +5,23 @@
 // hash index entry of sparse tables.
 //
 // A table is split into `num_shards` internal shards by HashKey(key) %
-// num_shards. A sparse shard has its own hash index (key -> row number) and
-// slabs; a dense table holds rows 0..num_keys-1 directly (no index). Pull
-// and Push take a ParallelRunner: with one, and at least
-// `parallel_min_keys` keys, a request's keys are grouped by shard and the
-// shards run in parallel; otherwise the calling thread does the work.
+// num_shards. A sparse shard has its own hash index (RowIndex, key -> row
+// number, the index KVStore uses too; a key with a row has width dim) and
+// slabs (HugePageMemory: 2 MiB huge pages where a slab is that large); a dense
+// table holds rows 0..num_keys-1 directly (no index). Pull and Push take a
+// ParallelRunner: with one, and at least `parallel_min_keys` keys, a request's
+// keys are grouped by shard and the shards run in parallel; otherwise the
+// calling thread does the work.
 //
 //   Pull    copies each key's weights into out[i * dim ..]; a sparse table
 //           creates a missing row first (initializer, then optimizer state).
 //   Push    applies the optimizer to each key's row with grads[i * dim ..];
 //           a key given twice is updated twice, in order.
+//
+// When memory for a new row or a larger index cannot be mapped, Pull and
+// Push return ResourceExhausted; the keys before the failing one (in each
+// shard) have been handled then: a push may be partly applied, and the
+// table stays consistent (a key without a row gets one on a later touch).
 //
 // Per-table metrics (label table="<id>") when given a MetricsRegistry:
 // petrel_table_keys and petrel_table_memory_bytes (gauges),
@@ -37,11 +44,11 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
+#include "base/huge_page_memory.h"
 #include "base/metrics.h"
+#include "base/row_index.h"
 #include "server/initializer.h"
 #include "server/optimizer.h"
-#include "server/page_buffer.h"
-#include "server/row_index.h"
 
 namespace petrel {
 
@@ -65,7 +72,8 @@ struct TableOptions {
 
 class Table {
  public:
-  // InvalidArgument naming the option when one is out of range. `metrics`
+  // InvalidArgument naming the option when one is out of range;
+  // ResourceExhausted when a dense table's rows cannot be mapped. `metrics`
   // may be null; when set it must outlive the Table.
   static absl::StatusOr<std::unique_ptr<Table>> Create(
       const TableOptions& options, MetricsRegistry* metrics = nullptr);
@@ -74,11 +82,13 @@ class Table {
   Table& operator=(const Table&) = delete;
 
   // REQUIRES: out.size() == keys.size() * dim(). InvalidArgument for a
-  // dense key out of range (nothing is copied or created then).
+  // dense key out of range (nothing is copied or created then);
+  // ResourceExhausted when out of memory (see above).
   absl::Status Pull(absl::Span<const uint64_t> keys, absl::Span<float> out,
                     const ParallelRunner& runner = nullptr);
   // InvalidArgument when grads.size() != keys.size() * dim() or a dense key
-  // is out of range; nothing is applied then.
+  // is out of range; nothing is applied then. ResourceExhausted when out of
+  // memory (see above).
   absl::Status Push(absl::Span<const uint64_t> keys,
                     absl::Span<const float> grads,
                     const ParallelRunner& runner = nullptr);
@@ -106,8 +116,8 @@ class Table {
   // One shard's rows. Dense tables use only row numbers (row == key) and
   // share one Shard; sparse tables have one per shard.
   struct Shard {
-    RowIndex index;  // sparse only
-    std::vector<PageBuffer> slabs;
+    RowIndex index;  // sparse only; a key's width is dim once it has a row
+    std::vector<HugePageMemory> slabs;
     uint32_t num_rows = 0;  // sparse only
   };
   struct Metrics {
@@ -123,13 +133,18 @@ class Table {
 
   Table(const TableOptions& options, std::unique_ptr<Optimizer> optimizer,
         Initializer initializer);
-  void InitDense();
+  absl::Status InitDense();
+  // Maps one more slab of `rows` rows in `shard`.
+  absl::Status AddSlab(Shard& shard, size_t rows);
   void InitMetrics(MetricsRegistry* metrics);
   void UpdateGauges();
   absl::Status CheckKeys(absl::Span<const uint64_t> keys) const;
+  // ResourceExhausted for a `request` ("pull from") that ran out of memory.
+  absl::Status OutOfMemory(absl::string_view request);
   int ShardOf(uint64_t key) const;
   float* RowOf(const Shard& shard, uint32_t row) const;
-  // The row of `key` in `shard`, created when missing.
+  // The row of `key` in `shard`, created when missing; null when memory
+  // for it cannot be mapped.
   float* Touch(Shard& shard, uint64_t key);
   // Software prefetch of a key's index entry and row (see table.cc).
   void PrefetchRow(const Shard& shard, uint64_t key) const;

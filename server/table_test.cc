@@ -201,5 +201,26 @@ TEST(TableTest, RejectsBadOptions) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// A slab of 2^20 rows of 65536 floats (256 GiB) is more than the kernel
+// maps under its default overcommit rule: the pull fails with
+// ResourceExhausted and leaves no half-made row behind.
+TEST(TableTest, OutOfMemoryIsResourceExhausted) {
+  TableOptions o = Sparse(65536);
+  o.rows_per_slab = 1 << 20;
+  std::unique_ptr<Table> table = *Table::Create(o);
+  std::vector<float> out(65536);
+  const std::vector<uint64_t> keys = {7};
+  absl::Status s = table->Pull(keys, absl::MakeSpan(out));
+  if (s.ok()) GTEST_SKIP() << "this machine mapped 256 GiB (overcommit on)";
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_EQ(table->Find(7), nullptr);
+  EXPECT_EQ(table->num_rows(), 0u);
+  int rows = 0;
+  table->ForEachRow([&](uint64_t, const float*) { ++rows; });
+  EXPECT_EQ(rows, 0);
+  s = table->Push(keys, out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+}
+
 }  // namespace
 }  // namespace petrel
