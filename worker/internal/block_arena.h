@@ -1,8 +1,8 @@
 // BlockArena: append-only memory for the encoded blocks of an in-memory
-// parsed-example cache. Blocks are copied into large chunks that ask the
-// kernel for huge pages (madvise), because a cache touches hundreds of MiB
-// of new memory and a fault per 4 KiB page is slow, very much so in a
-// virtual machine.
+// parsed-example cache. Blocks are copied into large chunks of
+// HugePageMemory (huge pages where the kernel allows), because a cache touches
+// hundreds of MiB of new memory and a fault per 4 KiB page is slow, very much
+// so in a virtual machine.
 //
 // Thread safety: not thread-safe. Ownership: owns its chunks; a view
 // returned by Append stays valid until Clear or destruction.
@@ -14,6 +14,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+
+#include "base/huge_page_memory.h"
 
 namespace petrel {
 namespace internal {
@@ -36,8 +38,7 @@ class BlockArena {
 
  private:
   struct Chunk {
-    char* data;
-    size_t size;
+    HugePageMemory memory;
     size_t used;
   };
   const size_t chunk_bytes_;
