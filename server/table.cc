@@ -203,15 +203,6 @@ const float* Table::Find(uint64_t key) const {
                                              : RowOf(shard, slot->row);
 }
 
-absl::Status Table::OutOfMemory(absl::string_view request) {
-  UpdateGauges();
-  return absl::ResourceExhaustedError(
-      absl::StrCat(request, " table ", options_.id,
-                   ": out of memory for new rows (", MemoryBytes(),
-                   " bytes held); the keys before the failing one were "
-                   "handled"));
-}
-
 absl::Status Table::CheckKeys(absl::Span<const uint64_t> keys) const {
   if (!options_.dense) return absl::OkStatus();
   for (uint64_t key : keys) {
@@ -318,6 +309,28 @@ void Table::ForEachKey(absl::Span<const uint64_t> keys,
   });
 }
 
+template <typename Fn>
+absl::Status Table::ForEachRowOf(absl::Span<const uint64_t> keys,
+                                 const ParallelRunner& runner,
+                                 absl::string_view request, const Fn& fn) {
+  std::atomic<bool> out_of_memory{false};
+  ForEachKey(keys, runner, [&](Shard& shard, size_t i) {
+    float* row = Touch(shard, keys[i]);
+    if (ABSL_PREDICT_FALSE(row == nullptr)) {
+      out_of_memory.store(true, std::memory_order_relaxed);
+      return;
+    }
+    fn(row, i);
+  });
+  if (!out_of_memory.load()) return absl::OkStatus();
+  UpdateGauges();
+  return absl::ResourceExhaustedError(
+      absl::StrCat(request, " table ", options_.id,
+                   ": out of memory for new rows (", MemoryBytes(),
+                   " bytes held); the keys before the failing one were "
+                   "handled"));
+}
+
 absl::Status Table::Pull(absl::Span<const uint64_t> keys, absl::Span<float> out,
                          const ParallelRunner& runner) {
   const size_t dim = options_.dim;
@@ -329,18 +342,12 @@ absl::Status Table::Pull(absl::Span<const uint64_t> keys, absl::Span<float> out,
   absl::Status s = CheckKeys(keys);
   if (!s.ok()) return s;
   float* dst = out.data();
-  std::atomic<bool> out_of_memory{false};
   // Rows are short (often one float): a loop beats a memcpy call per key.
-  ForEachKey(keys, runner, [&](Shard& shard, size_t i) {
-    const float* row = Touch(shard, keys[i]);
-    if (ABSL_PREDICT_FALSE(row == nullptr)) {
-      out_of_memory.store(true, std::memory_order_relaxed);
-      return;
-    }
+  s = ForEachRowOf(keys, runner, "pull from", [&](const float* row, size_t i) {
     float* to = dst + i * dim;
     for (size_t j = 0; j < dim; ++j) to[j] = row[j];
   });
-  if (out_of_memory.load()) return OutOfMemory("pull from");
+  if (!s.ok()) return s;
   if (metrics_.pulls != nullptr) {
     metrics_.pulls->Increment();
     metrics_.pulled_keys->Increment(keys.size());
@@ -363,16 +370,10 @@ absl::Status Table::Push(absl::Span<const uint64_t> keys,
   if (!s.ok()) return s;
   const float* src = grads.data();
   const Optimizer& opt = *optimizer_;
-  std::atomic<bool> out_of_memory{false};
-  ForEachKey(keys, runner, [&](Shard& shard, size_t i) {
-    float* row = Touch(shard, keys[i]);
-    if (ABSL_PREDICT_FALSE(row == nullptr)) {
-      out_of_memory.store(true, std::memory_order_relaxed);
-      return;
-    }
+  s = ForEachRowOf(keys, runner, "push to", [&](float* row, size_t i) {
     opt.Update(row, row + dim, src + i * dim, static_cast<int>(dim));
   });
-  if (out_of_memory.load()) return OutOfMemory("push to");
+  if (!s.ok()) return s;
   if (metrics_.pushes != nullptr) {
     metrics_.pushes->Increment();
     metrics_.pushed_keys->Increment(keys.size());

@@ -139,8 +139,6 @@ class Table {
   void InitMetrics(MetricsRegistry* metrics);
   void UpdateGauges();
   absl::Status CheckKeys(absl::Span<const uint64_t> keys) const;
-  // ResourceExhausted for a `request` ("pull from") that ran out of memory.
-  absl::Status OutOfMemory(absl::string_view request);
   int ShardOf(uint64_t key) const;
   float* RowOf(const Shard& shard, uint32_t row) const;
   // The row of `key` in `shard`, created when missing; null when memory
@@ -156,6 +154,13 @@ class Table {
   template <typename Fn>
   void ForEachKey(absl::Span<const uint64_t> keys, const ParallelRunner& runner,
                   const Fn& fn);
+  // ForEachKey with each key's row, created when missing: fn(row, key
+  // index). ResourceExhausted, naming the `request` ("pull from"), when a
+  // row could not be mapped (fn skipped that key).
+  template <typename Fn>
+  absl::Status ForEachRowOf(absl::Span<const uint64_t> keys,
+                            const ParallelRunner& runner,
+                            absl::string_view request, const Fn& fn);
 
   const TableOptions options_;
   const std::unique_ptr<Optimizer> optimizer_;
