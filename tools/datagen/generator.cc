@@ -111,6 +111,10 @@ absl::StatusOr<Generator> Generator::Create(const DatagenOptions& options) {
                                                    options.interaction_scale,
                                                    " is not in (0, 100)"));
   }
+  if (options.max_fields < 1 || options.max_fields > kFields) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_fields ", options.max_fields, " is not in [1, ", kFields, "]"));
+  }
   if (options.interaction_rank < 0 || options.interaction_rank > 64) {
     return absl::InvalidArgumentError(absl::StrCat(
         "interaction_rank ", options.interaction_rank, " is not in [0, 64]"));
@@ -149,6 +153,24 @@ void Generator::SampleRaw(Rng* rng, Raw* raw) const {
     raw->cats[j] = static_cast<uint32_t>(
         Mix64(value_seed + (static_cast<uint64_t>(j) << 40) + rank));
   }
+  if (options_.max_fields < kFields) KeepRandomFields(rng, raw);
+}
+
+void Generator::KeepRandomFields(Rng* rng, Raw* raw) const {
+  std::array<int, kFields> fields;
+  int n = 0;
+  for (int f = 0; f < kFields; ++f) {
+    if (raw->present[f]) fields[n++] = f;
+  }
+  // A partial Fisher-Yates shuffle: the first max_fields of `fields` are a
+  // uniform random subset of the present ones.
+  const int keep = std::min(n, options_.max_fields);
+  for (int i = 0; i < keep; ++i) {
+    const int j =
+        i + static_cast<int>(rng->Uniform() * static_cast<double>(n - i));
+    std::swap(fields[i], fields[std::min(j, n - 1)]);
+  }
+  for (int i = keep; i < n; ++i) raw->present[fields[i]] = false;
 }
 
 double Generator::Logit(Raw* raw) const {

@@ -22,6 +22,9 @@
 // Bernoulli draws of that probability, so the Bayes-optimal log loss of a
 // split is the mean entropy of its probabilities.
 //
+// With max_fields < 39, each example keeps a random subset of its present
+// fields (see DatagenOptions::max_fields).
+//
 // Determinism: the bytes depend only on the options, the stream (0 = train,
 // 1 = test) and the example count; train does not depend on test.
 //
@@ -55,6 +58,11 @@ struct DatagenOptions {
   // With interactions: 0 (default) independent weights per value pair, k in
   // 1..64 rank-k latent-factor weights (see above).
   int interaction_rank = 0;
+  // At most this many fields per example, 1..39 (default 39: all). When an
+  // example has more present fields, a uniform random subset of this size
+  // is kept and the others count as missing, in the text and in the ground
+  // truth alike (e.g. 15 for libsvm data with about 15 nonzeros per row).
+  int max_fields = 39;
 };
 
 // Statistics of the examples written for one split.
@@ -113,6 +121,8 @@ class Generator {
   // Fills the per-field keys of `raw` and returns the logit without bias.
   double Logit(Raw* raw) const;
   void SampleRaw(Rng* rng, Raw* raw) const;
+  // Marks all but max_fields random present fields of `raw` missing.
+  void KeepRandomFields(Rng* rng, Raw* raw) const;
   void GenerateFrom(Rng* rng, int64_t count, std::string* text,
                     SplitStats* stats, std::vector<Example>* examples) const;
   void AppendText(const Raw& raw, int label, std::string* text) const;

@@ -233,6 +233,44 @@ TEST(GeneratorTest, CreateRejectsBadOptions) {
   options = DatagenOptions();
   options.interaction_rank = 65;
   EXPECT_FALSE(Generator::Create(options).ok());
+  for (int max_fields : {0, 40}) {
+    options = DatagenOptions();
+    options.max_fields = max_fields;
+    EXPECT_EQ(Generator::Create(options).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << max_fields;
+  }
+}
+
+TEST(GeneratorTest, MaxFieldsKeepsARandomSubsetOfFields) {
+  DatagenOptions options;
+  options.format = DataFormat::kCriteo;  // one key per present field
+  options.max_fields = 15;
+  absl::StatusOr<Generator> generator = Generator::Create(options);
+  ASSERT_TRUE(generator.ok()) << generator.status();
+  std::vector<Example> examples;
+  SplitStats stats;
+  Text(*generator, 0, 5000, &stats, &examples);
+  double sum = 0;
+  for (const Example& e : examples) {
+    ASSERT_LE(e.keys.size(), 15u);
+    sum += static_cast<double>(e.keys.size());
+    // The ground truth counts only the fields written.
+    const double logit = std::log(e.probability / (1 - e.probability));
+    ASSERT_NEAR(generator->GroundTruthLogit(e.keys, e.values), logit, 1e-6);
+  }
+  // Most examples have more than 15 fields present, so nearly all keep 15.
+  EXPECT_GT(sum / static_cast<double>(examples.size()), 14.5);
+  // Still learnable, and calibrated to the asked positive rate.
+  EXPECT_NEAR(stats.positive_rate(), 0.25, 0.03);
+  EXPECT_LT(stats.bayes_logloss(), stats.constant_logloss() - 0.02);
+  // The same options without the limit keep every present field.
+  options.max_fields = 39;
+  std::vector<Example> all;
+  Text(*Generator::Create(options), 0, 200, nullptr, &all);
+  size_t more = 0;
+  for (const Example& e : all) more += e.keys.size() > 15 ? 1 : 0;
+  EXPECT_GT(more, all.size() / 2);
 }
 
 }  // namespace
