@@ -80,18 +80,22 @@ void SetCounters(benchmark::State& state) {
       keys * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+// PreparePush + CommitPush, in two passes (range(2) 0) or one (1).
 void BM_PushSum(benchmark::State& state) {
   const size_t resident = static_cast<size_t>(state.range(0));
   const size_t width = static_cast<size_t>(state.range(1));
   KVStore<float>* store = ResidentStore(resident, width);
+  store->set_one_pass_push(state.range(2) != 0);
   const std::vector<SArray<Key>> requests = Requests(resident);
   const std::vector<float> vals(kRequestKeys * width, 0.5f);
   int r = 0;
   for (auto _ : state) {
     const SArray<Key>& keys = requests[r++ % kRequests];
     if (!store->PreparePush(keys, vals).ok()) abort();
+    if (store->one_pass_prepared() != (state.range(2) != 0)) abort();
     store->CommitPush();
   }
+  store->set_one_pass_push(true);
   SetCounters(state);
 }
 
@@ -141,7 +145,17 @@ void Shapes(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMicrosecond);
 }
 
-BENCHMARK(BM_PushSum)->Apply(Shapes);
+void PushShapes(benchmark::internal::Benchmark* b) {
+  for (int64_t resident : {100000, 1000000, 10000000}) {
+    for (int64_t width : {1, 16}) {
+      for (int64_t one_pass : {0, 1}) b->Args({resident, width, one_pass});
+    }
+  }
+  b->ArgNames({"resident", "dim", "one_pass"});
+  b->Unit(benchmark::kMicrosecond);
+}
+
+BENCHMARK(BM_PushSum)->Apply(PushShapes);
 BENCHMARK(BM_Pull)->Apply(Shapes);
 BENCHMARK(BM_HashMapPushSum)
     ->ArgsProduct({{100000, 1000000}, {1, 16}})
