@@ -105,8 +105,12 @@ void KVStoreHandler<Val>::operator()(const KVMeta& meta,
                                      const KVPairs<Val>& data,
                                      KVServer<Val>* server) {
   if (meta.push) {
-    // One pass resolves every key's row and checks widths; nothing is
-    // applied unless all of the push is valid.
+    // Nothing is applied unless all of the push is valid: PreparePush
+    // either reserves all that a push no key of which can fail may need
+    // (then CommitPush does all of the per-key work in one pass, after the
+    // acknowledgement left), or resolves every key's row and checks widths
+    // (see kv_store.h). A reservation that fails is an error answered here,
+    // before any acknowledgement.
     absl::Status valid = Prepare(meta, data);
     if (!meta.pull) {
       // Acknowledge before summing: this thread applies the push before it

@@ -73,7 +73,9 @@ class KVServer {
 // slices starts as zeros). A push is checked whole before anything of it is
 // applied: a width that disagrees with a stored row (kSum) is answered with
 // InvalidArgument and nothing of that push is stored. A push alone is
-// acknowledged before it is summed (see operator()). Not thread-safe: use
+// acknowledged before it is summed (see operator()); a push of one width
+// into a store of that width is acknowledged before any of its keys is
+// even looked up (KVStore's one-pass push). Not thread-safe: use
 // from the KVServer's handler only.
 template <typename Val>
 class KVStoreHandler {

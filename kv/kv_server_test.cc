@@ -111,6 +111,42 @@ TEST(KVStoreHandlerTest, RejectsAPushOfAnotherWidthWhole) {
   EXPECT_TRUE(cluster.Finish().ok());
 }
 
+TEST(KVStoreHandlerTest, SumsDuplicatesAndRejectsWholeAfterASecondWidth) {
+  LocalCluster cluster(Nodes());
+  ASSERT_TRUE(cluster.Start().ok());
+  KVServer<float> server(0, cluster.server(0));
+  KVStoreHandler<float> store;
+  server.set_request_handler(std::ref(store));
+  ASSERT_TRUE(server.Start().ok());
+  KVWorker<float> kv(0, 0, cluster.worker(0));
+  ASSERT_TRUE(kv.Start().ok());
+  const absl::Duration deadline = absl::Seconds(10);
+  // One width stored (acknowledged before applied), duplicates each summed.
+  ASSERT_TRUE(
+      kv.Wait(kv.Push(SArray<Key>{1, 2}, SArray<float>{1, 2}), deadline).ok());
+  ASSERT_TRUE(kv.Wait(kv.Push(SArray<Key>{1, 1, 3}, SArray<float>{10, 20, 30}),
+                      deadline)
+                  .ok());
+  // A second width, then a push of it that key 1 (one value) rejects: no
+  // key of it is stored, key 5 included.
+  ASSERT_TRUE(
+      kv.Wait(kv.Push(SArray<Key>{4}, SArray<float>{4, 4}), deadline).ok());
+  absl::Status s =
+      kv.Wait(kv.Push(SArray<Key>{5, 1}, SArray<float>{5, 5, 6, 6}), deadline);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("key 1 has 1 values in the store, push "
+                                     "has 2"));
+  SArray<float> vals;
+  SArray<int> lens;
+  ASSERT_TRUE(
+      kv.Wait(kv.Pull(SArray<Key>{1, 2, 3, 4, 5}, &vals, &lens), deadline)
+          .ok());
+  EXPECT_EQ(vals.ToVector(), (std::vector<float>{31, 2, 30, 4, 4}));
+  EXPECT_EQ(lens.ToVector(), (std::vector<int>{1, 1, 1, 2, 0}));
+  EXPECT_EQ(store.num_keys(), 4u);
+  EXPECT_TRUE(cluster.Finish().ok());
+}
+
 // A server that answers every pull with `answer` (addressing filled in).
 class RawServer {
  public:

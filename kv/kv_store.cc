@@ -1,5 +1,6 @@
 #include "kv/kv_store.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -63,6 +64,22 @@ inline void AddRow(Val* dst, const Val* src, size_t n) {
     AddVectors(dst, src, dst, n);
   } else {
     AddTo(dst, src, dst, n);
+  }
+}
+
+// dst += src for a row of kWidth values, in 16-byte vectors (AddVectors
+// with a constant n trips GCC's loop warnings on its scalar tail).
+template <size_t kWidth, typename Val>
+inline void AddFixed(Val* dst, const Val* src) {
+  typedef Val Vec __attribute__((vector_size(16)));
+  static_assert(kWidth * sizeof(Val) % sizeof(Vec) == 0);
+#pragma GCC unroll 16
+  for (size_t b = 0; b < kWidth * sizeof(Val); b += sizeof(Vec)) {
+    Vec x, y;
+    std::memcpy(&x, reinterpret_cast<char*>(dst) + b, sizeof(Vec));
+    std::memcpy(&y, reinterpret_cast<const char*>(src) + b, sizeof(Vec));
+    x += y;
+    std::memcpy(reinterpret_cast<char*>(dst) + b, &x, sizeof(Vec));
   }
 }
 
@@ -130,6 +147,8 @@ struct KVStore<Val>::Pool {
   size_t slab_bytes() const {
     return (size_t{1} << slab_shift) * width * sizeof(Val);
   }
+  // Row ids with memory: 0 .. capacity() - 1.
+  uint64_t capacity() const { return uint64_t{slabs.size()} << slab_shift; }
   Val* Row(uint32_t id) const {
     const size_t in_slab = id & ((uint32_t{1} << slab_shift) - 1);
     return static_cast<Val*>(slabs[id >> slab_shift].data()) + in_slab * width;
@@ -222,17 +241,24 @@ absl::Status KVStore<Val>::NewRow(uint32_t width, bool zero, uint32_t* row) {
     pool->free_rows.pop_back();
   } else {
     if (pool->used >= kMaxRowsPerPool) return NoRowIds(width);
-    if ((pool->used >> pool->slab_shift) == pool->slabs.size()) {
-      // Huge pages from the second slab on: a pool of a few rows commits
-      // only the small pages it touches.
-      absl::StatusOr<HugePageMemory> slab = HugePageMemory::Map(
-          pool->slab_bytes(), /*advise=*/!pool->slabs.empty());
-      if (!slab.ok()) return slab.status();
-      pool->slabs.push_back(*std::move(slab));
+    if (pool->used == pool->capacity()) {
+      absl::Status status = AddSlab(pool);
+      if (!status.ok()) return status;
     }
     *row = static_cast<uint32_t>(pool->used++);
   }
   if (zero) std::fill_n(pool->Row(*row), width, Val{0});
+  return absl::OkStatus();
+}
+
+template <typename Val>
+absl::Status KVStore<Val>::AddSlab(Pool* pool) {
+  // Huge pages from the second slab on: a pool of a few rows commits only
+  // the small pages it touches.
+  absl::StatusOr<HugePageMemory> slab =
+      HugePageMemory::Map(pool->slab_bytes(), /*advise=*/!pool->slabs.empty());
+  if (!slab.ok()) return slab.status();
+  pool->slabs.push_back(*std::move(slab));
   return absl::OkStatus();
 }
 
@@ -336,6 +362,22 @@ absl::Status KVStore<Val>::PreparePush(absl::Span<const Key> keys,
           "lens sum to ", total, " but ", vals.size(), " values follow"));
     }
   }
+  one_pass_ = false;
+  if (one_pass_enabled_ && lens.empty() && width != 0 && !IsLarge(width)) {
+    absl::StatusOr<bool> reserved =
+        ReserveOnePass(n, static_cast<uint32_t>(width));
+    if (!reserved.ok()) return reserved.status();
+    if (*reserved) {
+      prepared_ = true;
+      one_pass_ = true;
+      keys_ = keys;
+      vals_ = vals;
+      lens_ = {};
+      width_ = width;
+      slice_offset_ = 0;
+      return absl::OkStatus();
+    }
+  }
   // Slot pointers stay put below.
   absl::Status room = index_.Reserve(index_.size() + n);
   if (!room.ok()) return room;
@@ -373,6 +415,7 @@ absl::Status KVStore<Val>::PreparePushSlice(Key key, size_t offset,
   }
   absl::Status room = index_.Reserve(index_.size() + 1);
   if (!room.ok()) return room;
+  one_pass_ = false;
   steps_.resize(1);
   undo_.clear();
   absl::Status status =
@@ -424,9 +467,120 @@ void KVStore<Val>::ApplyLarge(uint32_t id, const Val* src, size_t len,
 }
 
 template <typename Val>
+absl::StatusOr<bool> KVStore<Val>::ReserveOnePass(size_t n, uint32_t width) {
+  if (mode_ == Mode::kSum) {
+    // Any stored row of another width could reject the push.
+    for (const auto& pool : pools_) {
+      if (pool->width != width && pool->used != pool->free_rows.size()) {
+        return false;
+      }
+    }
+    if (large_rows_.size() != free_large_rows_.size()) return false;
+  }
+  absl::Status room = index_.Reserve(index_.size() + n);
+  if (!room.ok()) return room;
+  Pool* pool = PoolFor(width);
+  if (n <= pool->free_rows.size()) return true;
+  const uint64_t need = pool->used + (n - pool->free_rows.size());
+  // Out of ids or memory for n new rows: the two passes create only the
+  // rows the push needs, and say so when they cannot.
+  if (need > kMaxRowsPerPool) return false;
+  while (pool->capacity() < need) {
+    if (!AddSlab(pool).ok()) return false;
+  }
+  return true;
+}
+
+template <typename Val>
+template <size_t kWidth>
+void KVStore<Val>::ApplyOnePass() {
+  const size_t n = keys_.size();
+  const uint32_t width = kWidth != 0 ? kWidth : static_cast<uint32_t>(width_);
+  Pool* const pool = PoolFor(width);
+  const uintptr_t hit_bits = mode_ == Mode::kAssign ? kCopyBit : 0;
+  // Lines of a row to prefetch (the first four).
+  const size_t row_lines = std::min<size_t>(4, (width * sizeof(Val) + 63) / 64);
+  const Val* const vals = vals_.data();
+  HomeRing homes(index_, keys_);
+  // The rows of keys i .. i + kPrefetchDistance - 1, as steps.
+  uintptr_t ring[kPrefetchDistance];
+  // Key j's row, found or made (ReserveOnePass reserved the room), its
+  // slot prefetched kPrefetchDistance keys ago and its row prefetched now.
+  auto resolve = [&](size_t j) ABSL_ATTRIBUTE_ALWAYS_INLINE {
+    bool inserted;
+    RowIndex::Slot* slot =
+        index_.FindOrInsert(keys_[j], homes.Next(j), &inserted);
+    uintptr_t step;
+    if (ABSL_PREDICT_TRUE(slot->width == width)) {
+      step = reinterpret_cast<uintptr_t>(pool->Row(slot->row)) | hit_bits;
+    } else {
+      DCHECK(slot->width == 0 || mode_ == Mode::kAssign);
+      uint32_t row;
+      if (pool->free_rows.empty()) {
+        row = static_cast<uint32_t>(pool->used++);
+      } else {
+        row = pool->free_rows.back();
+        pool->free_rows.pop_back();
+      }
+      if (slot->width == 0) {
+        ++num_rows_;
+      } else {
+        FreeRow(slot->width, slot->row);  // kAssign: another width
+      }
+      slot->width = width;
+      slot->row = row;
+      step = reinterpret_cast<uintptr_t>(pool->Row(row)) | kCopyBit;
+    }
+    const char* line = reinterpret_cast<const char*>(step & ~kCopyBit);
+    for (size_t l = 0; l < row_lines; ++l) PrefetchLine(line + 64 * l);
+    ring[j % kPrefetchDistance] = step;
+  };
+  auto apply = [&](size_t i) ABSL_ATTRIBUTE_ALWAYS_INLINE {
+    const uintptr_t step = ring[i % kPrefetchDistance];
+    Val* row = reinterpret_cast<Val*>(step & ~kCopyBit);
+    const Val* src = vals + i * width;
+    if constexpr (kWidth == 1) {
+      *row = (step & kCopyBit) ? *src : *row + *src;
+    } else if constexpr (kWidth != 0) {
+      if (step & kCopyBit) {
+        std::memcpy(row, src, kWidth * sizeof(Val));
+      } else {
+        AddFixed<kWidth>(row, src);
+      }
+    } else if (step & kCopyBit) {
+      CopyRow(row, src, width);
+    } else {
+      AddRow(row, src, width);
+    }
+  };
+  const size_t head = std::min(n, kPrefetchDistance);
+  for (size_t j = 0; j < head; ++j) resolve(j);
+  size_t i = 0;
+  for (; i + kPrefetchDistance < n; ++i) {
+    apply(i);  // before its ring entry is reused
+    resolve(i + kPrefetchDistance);
+  }
+  for (; i < n; ++i) apply(i);
+}
+
+template <typename Val>
 void KVStore<Val>::CommitPush() {
   DCHECK(prepared_);
   prepared_ = false;
+  if (one_pass_) {
+    one_pass_ = false;
+    switch (width_) {
+      case 1:
+        ApplyOnePass<1>();
+        break;
+      case 16:
+        ApplyOnePass<16>();
+        break;
+      default:
+        ApplyOnePass<0>();
+    }
+    return;
+  }
   const size_t n = steps_.size();
   const Val* src = vals_.data();
   for (size_t i = 0; i < n; ++i) {

@@ -16,10 +16,23 @@
 // in the same way when they are summed into or copied out.
 //
 // Push in two steps, so that a server can validate, acknowledge, then sum:
-// PreparePush resolves every key to its row (creating missing rows) and
-// checks widths; on error nothing has changed. CommitPush then sums
-// (kSum) or copies (kAssign) the values into the resolved rows. A key
-// given twice in one push is applied twice, in order. In kSum mode, a push
+// PreparePush makes sure the push will apply (on error nothing has
+// changed); CommitPush then sums (kSum) or copies (kAssign) the values
+// into the rows and cannot fail. A key given twice in one push is applied
+// twice, in order. PreparePush takes one of two paths:
+//  - One pass, when no key of the push can be rejected: every key has as
+//    many values, a row fits a slab, and either kAssign or every stored
+//    row has that width (a kSum store of one width). PreparePush then only
+//    reserves, without looking at any key: index room for every key to be
+//    new, and as many free rows in the width's pool (mapping slabs up
+//    front, so at most one request's worth of rows beyond what the keys
+//    need). CommitPush looks each key up, inserting it, and sums or copies
+//    in the same walk (the slot of key i + 32 and the row of key i + 16
+//    prefetched while key i is applied), so a server that acknowledges
+//    between the two does all of the per-key work after the answer left.
+//  - Two passes, otherwise: PreparePush resolves every key to its row
+//    (creating missing rows, undone on error) and checks widths; CommitPush
+//    walks the resolved rows. In kSum mode, a push
 // whose width for a key differs from the stored row's is rejected with
 // InvalidArgument naming the key and both widths; in kAssign mode the row
 // takes the pushed width. A key with no row yet takes the width of its
@@ -47,6 +60,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
 #include "base/huge_page_memory.h"
@@ -87,6 +101,11 @@ class KVStore {
                                 absl::Span<const Val> vals);
   // Applies the prepared push. REQUIRES: the last Prepare* returned OK.
   void CommitPush();
+  // Whether the prepared push is applied in one pass (see above).
+  bool one_pass_prepared() const { return prepared_ && one_pass_; }
+  // With `on` false, PreparePush always takes two passes (default true); to
+  // compare the two in benchmarks and tests.
+  void set_one_pass_push(bool on) { one_pass_enabled_ = on; }
   // PreparePush then CommitPush.
   absl::Status Push(absl::Span<const Key> keys, absl::Span<const Val> vals,
                     absl::Span<const int> lens = {});
@@ -135,6 +154,14 @@ class KVStore {
   absl::Status NewRow(uint32_t width, bool zero, uint32_t* row);
   void FreeRow(uint32_t width, uint32_t row);
   void Rollback();
+  // PreparePush's one-pass path: true when it reserved all a push of `n`
+  // keys of `width` values may need; false when the push must take two
+  // passes (another width stored, or rows that could not be reserved).
+  absl::StatusOr<bool> ReserveOnePass(size_t n, uint32_t width);
+  absl::Status AddSlab(Pool* pool);
+  // CommitPush's one-pass walk; kWidth 0: width_ values per key.
+  template <size_t kWidth>
+  void ApplyOnePass();
   void ApplyLarge(uint32_t row, const Val* src, size_t len, bool copy);
 
   const Mode mode_;
@@ -149,6 +176,9 @@ class KVStore {
   // The prepared push: one step per key (a tagged row pointer or large row
   // id, see kv_store.cc), the slot changes, and what CommitPush reads.
   bool prepared_ = false;
+  bool one_pass_enabled_ = true;
+  bool one_pass_ = false;       // the prepared push takes one pass
+  absl::Span<const Key> keys_;  // its keys (one pass only)
   std::vector<uintptr_t> steps_;
   std::vector<Undo> undo_;
   absl::Span<const Val> vals_;

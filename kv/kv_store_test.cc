@@ -1,6 +1,7 @@
 #include "kv/kv_store.h"
 
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -251,6 +252,161 @@ TEST(KVStoreTest, PrepareThenCommitApplies) {
   store.CommitPush();
   EXPECT_THAT(store.Get(1), ElementsAre(6));
   EXPECT_THAT(store.Get(2), ElementsAre(6));
+}
+
+TEST(KVStoreOnePassTest, TakenForOneStoredWidthOrAssign) {
+  Store store;
+  std::vector<Key> keys{1, 2};
+  std::vector<float> vals{1, 2, 3, 4};
+  ASSERT_TRUE(store.PreparePush(keys, vals).ok());
+  EXPECT_TRUE(store.one_pass_prepared());  // an empty store
+  store.CommitPush();
+  EXPECT_FALSE(store.one_pass_prepared());
+  ASSERT_TRUE(store.PreparePush(keys, vals).ok());
+  EXPECT_TRUE(store.one_pass_prepared());  // every row has 2 values
+  store.CommitPush();
+  EXPECT_THAT(store.Get(1), ElementsAre(2, 4));
+  EXPECT_THAT(store.Get(2), ElementsAre(6, 8));
+  // Lengths per key: two passes.
+  std::vector<int> lens{2, 2};
+  ASSERT_TRUE(store.PreparePush(keys, vals, lens).ok());
+  EXPECT_FALSE(store.one_pass_prepared());
+  store.CommitPush();
+  EXPECT_THAT(store.Get(1), ElementsAre(3, 6));
+  // Another width for a new key: two passes, and the store now holds two.
+  std::vector<Key> three{3};
+  std::vector<float> three_vals{7, 7, 7};
+  ASSERT_TRUE(store.PreparePush(three, three_vals).ok());
+  EXPECT_FALSE(store.one_pass_prepared());
+  store.CommitPush();
+  ASSERT_TRUE(store.PreparePush(keys, vals).ok());
+  EXPECT_FALSE(store.one_pass_prepared());
+  store.CommitPush();
+  EXPECT_THAT(store.Get(1), ElementsAre(4, 8));
+  // kAssign never rejects a width: one pass over rows of two widths, and
+  // the key of three values takes two.
+  KVStore<int32_t> assign(KVStore<int32_t>::Mode::kAssign);
+  ASSERT_TRUE(assign
+                  .Push(std::vector<Key>{1, 2}, std::vector<int32_t>{1, 2, 3},
+                        std::vector<int>{1, 2})
+                  .ok());
+  std::vector<Key> both{2, 1, 3};
+  std::vector<int32_t> both_vals{5, 6, 7, 8, 9, 10};
+  ASSERT_TRUE(assign.PreparePush(both, both_vals).ok());
+  EXPECT_TRUE(assign.one_pass_prepared());
+  assign.CommitPush();
+  EXPECT_THAT(assign.Get(2), ElementsAre(5, 6));
+  EXPECT_THAT(assign.Get(1), ElementsAre(7, 8));
+  EXPECT_THAT(assign.Get(3), ElementsAre(9, 10));
+  EXPECT_EQ(assign.num_keys(), 3u);
+}
+
+TEST(KVStoreOnePassTest, AnotherWidthAfterASecondWidthIsRejectedWhole) {
+  Store store;
+  ASSERT_TRUE(
+      store.Push(std::vector<Key>{1, 2}, std::vector<float>{1, 2}).ok());
+  ASSERT_TRUE(store.Push(std::vector<Key>{3}, std::vector<float>{3, 3}).ok());
+  // Key 4 is new and fits, key 1 has one value: two passes reject it all.
+  std::vector<Key> keys{4, 1};
+  std::vector<float> vals{5, 5, 6, 6};
+  absl::Status s = store.PreparePush(keys, vals);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(),
+              HasSubstr("key 1 has 1 values in the store, push has 2"));
+  EXPECT_FALSE(store.one_pass_prepared());
+  EXPECT_TRUE(store.Get(4).empty());
+  EXPECT_THAT(store.Get(1), ElementsAre(1));
+  EXPECT_EQ(store.num_keys(), 3u);
+}
+
+TEST(KVStoreOnePassTest, AWidthWhoseRowsWereAllUndoneDoesNotCount) {
+  Store store;
+  ASSERT_TRUE(store.Push(std::vector<Key>{5}, std::vector<float>{1, 2}).ok());
+  // Key 9 gets a row of one value, undone with the rest of the push.
+  EXPECT_FALSE(store
+                   .Push(std::vector<Key>{9, 5}, std::vector<float>{1, 1, 1},
+                         std::vector<int>{1, 2, 3})
+                   .ok());
+  std::vector<Key> keys{9, 5};
+  std::vector<float> vals{1, 1, 2, 2};
+  ASSERT_TRUE(store.PreparePush(keys, vals).ok());
+  EXPECT_TRUE(store.one_pass_prepared());
+  store.CommitPush();
+  EXPECT_THAT(store.Get(9), ElementsAre(1, 1));
+  EXPECT_THAT(store.Get(5), ElementsAre(3, 4));
+}
+
+TEST(KVStoreOnePassTest, ReservesRowsBeforeCommit) {
+  // Rows of 4 KiB, 512 to a slab: 1,500 new keys need 3 slabs, mapped by
+  // PreparePush, so that CommitPush cannot run out.
+  constexpr size_t kWidth = 1024;
+  constexpr size_t kKeys = 1500;
+  KVStore<int32_t> store;
+  std::vector<Key> keys(kKeys);
+  std::vector<int32_t> vals(kKeys * kWidth, 1);
+  for (size_t i = 0; i < kKeys; ++i) keys[i] = i * 7919;
+  ASSERT_TRUE(store.PreparePush(keys, vals).ok());
+  ASSERT_TRUE(store.one_pass_prepared());
+  EXPECT_GE(store.MemoryBytes(), 3u * (2u << 20));
+  EXPECT_EQ(store.num_keys(), 0u);
+  store.CommitPush();
+  EXPECT_EQ(store.num_keys(), kKeys);
+  const size_t bytes = store.MemoryBytes();
+  // The same keys again reserve at most one push's rows more (and the
+  // index room for as many keys, 64 KiB).
+  ASSERT_TRUE(store.Push(keys, vals).ok());
+  EXPECT_LE(store.MemoryBytes(), bytes + 3u * (2u << 20) + (64u << 10));
+  KVPairs<int32_t> got = store.Pull(SArray<Key>{keys[0], keys[kKeys - 1]});
+  EXPECT_EQ(got.vals[0], 2);
+  EXPECT_EQ(got.vals[2 * kWidth - 1], 2);
+}
+
+TEST(KVStoreOnePassTest, AssignReusesFreedRows) {
+  KVStore<int32_t> store(KVStore<int32_t>::Mode::kAssign);
+  std::vector<Key> keys{1, 2, 3};
+  ASSERT_TRUE(store.Push(keys, std::vector<int32_t>{1, 2, 3}).ok());
+  // The three rows of one value are freed as the keys take two values...
+  ASSERT_TRUE(store.Push(keys, std::vector<int32_t>(6, 4)).ok());
+  const size_t bytes = store.MemoryBytes();
+  // ...and new keys of one value take them back.
+  std::vector<Key> fresh{4, 5, 6};
+  std::vector<int32_t> fresh_vals{7, 8, 9};
+  ASSERT_TRUE(store.PreparePush(fresh, fresh_vals).ok());
+  EXPECT_TRUE(store.one_pass_prepared());
+  store.CommitPush();
+  EXPECT_EQ(store.MemoryBytes(), bytes);
+  EXPECT_THAT(store.Pull(SArray<Key>{1, 4, 6}).lens.ToVector(),
+              ElementsAre(2, 1, 1));
+  EXPECT_THAT(store.Get(1), ElementsAre(4, 4));
+  EXPECT_THAT(store.Get(6), ElementsAre(9));
+  EXPECT_EQ(store.num_keys(), 6u);
+}
+
+// Pushes with duplicates near and far apart (inside and beyond the
+// prefetch window), new and old keys, in one and in two passes: the two
+// stores agree.
+TEST(KVStoreOnePassTest, AgreesWithTwoPassesOnDuplicates) {
+  for (size_t width : {1, 3, 16}) {
+    KVStore<int64_t> one;
+    KVStore<int64_t> two;
+    two.set_one_pass_push(false);
+    std::mt19937_64 rng(width);
+    std::vector<Key> keys(2000);
+    std::vector<int64_t> vals(keys.size() * width);
+    for (int push = 0; push < 5; ++push) {
+      for (Key& k : keys) k = rng() % (500 * (push + 1));
+      for (int64_t& v : vals) v = static_cast<int64_t>(rng() % 1000);
+      ASSERT_TRUE(one.PreparePush(keys, vals).ok());
+      EXPECT_TRUE(one.one_pass_prepared());
+      one.CommitPush();
+      ASSERT_TRUE(two.Push(keys, vals).ok());
+    }
+    SArray<Key> all(2500);
+    for (size_t k = 0; k < all.size(); ++k) all[k] = k;
+    EXPECT_EQ(one.Pull(all).vals.ToVector(), two.Pull(all).vals.ToVector())
+        << "width " << width;
+    EXPECT_EQ(one.num_keys(), two.num_keys());
+  }
 }
 
 }  // namespace
