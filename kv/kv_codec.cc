@@ -1,5 +1,6 @@
 #include "kv/kv_codec.h"
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 
 namespace petrel {
@@ -29,17 +30,13 @@ absl::Status CheckKeySlice(const pb::Meta& meta, size_t keys, size_t vals,
   return absl::OkStatus();
 }
 
-// One non-negative length per key, summing to the value count.
-absl::Status CheckLens(const pb::Meta& meta, const Buffer& lens_frame,
-                       size_t keys, size_t vals) {
-  if (meta.data_types(2) != pb::DATA_TYPE_INT32) {
+// Non-negative lengths in an int32 frame (`lens_type`), summing to `vals`.
+absl::Status CheckLensSum(pb::DataType lens_type, const Buffer& lens_frame,
+                          size_t vals) {
+  if (lens_type != pb::DATA_TYPE_INT32) {
     return absl::InvalidArgumentError("kv lens frame is not int32");
   }
   const size_t n = lens_frame.size() / 4;
-  if (n != keys) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(n, " lens for ", keys, " keys"));
-  }
   // The van's decoder aligned the frame for its element type.
   const int32_t* lens = reinterpret_cast<const int32_t*>(lens_frame.data());
   uint64_t sum = 0;
@@ -53,6 +50,70 @@ absl::Status CheckLens(const pb::Meta& meta, const Buffer& lens_frame,
   if (sum != vals) {
     return absl::InvalidArgumentError(
         absl::StrCat("lens sum to ", sum, " but ", vals, " values follow"));
+  }
+  return absl::OkStatus();
+}
+
+// The number of elements of a values frame of type `type`, or an error for
+// a type without a size.
+absl::StatusOr<size_t> ValueCount(pb::DataType type, const Buffer& frame) {
+  const size_t elem = DataTypeSize(type);
+  if (elem == 0) {
+    return absl::InvalidArgumentError("kv values of an unknown type");
+  }
+  return frame.size() / elem;
+}
+
+// A request: keys (uint64)[, values[, lens (int32)]], one length per key.
+absl::Status CheckRequestLayout(const pb::Meta& meta,
+                                const std::vector<Buffer>& frames,
+                                int64_t max_message_bytes) {
+  if (frames.empty() || frames.size() > 3 ||
+      meta.data_types_size() != static_cast<int>(frames.size()) ||
+      meta.data_types(0) != pb::DATA_TYPE_UINT64) {
+    return absl::InvalidArgumentError(
+        "kv request needs frames keys(uint64)[, values[, lens(int32)]]");
+  }
+  const size_t keys = frames[0].size() / 8;
+  size_t vals = 0;
+  if (frames.size() >= 2) {
+    absl::StatusOr<size_t> count = ValueCount(meta.data_types(1), frames[1]);
+    if (!count.ok()) return count.status();
+    vals = *count;
+  }
+  if (frames.size() == 3) {
+    if (meta.data_types(2) != pb::DATA_TYPE_INT32) {
+      return absl::InvalidArgumentError("kv lens frame is not int32");
+    }
+    if (frames[2].size() / 4 != keys) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(frames[2].size() / 4, " lens for ", keys, " keys"));
+    }
+    absl::Status lens = CheckLensSum(meta.data_types(2), frames[2], vals);
+    if (!lens.ok()) return lens;
+  } else if ((keys == 0 && vals != 0) || (keys != 0 && vals % keys != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        vals, " values do not divide evenly over ", keys, " keys"));
+  }
+  return CheckKeySlice(meta, keys, vals, max_message_bytes);
+}
+
+// A pull answer: values[, lens (int32)]. How many keys they are for is the
+// worker's to check, against the keys it asked.
+absl::Status CheckResponseLayout(const pb::Meta& meta,
+                                 const std::vector<Buffer>& frames) {
+  if (frames.empty() || frames.size() > 2 ||
+      meta.data_types_size() != static_cast<int>(frames.size())) {
+    return absl::InvalidArgumentError(
+        "kv answer needs frames values[, lens(int32)]");
+  }
+  if (meta.value_offset() != 0 || meta.value_total() != 0) {
+    return absl::InvalidArgumentError("a kv answer carries no key slice");
+  }
+  absl::StatusOr<size_t> vals = ValueCount(meta.data_types(0), frames[0]);
+  if (!vals.ok()) return vals.status();
+  if (frames.size() == 2) {
+    return CheckLensSum(meta.data_types(1), frames[1], *vals);
   }
   return absl::OkStatus();
 }
@@ -95,38 +156,20 @@ absl::Status CheckKvLayout(const pb::Meta& meta,
     return absl::InvalidArgumentError("not a key-value message");
   }
   // The van checked one known data type per frame and whole elements.
-  if (frames.empty() || frames.size() > 3 ||
-      meta.data_types_size() != static_cast<int>(frames.size()) ||
-      meta.data_types(0) != pb::DATA_TYPE_UINT64) {
-    return absl::InvalidArgumentError(
-        "kv message needs frames keys(uint64)[, values[, lens(int32)]]");
-  }
-  const size_t keys = frames[0].size() / 8;
-  size_t vals = 0;
-  if (frames.size() >= 2) {
-    const size_t elem = DataTypeSize(meta.data_types(1));
-    if (elem == 0) {
-      return absl::InvalidArgumentError("kv values of an unknown type");
-    }
-    vals = frames[1].size() / elem;
-  }
-  if (frames.size() == 3) {
-    absl::Status lens = CheckLens(meta, frames[2], keys, vals);
-    if (!lens.ok()) return lens;
-  } else if ((keys == 0 && vals != 0) || (keys != 0 && vals % keys != 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        vals, " values do not divide evenly over ", keys, " keys"));
-  }
-  return CheckKeySlice(meta, keys, vals, max_message_bytes);
+  return meta.request() ? CheckRequestLayout(meta, frames, max_message_bytes)
+                        : CheckResponseLayout(meta, frames);
 }
 
 absl::Status CheckKvFrames(const Message& msg, pb::DataType value_type,
                            int64_t max_message_bytes) {
   absl::Status layout = CheckKvLayout(msg.meta, msg.data, max_message_bytes);
   if (!layout.ok()) return layout;
-  if (msg.data.size() >= 2 && msg.meta.data_types(1) != value_type) {
+  // Values are frame 1 of a request (after the keys), frame 0 of an answer.
+  const int values = msg.meta.request() ? 1 : 0;
+  if (static_cast<int>(msg.data.size()) > values &&
+      msg.meta.data_types(values) != value_type) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "kv values of type ", static_cast<int>(msg.meta.data_types(1)),
+        "kv values of type ", static_cast<int>(msg.meta.data_types(values)),
         ", expected ", static_cast<int>(value_type)));
   }
   return absl::OkStatus();

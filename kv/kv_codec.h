@@ -1,13 +1,16 @@
 // The wire form of the key-value protocol. A KV request or response is a van
 // Message whose header (pb::Meta) carries the KV fields (push, pull, head =
-// the application command, table_id, clock, key slice, min_clock, status)
-// and whose data frames are keys (uint64), values and optionally lengths
-// (int32). This file provides what a handler sees of a request (KVMeta,
-// KVPairs), converts between KVMeta and pb::Meta in both directions, and
-// checks the KV layout rules of docs/wire.md that the van's generic decoder
-// (van/wire_codec.h) leaves to this layer. KVServer and KVWorker run these
-// checks on every message before any KV code reads its frames; a message
-// that fails them is dropped and counted with reason kKvRejectReason.
+// the application command, table_id, clock, key slice, min_clock, status).
+// A request's data frames are keys (uint64)[, values[, lens (int32)]]; a
+// pull answer's are values[, lens (int32)]: the values of the keys of the
+// request it answers, in that order (the keys do not travel back; the
+// worker checks the counts against what it asked). This file provides what
+// a handler sees of a request (KVMeta, KVPairs), converts between KVMeta
+// and pb::Meta in both directions, and checks the KV layout rules of
+// docs/wire.md that the van's generic decoder (van/wire_codec.h) leaves to
+// this layer. KVServer and KVWorker run these checks on every message
+// before any KV code reads its frames; a message that fails them is
+// dropped and counted with reason kKvRejectReason.
 //
 // Nothing here copies a key or value buffer: KVPairs share the frames.
 //
@@ -77,24 +80,35 @@ void EncodeKvRequest(const KVMeta& kv, pb::Meta* meta);
 // The KVMeta of a request header. Call CheckKvFrames first.
 KVMeta DecodeKvMeta(const pb::Meta& meta);
 
-// Checks the KV layout of a message the van accepted: it is kv; frames are
-// keys (uint64)[, values[, lens (int32)]]; without lens the values divide
-// evenly over the keys, with lens there is one non-negative length per key
-// and they sum to the value count; a key slice (value_offset/value_total)
-// only on a push of one key, within the key, the key no larger than
-// `max_message_bytes`. InvalidArgument naming the broken rule otherwise.
+// Checks the KV layout of a message the van accepted: it is kv, and
+// - a request (Meta.request): frames keys (uint64)[, values[, lens
+//   (int32)]]; without lens the values divide evenly over the keys, with
+//   lens there is one non-negative length per key and they sum to the value
+//   count; a key slice (value_offset/value_total) only on a push of one
+//   key, within the key, the key no larger than `max_message_bytes`;
+// - a response (a pull answer): frames values[, lens (int32)], the lens
+//   non-negative and summing to the value count, no key slice. Whether the
+//   counts fit the keys asked is the worker's check (kv/kv_slicer.h,
+//   CheckPulledPart).
+// InvalidArgument naming the broken rule otherwise.
 absl::Status CheckKvLayout(const pb::Meta& meta,
                            const std::vector<Buffer>& frames,
                            int64_t max_message_bytes);
-// CheckKvLayout, and a values frame (if any) of `value_type`.
+// CheckKvLayout, and values (frame 1 of a request, frame 0 of a response)
+// of `value_type`, if the message has them.
 absl::Status CheckKvFrames(const Message& msg, pb::DataType value_type,
                            int64_t max_message_bytes);
 
-// Decodes the frames of a KV message into `out`, sharing its buffers.
-// Returns CheckKvFrames's error, leaving `out` untouched, on a bad layout.
+// Decodes the frames of a KV request into `out`, sharing its buffers.
+// Returns CheckKvFrames's error, leaving `out` untouched, on a bad layout,
+// and InvalidArgument for a response (it has no keys).
 template <typename Val>
 absl::Status DecodeKvPairs(const Message& msg, int64_t max_message_bytes,
                            KVPairs<Val>* out) {
+  if (!msg.meta.request()) {
+    return absl::InvalidArgumentError(
+        "a kv answer has no keys to decode as KVPairs");
+  }
   absl::Status valid =
       CheckKvFrames(msg, DataTypeOf<Val>::kValue, max_message_bytes);
   if (!valid.ok()) return valid;
@@ -106,7 +120,7 @@ absl::Status DecodeKvPairs(const Message& msg, int64_t max_message_bytes,
 
 // Writes the KV fields of the answer to `request` into `response`: push,
 // pull, head, table_id and `min_clock`, and kv when it carries data (a
-// pull's keys, values[, lens]).
+// pull's values[, lens]).
 void EncodeKvResponse(const KVMeta& request, int64_t min_clock,
                       pb::Meta* response);
 // As EncodeKvResponse, for an answer that carries `error` instead of data.

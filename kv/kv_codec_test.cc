@@ -35,6 +35,17 @@ Message KeySlice(int64_t offset, int64_t total) {
   return WithKeySlice(Message(), offset, total);
 }
 
+// A pull answer (a response): frames values[, lens], no keys.
+Message Answer(std::vector<float> vals, std::vector<int32_t> lens = {},
+               bool with_lens = false) {
+  Message m;
+  m.meta.set_kv(true);
+  m.meta.set_pull(true);
+  m.AddData(SArray<float>(std::move(vals)));
+  if (with_lens || !lens.empty()) m.AddData(SArray<int32_t>(std::move(lens)));
+  return m;
+}
+
 void ExpectInvalid(const absl::Status& s, const char* substr) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_THAT(s.message(), HasSubstr(substr));
@@ -46,6 +57,7 @@ TEST(KvCodecTest, AcceptsWellFormedKv) {
   EXPECT_TRUE(Check(KvMessage({}, {})).ok());
   Message keys_only;
   keys_only.meta.set_kv(true);
+  keys_only.meta.set_request(true);
   keys_only.AddData(SArray<uint64_t>{1, 2});
   EXPECT_TRUE(Check(keys_only).ok());
   EXPECT_TRUE(Check(KvWithLens({1, 2, 3}, {1, 2, 3}, {0, 1, 2})).ok());
@@ -60,11 +72,13 @@ TEST(KvCodecTest, RejectsAMessageThatIsNotKv) {
 TEST(KvCodecTest, RejectsFirstFrameNotUint64OrMissing) {
   Message m;
   m.meta.set_kv(true);
+  m.meta.set_request(true);
   m.AddData(SArray<int64_t>{1, 2});
   m.AddData(SArray<float>{1, 2});
   ExpectInvalid(Check(m), "keys(uint64)");
   Message none;
   none.meta.set_kv(true);
+  none.meta.set_request(true);
   ExpectInvalid(Check(none), "keys(uint64)");
 }
 
@@ -158,6 +172,55 @@ TEST(KvCodecTest, DecodeKvPairsSharesTheFrames) {
   EXPECT_EQ(static_cast<const void*>(out.keys.data()), m.data[0].data());
   EXPECT_EQ(static_cast<const void*>(out.vals.data()), m.data[1].data());
   EXPECT_EQ(static_cast<const void*>(out.lens.data()), m.data[2].data());
+}
+
+TEST(KvCodecTest, AcceptsWellFormedAnswers) {
+  EXPECT_TRUE(Check(Answer({1, 2, 3, 4})).ok());
+  EXPECT_TRUE(Check(Answer({})).ok());  // keys never pushed have no values
+  EXPECT_TRUE(Check(Answer({1, 2, 3}, {0, 1, 2})).ok());
+  EXPECT_TRUE(Check(Answer({}, {}, /*with_lens=*/true)).ok());
+  EXPECT_TRUE(Check(Answer({}, {0, 0})).ok());
+  // How many keys they are for is the worker's to check: any value count.
+  EXPECT_TRUE(Check(Answer({1, 2, 3})).ok());
+  Message doubles;
+  doubles.meta.set_kv(true);
+  doubles.AddData(SArray<double>{1, 2});
+  EXPECT_TRUE(Check(doubles).ok());
+}
+
+TEST(KvCodecTest, RejectsAnswersOfAnotherLayout) {
+  Message none;  // no values frame
+  none.meta.set_kv(true);
+  ExpectInvalid(Check(none), "values[, lens(int32)]");
+  Message three = Answer({1, 2}, {1, 1});
+  three.AddData(SArray<int32_t>{1});
+  ExpectInvalid(Check(three), "values[, lens(int32)]");
+  Message types = Answer({1});
+  types.meta.add_data_types(pb::DATA_TYPE_INT32);  // 2 types, 1 frame
+  ExpectInvalid(Check(types), "values[, lens(int32)]");
+  // The version 3 answer, keys then values: the floats are no int32 lens.
+  Message keys_back = KvMessage({1, 2}, {1, 2});
+  keys_back.meta.set_request(false);
+  ExpectInvalid(Check(keys_back), "lens frame is not int32");
+  Message lens64 = Answer({1, 2});
+  lens64.AddData(SArray<int64_t>{1, 1});
+  ExpectInvalid(Check(lens64), "lens frame is not int32");
+  ExpectInvalid(Check(Answer({1, 2}, {3, -1})), "negative length -1");
+  ExpectInvalid(Check(Answer({1, 2, 3}, {1, 1})), "lens sum to 2 but 3");
+  Message slice = Answer({1, 2});
+  slice.meta.set_value_total(10);
+  ExpectInvalid(Check(slice), "no key slice");
+}
+
+TEST(KvCodecTest, CheckKvFramesReadsAnAnswersValuesFromFrameZero) {
+  Message m = Answer({1, 2}, {1, 1});
+  EXPECT_TRUE(CheckKvFrames(m, pb::DATA_TYPE_FLOAT, kMaxBytes).ok());
+  ExpectInvalid(CheckKvFrames(m, pb::DATA_TYPE_DOUBLE, kMaxBytes),
+                "kv values of type");
+  // An answer has no keys: DecodeKvPairs reads requests only.
+  KVPairs<float> out;
+  ExpectInvalid(DecodeKvPairs(m, kMaxBytes, &out), "no keys");
+  EXPECT_TRUE(out.vals.empty());
 }
 
 TEST(KvCodecTest, RequestMetaRoundTrips) {

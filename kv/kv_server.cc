@@ -69,7 +69,7 @@ absl::Status KVServer<Val>::Response(const KVMeta& meta,
   Message response;
   EncodeKvResponse(meta, min_clock, &response.meta);
   if (meta.pull) {
-    response.AddData(result.keys);
+    // The keys do not travel back: the worker knows what it asked.
     response.AddData(result.vals);
     if (!result.lens.empty()) response.AddData(result.lens);
   }

@@ -46,8 +46,11 @@ class KVServer {
   }
   absl::Status Start();
 
-  // Answers the request `meta`: a push with no data, a pull with the keys
-  // asked (in that order), their values and, for variable lengths, lens.
+  // Answers the request `meta`: a push with no data, a pull with the values
+  // of the keys asked, in the request's order, and, for variable lengths,
+  // lens (one per key asked). `result.keys` is not sent (wire.md: a pull
+  // answer is values[, lens]); the worker checks the counts against the
+  // keys it asked.
   // `min_clock` goes into the response's meta (bounded delay: the smallest
   // clock of the workers still in the job).
   absl::Status Response(const KVMeta& meta, const KVPairs<Val>& result = {},

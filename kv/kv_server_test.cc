@@ -6,6 +6,7 @@
 #include <functional>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -81,6 +82,69 @@ TEST(KVServerTest, DropsAndCountsRequestsThatBreakTheKvLayout) {
   EXPECT_EQ(handled[0].timestamp, good);
   EXPECT_FALSE(raw.IsComplete(bad_lens));
   raw.Stop();
+  EXPECT_TRUE(cluster.Finish().ok());
+}
+
+// Wire version 4: a pull answer carries the values of the keys asked, in
+// their order, and no keys; lens only when asked for variable lengths.
+TEST(KVServerTest, AnswersAPullWithValuesOnly) {
+  LocalCluster cluster(Nodes());
+  ASSERT_TRUE(cluster.Start().ok());
+  KVServer<float> server(0, cluster.server(0));
+  server.set_request_handler(
+      [](const KVMeta& meta, const KVPairs<float>& d, KVServer<float>* s) {
+        KVPairs<float> out;
+        out.keys = d.keys;  // not sent
+        out.vals = SArray<float>(d.keys.size());
+        for (size_t i = 0; i < d.keys.size(); ++i) {
+          out.vals[i] = static_cast<float>(d.keys[i]) * 10;
+        }
+        if (meta.cmd == 1) out.lens = SArray<int>(d.keys.size(), 1);
+        s->Response(meta, out).IgnoreError();
+      });
+  ASSERT_TRUE(server.Start().ok());
+  Customer raw(0, 1, cluster.worker(0));
+  absl::Mutex mu;
+  std::vector<Message> answers;
+  raw.set_response_handler([&](Message&& m) {
+    absl::MutexLock lock(&mu);
+    answers.push_back(std::move(m));
+  });
+  ASSERT_TRUE(raw.Start().ok());
+  const int server_id = ServerRankToId(0);
+  for (int cmd : {0, 1}) {
+    KVMeta kv;
+    kv.pull = true;
+    kv.cmd = cmd;
+    Message msg;
+    msg.meta.set_recipient(server_id);
+    msg.meta.set_timestamp(raw.NewRequest({server_id}));
+    EncodeKvRequest(kv, &msg.meta);
+    msg.AddData(SArray<Key>{3, 1, 2});
+    const int ts = msg.meta.timestamp();
+    ASSERT_TRUE(raw.SendRequest(std::move(msg)).ok());
+    ASSERT_TRUE(raw.Wait(ts, absl::Seconds(10)).ok());
+  }
+  raw.Stop();
+  std::vector<Message> got;
+  {
+    absl::MutexLock lock(&mu);
+    got.swap(answers);
+  }
+  ASSERT_EQ(got.size(), 2u);
+  for (const Message& m : got) {
+    EXPECT_TRUE(m.meta.kv());
+    EXPECT_FALSE(m.meta.request());
+    ASSERT_EQ(m.data.size(), m.meta.head() == 1 ? 2u : 1u);
+    EXPECT_EQ(m.meta.data_types(0), pb::DATA_TYPE_FLOAT);
+    EXPECT_EQ(SArray<float>(m.data[0]).ToVector(),
+              (std::vector<float>{30, 10, 20}));
+    if (m.meta.head() == 1) {
+      EXPECT_EQ(m.meta.data_types(1), pb::DATA_TYPE_INT32);
+      EXPECT_EQ(SArray<int>(m.data[1]).ToVector(), (std::vector<int>{1, 1, 1}));
+    }
+    EXPECT_TRUE(CheckKvFrames(m, pb::DATA_TYPE_FLOAT, int64_t{1} << 30).ok());
+  }
   EXPECT_TRUE(cluster.Finish().ok());
 }
 
@@ -162,30 +226,71 @@ class RawServer {
   Customer customer_;
 };
 
-Message PullAnswer(SArray<Key> keys, SArray<float> vals, SArray<int> lens) {
+// A pull answer as wire version 4 lays it out: values[, lens], no keys.
+Message PullAnswer(SArray<float> vals, SArray<int> lens) {
   Message m;
   m.meta.set_kv(true);
   m.meta.set_pull(true);
-  m.AddData(keys);
   m.AddData(vals);
   if (!lens.empty()) m.AddData(lens);
   return m;
 }
 
-TEST(KVWorkerAnswersTest, MalformedPullAnswersFailTheRequestAndAreCounted) {
+// Pulls keys 1, 2 from a server answering `answer`; expects a malformed
+// answer error naming `detail`, counted once.
+void ExpectMalformedAnswer(std::function<Message()> answer,
+                           const char* detail) {
   LocalCluster cluster(Nodes());
   ASSERT_TRUE(cluster.Start().ok());
-  RawServer server(cluster.server(0), [] {
-    return PullAnswer({1, 2}, {1, 2, 3}, {1, 1});  // lens sum to 2, 3 values
-  });
+  RawServer server(cluster.server(0), std::move(answer));
   KVWorker<float> kv(0, 0, cluster.worker(0));
   ASSERT_TRUE(kv.Start().ok());
   SArray<float> out;
-  absl::Status s = kv.Wait(kv.Pull(SArray<Key>{1, 2}, &out), absl::Seconds(10));
+  SArray<int> lens;
+  absl::Status s =
+      kv.Wait(kv.Pull(SArray<Key>{1, 2}, &out, &lens), absl::Seconds(10));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_THAT(s.message(), HasSubstr("malformed answer from server"));
+  EXPECT_THAT(s.message(), HasSubstr(detail));
   EXPECT_EQ(KvRejects(cluster.worker_metrics(0)), 1);
   EXPECT_TRUE(cluster.Finish().ok());
+}
+
+TEST(KVWorkerAnswersTest, MalformedPullAnswersFailTheRequestAndAreCounted) {
+  // Lens that sum to 2 with 3 values: the layout check.
+  ExpectMalformedAnswer(
+      [] {
+        return PullAnswer({1, 2, 3}, {1, 1});
+      },
+      "lens sum to 2 but 3");
+}
+
+TEST(KVWorkerAnswersTest, AnswersWhoseCountsDoNotFitTheKeysAskedFail) {
+  // 3 values for the 2 keys asked; 3 lens for 2 keys.
+  ExpectMalformedAnswer(
+      [] {
+        return PullAnswer({1, 2, 3}, {});
+      },
+      "sent 3 values for 2 keys asked");
+  ExpectMalformedAnswer(
+      [] {
+        return PullAnswer({1, 2, 3}, {1, 1, 1});
+      },
+      "sent 3 lens for 2 keys asked");
+}
+
+TEST(KVWorkerAnswersTest, AnswersStillCarryingTheKeysAreRejected) {
+  // A version 3 answer (keys, values), had its version matched.
+  ExpectMalformedAnswer(
+      [] {
+        Message m;
+        m.meta.set_kv(true);
+        m.meta.set_pull(true);
+        m.AddData(SArray<Key>{1, 2});
+        m.AddData(SArray<float>{1, 2});
+        return m;
+      },
+      "lens frame is not int32");
 }
 
 TEST(KVWorkerAnswersTest, ServerErrorsKeepTheirCode) {

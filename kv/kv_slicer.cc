@@ -314,6 +314,39 @@ absl::Status MergeVariable(const std::vector<KVSlice>& slices,
 
 }  // namespace
 
+absl::Status CheckPulledPart(const KVSlice& slice, const PulledPart& part,
+                             size_t elem_size) {
+  const size_t n = slice.keys.size();
+  const size_t part_vals = part.vals.size() / elem_size;
+  if (part.lens.empty()) {
+    if ((n == 0 && part_vals != 0) || (n != 0 && part_vals % n != 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("server ", slice.server_rank, " sent ", part_vals,
+                       " values for ", n, " keys asked"));
+    }
+    return absl::OkStatus();
+  }
+  if (part.lens.size() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("server ", slice.server_rank, " sent ", part.lens.size(),
+                     " lens for ", n, " keys asked"));
+  }
+  uint64_t sum = 0;
+  for (int len : part.lens) {
+    if (len < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "server ", slice.server_rank, " sent a negative length ", len));
+    }
+    sum += static_cast<uint64_t>(len);
+  }
+  if (sum != part_vals) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("server ", slice.server_rank, " sent lens summing to ",
+                     sum, " with ", part_vals, " values"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MergePulled(const std::vector<KVSlice>& slices,
                          const std::vector<PulledPart>& parts, size_t num_keys,
                          size_t elem_size, Buffer* vals, SArray<int>* lens) {
@@ -323,18 +356,10 @@ absl::Status MergePulled(const std::vector<KVSlice>& slices,
   for (size_t i = 0; i < slices.size(); ++i) {
     const KVSlice& slice = slices[i];
     const PulledPart& part = parts[i];
+    absl::Status valid = CheckPulledPart(slice, part, elem_size);
+    if (!valid.ok()) return valid;
     const size_t n = slice.keys.size();
     const size_t part_vals = part.vals.size() / elem_size;
-    if (part.keys.size() != n) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("server ", slice.server_rank, " answered ",
-                       part.keys.size(), " keys for ", n, " asked"));
-    }
-    if (part.lens.empty() && n > 0 && part_vals % n != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("server ", slice.server_rank, " sent ", part_vals,
-                       " values for ", n, " keys"));
-    }
     if (!part.lens.empty() || n == 0 || (i > 0 && part_vals / n != width)) {
       uniform = false;
     } else {

@@ -35,11 +35,11 @@ struct KVSlice {
   int64_t value_total = 0;
 };
 
-// One server's answer to a pull slice.
+// One server's answer to a pull slice: the values of the slice's keys, in
+// their order (the answer does not repeat the keys).
 struct PulledPart {
-  SArray<Key> keys;
   Buffer vals;
-  SArray<int> lens;  // empty: every key has vals/keys values
+  SArray<int> lens;  // empty: every key has vals / (slice's keys) values
 };
 
 // Splits `keys` with their `vals` (elements of `elem_size` bytes; empty for
@@ -66,14 +66,21 @@ std::vector<KVSlice> SplitPushSlices(std::vector<KVSlice> slices,
                                      size_t elem_size, size_t max_bytes,
                                      bool split_keys = false);
 
+// Checks that `part` can answer `slice` (elements of `elem_size` bytes):
+// without lens its values divide evenly over the slice's keys (none for a
+// slice without keys); with lens there is one non-negative length per key,
+// summing to the value count. InvalidArgument naming server_rank otherwise.
+absl::Status CheckPulledPart(const KVSlice& slice, const PulledPart& part,
+                             size_t elem_size);
+
 // Merges the answers to `slices` (parts[i] answers slices[i]) into the
 // caller's order. Writes into `*vals` when it already has the right size,
 // else replaces it (without copying when a single slice answered the whole
 // request). `*lens`, when not null, receives per-key counts; without it all
 // keys must have the same count. InvalidArgument when a server's answer does
-// not match what was asked. When every answer has the same values per key
-// (the common case) each key's values are copied once, straight to their
-// place, with no per-key bookkeeping.
+// not match what was asked (CheckPulledPart). When every answer has the same
+// values per key (the common case) each key's values are copied once, straight
+// to their place, with no per-key bookkeeping.
 absl::Status MergePulled(const std::vector<KVSlice>& slices,
                          const std::vector<PulledPart>& parts, size_t num_keys,
                          size_t elem_size, Buffer* vals, SArray<int>* lens);

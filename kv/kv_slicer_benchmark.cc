@@ -49,7 +49,6 @@ Request MakeRequest(const benchmark::State& state, int servers = kServers) {
 std::vector<PulledPart> Echo(const std::vector<KVSlice>& slices) {
   std::vector<PulledPart> parts(slices.size());
   for (size_t i = 0; i < slices.size(); ++i) {
-    parts[i].keys = slices[i].keys;
     parts[i].vals = slices[i].vals;
   }
   return parts;

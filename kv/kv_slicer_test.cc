@@ -3,10 +3,13 @@
 #include <string>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace petrel {
 namespace {
+
+using ::testing::HasSubstr;
 
 KeyRangeMap Map(int servers) {
   return KeyRangeMap::Uniform(servers, 4).value();
@@ -33,7 +36,6 @@ SArray<float> TwoEach(size_t n) {
 // The answer a server would give to `slice`: the values it was sent.
 PulledPart Echo(const KVSlice& slice) {
   PulledPart part;
-  part.keys = slice.keys;
   part.vals = slice.vals;
   part.lens = slice.lens;
   return part;
@@ -300,7 +302,6 @@ TEST(KVSlicerTest, MergeOfSingleAnswerSharesItsBuffer) {
   auto slices = SliceRequest(Map(1), keys, Buffer(), sizeof(float), {});
   ASSERT_TRUE(slices.ok());
   PulledPart part;
-  part.keys = keys;
   part.vals = vals.buffer();
   Buffer out;
   ASSERT_TRUE(
@@ -322,7 +323,6 @@ TEST(KVSlicerTest, MergeRejectsMismatchedAnswers) {
   };
   auto answer = [](const KVSlice& s, size_t per_key) {
     PulledPart p;
-    p.keys = s.keys;
     p.vals = SArray<float>(per_key * s.keys.size(), 1.0f).buffer();
     return p;
   };
@@ -330,14 +330,24 @@ TEST(KVSlicerTest, MergeRejectsMismatchedAnswers) {
   std::vector<PulledPart> good = {answer((*slices)[0], 2),
                                   answer((*slices)[1], 2)};
   EXPECT_EQ(merge(good, nullptr), absl::StatusCode::kOk);
-  // Too few keys.
+  // Values that do not divide over the keys asked (the answer carries no
+  // keys: its counts are checked against the slice).
   std::vector<PulledPart> parts = good;
-  parts[1].keys = (*slices)[1].keys.Segment(0, (*slices)[1].keys.size() - 1);
-  EXPECT_EQ(merge(parts, nullptr), kBad);
-  // Values that do not divide over the keys.
-  parts = good;
   parts[0].vals = SArray<float>(2 * (*slices)[0].keys.size() + 1).buffer();
   EXPECT_EQ(merge(parts, nullptr), kBad);
+  // Lens for one key too few, or summing to more than the values sent.
+  parts = good;
+  parts[1].lens = SArray<int>((*slices)[1].keys.size() - 1, 2);
+  EXPECT_EQ(merge(parts, nullptr), kBad);
+  parts[1].lens = SArray<int>((*slices)[1].keys.size(), 3);
+  EXPECT_EQ(merge(parts, nullptr), kBad);
+  parts[1].lens = SArray<int>((*slices)[1].keys.size(), 2);
+  parts[1].lens[0] = -2;
+  parts[1].lens[1] = 6;
+  EXPECT_EQ(merge(parts, nullptr), kBad);
+  // Right lens are fine.
+  parts[1].lens = SArray<int>((*slices)[1].keys.size(), 2);
+  EXPECT_EQ(merge(parts, nullptr), absl::StatusCode::kOk);
   // Different widths per server need lens.
   parts = {answer((*slices)[0], 2), answer((*slices)[1], 3)};
   EXPECT_EQ(merge(parts, nullptr), kBad);
@@ -347,6 +357,36 @@ TEST(KVSlicerTest, MergeRejectsMismatchedAnswers) {
     EXPECT_EQ(lens[i],
               Map(2).OwnerOf(keys[i]) == (*slices)[0].server_rank ? 2 : 3);
   }
+}
+
+// CheckPulledPart: an answer's counts against the keys of its slice, with
+// a message naming the server.
+TEST(KVSlicerTest, CheckPulledPartComparesCountsWithTheKeysAsked) {
+  KVSlice slice;
+  slice.server_rank = 2;
+  slice.keys = SArray<Key>{1, 2, 3};
+  PulledPart part;
+  EXPECT_TRUE(CheckPulledPart(slice, part, 4).ok());  // never pushed
+  part.vals = SArray<float>(6).buffer();
+  EXPECT_TRUE(CheckPulledPart(slice, part, 4).ok());
+  part.vals = SArray<float>(7).buffer();
+  absl::Status s = CheckPulledPart(slice, part, 4);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("server 2 sent 7 values for 3 keys"));
+  part.lens = SArray<int>{3, 4};
+  s = CheckPulledPart(slice, part, 4);
+  EXPECT_THAT(s.message(), HasSubstr("server 2 sent 2 lens for 3 keys"));
+  part.lens = SArray<int>{3, 4, 1};
+  s = CheckPulledPart(slice, part, 4);
+  EXPECT_THAT(s.message(), HasSubstr("lens summing to 8 with 7 values"));
+  part.lens = SArray<int>{3, 4, 0};
+  EXPECT_TRUE(CheckPulledPart(slice, part, 4).ok());
+  // A slice without keys takes no values.
+  KVSlice none;
+  PulledPart empty;
+  EXPECT_TRUE(CheckPulledPart(none, empty, 4).ok());
+  empty.vals = SArray<float>(1).buffer();
+  EXPECT_FALSE(CheckPulledPart(none, empty, 4).ok());
 }
 
 // Every row width, the ones copied with a fixed size (4..512 bytes) and
@@ -407,12 +447,7 @@ TEST(KVSlicerTest, MergeOfAnswersWithoutValuesIsEmpty) {
   for (int servers : {1, 3}) {
     auto slices = SliceRequest(Map(servers), keys, Buffer(), sizeof(float), {});
     ASSERT_TRUE(slices.ok()) << slices.status();
-    std::vector<PulledPart> parts;
-    for (const KVSlice& s : *slices) {
-      PulledPart p;
-      p.keys = s.keys;
-      parts.push_back(p);
-    }
+    std::vector<PulledPart> parts(slices->size());
     Buffer out;
     SArray<int> lens;
     ASSERT_TRUE(

@@ -216,31 +216,46 @@ void KVWorker<Val>::OnResponse(Message&& msg) {
   absl::Status valid =
       CheckKvFrames(msg, DataTypeOf<Val>::kValue, max_message_bytes_);
   if (valid.ok()) {
-    answer.keys = SArray<Key>(msg.data[0]);
-    if (msg.data.size() >= 2) answer.vals = msg.data[1];
-    if (msg.data.size() >= 3) answer.lens = SArray<int>(msg.data[2]);
+    answer.vals = msg.data[0];
+    if (msg.data.size() >= 2) answer.lens = SArray<int>(msg.data[1]);
   } else {
-    customer_.postoffice()->van()->CountDrop(
-        kKvRejectReason, absl::StrCat("answer from node ", msg.meta.sender(),
-                                      ": ", valid.message()));
+    CountBadAnswer(msg.meta.sender(), valid);
   }
-  absl::MutexLock lock(&mu_);
-  auto it = pulls_.find(ts);
-  if (it == pulls_.end()) return;
-  PullState& state = *it->second;
-  auto slice = state.slice_of_server.find(msg.meta.sender());
-  if (slice == state.slice_of_server.end()) return;
-  if (!valid.ok()) {
-    RecordError(ts, absl::InvalidArgumentError(absl::StrCat(
-                        "malformed answer from server ", msg.meta.sender(),
-                        ": ", valid.message())));
-    return;
+  absl::Status mismatch;  // the answer's counts against the keys asked
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = pulls_.find(ts);
+    if (it == pulls_.end()) return;
+    PullState& state = *it->second;
+    auto slice = state.slice_of_server.find(msg.meta.sender());
+    if (slice == state.slice_of_server.end()) return;
+    if (valid.ok()) {
+      // The answer carries no keys: it answers the keys this server was
+      // asked, in their order.
+      mismatch =
+          CheckPulledPart(state.slices[slice->second], answer, sizeof(Val));
+      valid = mismatch;
+    }
+    if (!valid.ok()) {
+      RecordError(ts, absl::InvalidArgumentError(absl::StrCat(
+                          "malformed answer from server ", msg.meta.sender(),
+                          ": ", valid.message())));
+    } else {
+      if (state.min_clock_seen == -1 ||
+          msg.meta.min_clock() < state.min_clock_seen) {
+        state.min_clock_seen = msg.meta.min_clock();
+      }
+      state.parts[slice->second] = std::move(answer);
+    }
   }
-  if (state.min_clock_seen == -1 ||
-      msg.meta.min_clock() < state.min_clock_seen) {
-    state.min_clock_seen = msg.meta.min_clock();
-  }
-  state.parts[slice->second] = std::move(answer);
+  if (!mismatch.ok()) CountBadAnswer(msg.meta.sender(), mismatch);
+}
+
+template <typename Val>
+void KVWorker<Val>::CountBadAnswer(int sender, const absl::Status& error) {
+  customer_.postoffice()->van()->CountDrop(
+      kKvRejectReason,
+      absl::StrCat("answer from node ", sender, ": ", error.message()));
 }
 
 template <typename Val>

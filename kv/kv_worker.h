@@ -12,11 +12,13 @@
 //   SArray<float> weights;
 //   PETREL_RETURN_IF_ERROR(kv.Wait(kv.Pull(keys, &weights), absl::Seconds(5)));
 //
-// Requests are encoded and answers checked by kv_codec: an answer that
-// fails the KV layout checks is dropped, counted in
-// petrel_van_messages_rejected_total{reason="kv_layout"}, and makes the
-// request fail with InvalidArgument; a server's error (a typed status in
-// the answer's header) becomes the request's status.
+// Requests are encoded and answers checked by kv_codec. A pull answer
+// carries no keys, only the values (and lens) of the keys that server was
+// asked, in their order; an answer that fails the KV layout checks or whose
+// counts do not fit those keys (kv_slicer's CheckPulledPart) is dropped,
+// counted in petrel_van_messages_rejected_total{reason="kv_layout"}, and
+// makes the request fail with InvalidArgument; a server's error (a typed status
+// in the answer's header) becomes the request's status.
 //
 // Supported Val: float, double, int32_t, int64_t.
 //
@@ -150,6 +152,9 @@ class KVWorker {
   void RecordError(int timestamp, absl::Status error)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnResponse(Message&& msg);
+  // Counts a pull answer from node `sender` that failed the KV checks
+  // (petrel_van_messages_rejected_total{reason=kKvRejectReason}).
+  void CountBadAnswer(int sender, const absl::Status& error);
   void Complete(int timestamp);
   int Fail(absl::Status status, const Callback& cb);
 

@@ -362,6 +362,51 @@ TEST(KVWorkerTest, BadArgumentsFailWait) {
   EXPECT_TRUE(c.cluster.Finish().ok());
 }
 
+// Servers whose handler answers a pull through KVServer::Response with
+// values (and lens) that do not fit the keys asked: the pull fails with a
+// clear error, nothing crashes, and a good pull works afterwards.
+TEST(KVWorkerTest, PullAnswersThatDoNotFitTheKeysAskedFailClearly) {
+  using Handler = KVServer<float>::Handler;
+  // cmd 1: one value too many; cmd 2: lens for one key too many; cmd 3:
+  // lens that sum to more than the values.
+  KVCluster<float> c(2, 1, [](KVStoreHandler<float>* store) -> Handler {
+    return [store](const KVMeta& meta, const KVPairs<float>& d,
+                   KVServer<float>* server) {
+      if (meta.cmd == 0 || !meta.pull) return (*store)(meta, d, server);
+      KVPairs<float> out;
+      const size_t n = d.keys.size();
+      out.vals = SArray<float>(meta.cmd == 1 ? n + 1 : n, 1.0f);
+      if (meta.cmd == 2) {  // they sum to the values: only the count is off
+        out.lens = SArray<int>(n + 1, 1);
+        out.lens[n] = 0;
+      }
+      if (meta.cmd == 3) out.lens = SArray<int>(n, 2);
+      server->Response(meta, out).IgnoreError();
+    };
+  });
+  KVWorker<float>& kv = *c.kv_workers[0];
+  // Keys on both servers (the key space splits in two halves).
+  SArray<Key> keys = {1, 2, ~Key{0} - 1, 3};
+  ASSERT_TRUE(
+      kv.Wait(kv.Push(keys, SArray<float>{1, 2, 3, 4}), absl::Seconds(10))
+          .ok());
+  const char* expected[] = {"", "values for", "lens for", "lens sum to"};
+  for (int cmd : {1, 2, 3}) {
+    SCOPED_TRACE(cmd);
+    SArray<float> out;
+    SArray<int> lens;
+    absl::Status s =
+        kv.Wait(kv.Pull(keys, &out, &lens, cmd), absl::Seconds(10));
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(s.message(), ::testing::HasSubstr("malformed answer"));
+    EXPECT_THAT(s.message(), ::testing::HasSubstr(expected[cmd]));
+  }
+  SArray<float> out;
+  ASSERT_TRUE(kv.Wait(kv.Pull(keys, &out), absl::Seconds(10)).ok());
+  EXPECT_EQ(out.ToVector(), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_TRUE(c.cluster.Finish().ok());
+}
+
 LocalClusterOptions Nodes(int servers, int workers) {
   LocalClusterOptions o;
   o.num_servers = servers;

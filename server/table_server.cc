@@ -185,8 +185,7 @@ absl::Status TableServer::ApplyPush(Table* table, const KVPairs<float>& data) {
 void TableServer::AnswerPull(const KVMeta& meta, const SArray<Key>& keys,
                              Table* table, KVServer<float>* server,
                              int64_t min_clock) {
-  KVPairs<float> out;
-  out.keys = keys;
+  KVPairs<float> out;  // the answer carries values only
   out.vals = SArray<float>(keys.size() * table->dim());
   absl::Status s =
       table->Pull(absl::MakeConstSpan(keys.data(), keys.size()),

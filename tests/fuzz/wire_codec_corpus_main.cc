@@ -124,6 +124,26 @@ void AddKvSeeds(std::vector<Seed>* seeds) {
   error.set_status_code(99);  // passes the van; the worker reads Internal
   seeds->push_back({"valid_kv_unknown_status_code", Raw(error, {})});
 
+  // A pull answer: values[, lens], no keys (wire version 4).
+  pb::Meta answer = ack;
+  answer.set_kv(true);
+  answer.set_pull(true);
+  answer.set_push(false);
+  answer.add_data_types(pb::DATA_TYPE_FLOAT);
+  seeds->push_back({"valid_kv_pull_answer", Raw(answer, {kVals})});
+  pb::Meta answer_lens = answer;
+  answer_lens.add_data_types(pb::DATA_TYPE_INT32);
+  seeds->push_back(
+      {"valid_kv_pull_answer_lens", Raw(answer_lens, {kVals, lens})});
+  seeds->push_back(
+      {"invalid_kv_pull_answer_lens_sum",
+       Raw(answer_lens, {kVals, Bytes(std::vector<int32_t>{1, 1, 1})})});
+  pb::Meta keys_back = answer;  // the version 3 layout: keys, values
+  keys_back.set_data_types(0, pb::DATA_TYPE_UINT64);
+  keys_back.add_data_types(pb::DATA_TYPE_FLOAT);
+  seeds->push_back(
+      {"invalid_kv_pull_answer_with_keys", Raw(keys_back, {kKeys, kVals})});
+
   pb::Meta body = ack;
   body.set_body("hello");
   body.add_data_types(pb::DATA_TYPE_BYTES);

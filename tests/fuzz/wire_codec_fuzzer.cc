@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kv/kv_codec.h"
+#include "kv/kv_slicer.h"
 #include "tests/fuzz/fuzz_input.h"
 #include "van/wire_codec.h"
 
@@ -103,9 +104,53 @@ void Inspect(const Message& msg, const DecodeContext& context) {
   sink = sink + msg.DebugString().size();
 }
 
+// The promise of kv_codec about lens it accepted: non-negative, summing to
+// the values in `vals` (elements of `type`).
+void RequireLensSum(const Buffer& lens_frame, const Buffer& vals,
+                    pb::DataType type) {
+  SArray<int32_t> lens(lens_frame);
+  uint64_t total = 0;
+  for (int32_t len : lens) {
+    Require(len >= 0);
+    total += static_cast<uint64_t>(len);
+  }
+  Require(total == vals.size() / DataTypeSize(type));
+}
+
+// Checks the promises of kv_codec about a kv answer it accepted (values[,
+// lens]), and reads it as KVWorker<float> would.
+void InspectKvAnswer(const Message& msg, int64_t max_message_bytes) {
+  Require(!msg.data.empty() && msg.data.size() <= 2);
+  Require(DataTypeSize(msg.meta.data_types(0)) > 0);
+  if (msg.data.size() == 2) {
+    Require(msg.meta.data_types(1) == pb::DATA_TYPE_INT32);
+    RequireLensSum(msg.data[1], msg.data[0], msg.meta.data_types(0));
+  }
+  KVPairs<float> pairs;  // an answer has no keys to decode
+  Require(!DecodeKvPairs(msg, max_message_bytes, &pairs).ok());
+  if (!CheckKvFrames(msg, pb::DATA_TYPE_FLOAT, max_message_bytes).ok()) return;
+  // The worker checks the counts against the keys it asked: try a few.
+  PulledPart part;
+  part.vals = msg.data[0];
+  if (msg.data.size() == 2) part.lens = SArray<int>(msg.data[1]);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{3}, part.lens.size()}) {
+    KVSlice slice;
+    slice.keys = SArray<Key>(n);
+    if (!CheckPulledPart(slice, part, sizeof(float)).ok()) continue;
+    Buffer out;
+    SArray<int> lens;
+    Require(MergePulled({slice}, {part}, n, sizeof(float), &out, &lens).ok());
+    Require(lens.size() == n);
+  }
+}
+
 // Checks the promises of kv_codec about a kv message it accepted, and reads
-// it as KVServer<float> would.
+// it as KVServer<float> (a request) or KVWorker<float> (an answer) would.
 void InspectKv(const Message& msg, int64_t max_message_bytes) {
+  if (!msg.meta.request()) {
+    InspectKvAnswer(msg, max_message_bytes);
+    return;
+  }
   Require(!msg.data.empty() && msg.data.size() <= 3);
   Require(msg.meta.data_types(0) == pb::DATA_TYPE_UINT64);
   if (msg.data.size() == 2) {
@@ -114,15 +159,8 @@ void InspectKv(const Message& msg, int64_t max_message_bytes) {
     Require(keys == 0 ? vals == 0 : vals % keys == 0);
   }
   if (msg.data.size() == 3) {
-    SArray<int32_t> lens(msg.data[2]);
-    Require(lens.size() == msg.data[0].size() / 8);
-    uint64_t total = 0;
-    for (int32_t len : lens) {
-      Require(len >= 0);
-      total += static_cast<uint64_t>(len);
-    }
-    size_t elem = DataTypeSize(msg.meta.data_types(1));
-    Require(total == msg.data[1].size() / elem);
+    Require(msg.data[2].size() / 4 == msg.data[0].size() / 8);
+    RequireLensSum(msg.data[2], msg.data[1], msg.meta.data_types(1));
   }
   KVPairs<float> pairs;
   if (DecodeKvPairs(msg, max_message_bytes, &pairs).ok()) {

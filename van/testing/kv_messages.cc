@@ -7,6 +7,7 @@ namespace petrel {
 Message WithKvData(Message base, std::vector<uint64_t> keys,
                    std::vector<float> vals) {
   base.meta.set_kv(true);
+  base.meta.set_request(true);
   base.AddData(SArray<uint64_t>(std::move(keys)));
   base.AddData(SArray<float>(std::move(vals)));
   return base;

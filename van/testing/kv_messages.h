@@ -13,11 +13,11 @@
 
 namespace petrel {
 
-// `base` marked kv, with the frames keys then values appended.
+// `base` marked as a kv request, with the frames keys then values appended.
 Message WithKvData(Message base, std::vector<uint64_t> keys,
                    std::vector<float> vals);
 
-// `base` as a push of key 7 carrying values [offset, offset + 3) of
+// `base` as a kv request pushing key 7 carrying values [offset, offset + 3) of
 // `total`.
 Message WithKeySlice(Message base, int64_t offset, int64_t total);
 
