@@ -6,9 +6,13 @@ with sparse gradients and Adagrad, batch 1024, on a libsvm file, on the
 CPU. Only the training loop is timed: the data is parsed and turned into
 tensors first (Petrel's examples/s includes reading and parsing the text).
 
-  python3 tools/bench/baselines/torch_lr.py --train=train.svm [--threads=1]
+  /usr/bin/python3 tools/bench/baselines/torch_lr.py --train=train.svm \
+      [--test=test.svm] [--epochs=1] [--threads=1]
 
-Prints one line: torch_lr examples_per_s=N train_examples=N threads=T
+--epochs passes over the training data, all timed together (the rate is
+per example seen). With --test, the test log loss is computed after
+training (not timed). Prints two lines: test_logloss=L, then
+torch_lr examples_per_s=N train_examples=N threads=T ...
 """
 import argparse
 import time
@@ -41,6 +45,8 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--index_bits", type=int, default=24)
     p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--test", default="")
+    p.add_argument("--epochs", type=int, default=1)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     labels, offsets, indices, values = load_libsvm(a.train, a.index_bits)
@@ -60,14 +66,25 @@ def main():
                         torch.from_numpy(values[lo:hi]),
                         torch.from_numpy(labels[b:e])))
     start = time.perf_counter()
-    for idx, off, val, y in batches:
-        opt.zero_grad()
-        logits = emb(idx, off, per_sample_weights=val).squeeze(1) + bias
-        loss = loss_fn(logits, y)
-        loss.backward()
-        opt.step()
+    for _ in range(a.epochs):
+        for idx, off, val, y in batches:
+            opt.zero_grad()
+            logits = emb(idx, off, per_sample_weights=val).squeeze(1) + bias
+            loss = loss_fn(logits, y)
+            loss.backward()
+            opt.step()
     seconds = time.perf_counter() - start
-    print(f"torch_lr examples_per_s={n / seconds:.0f} train_examples={n} "
+    test_ll = float("nan")
+    if a.test:
+        tl, to, ti, tv = load_libsvm(a.test, a.index_bits)
+        with torch.no_grad():
+            lg = emb(torch.from_numpy(ti), torch.from_numpy(to[:-1]),
+                     per_sample_weights=torch.from_numpy(tv)).squeeze(1) + bias
+            test_ll = torch.nn.functional.binary_cross_entropy_with_logits(
+                lg, torch.from_numpy(tl)).item()
+    print(f"test_logloss={test_ll:.4f}")
+    print(f"torch_lr examples_per_s={n * a.epochs / seconds:.0f} "
+          f"train_examples={n} epochs={a.epochs} "
           f"threads={a.threads} seconds={seconds:.2f} last_loss={loss.item():.4f}")
 
 
