@@ -56,7 +56,8 @@ TEST(RowIndexTest, GrowsAndKeepsEveryRow) {
     ASSERT_TRUE(index.Reserve(index.size() + 1).ok());
     bool inserted = false;
     RowIndex::Slot* slot = index.FindOrInsert(key, &inserted);
-    auto [it, fresh] = want.try_emplace(key, static_cast<uint32_t>(want.size()));
+    auto [it, fresh] =
+        want.try_emplace(key, static_cast<uint32_t>(want.size()));
     ASSERT_EQ(inserted, fresh);
     if (inserted) {
       slot->width = 1;

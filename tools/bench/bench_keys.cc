@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
+#include "base/zipf_sampler.h"
 #include "tools/bench/bench_verify.h"
 
 namespace petrel {
@@ -15,18 +16,6 @@ namespace {
 
 constexpr int64_t kMaxNumKeys = int64_t{1} << 20;
 constexpr double kMaxZipfExponent = 10;
-
-// log1p(x) / x, accurate near 0.
-double Helper1(double x) {
-  if (std::abs(x) > 1e-8) return std::log1p(x) / x;
-  return 1 - x * (0.5 - x * (1.0 / 3 - 0.25 * x));
-}
-
-// expm1(x) / x, accurate near 0.
-double Helper2(double x) {
-  if (std::abs(x) > 1e-8) return std::expm1(x) / x;
-  return 1 + x * 0.5 * (1 + x / 3 * (1 + 0.25 * x));
-}
 
 // A uniform double in [0, 1) from the top 53 bits of one draw.
 double Uniform01(std::mt19937_64& rng) {
@@ -84,42 +73,6 @@ uint64_t RandomBenchKey(int rank, int64_t run, int64_t number) {
          (static_cast<uint64_t>(run) << 32) | static_cast<uint64_t>(number);
 }
 
-ZipfSampler::ZipfSampler(int64_t n, double exponent)
-    : n_(n), exponent_(exponent) {
-  h_integral_x1_ = HIntegral(1.5) - 1;
-  h_integral_n_ = HIntegral(static_cast<double>(n) + 0.5);
-  s_ = 2 - HIntegralInverse(HIntegral(2.5) - H(2));
-}
-
-double ZipfSampler::H(double x) const {
-  return std::exp(-exponent_ * std::log(x));
-}
-
-// The integral of H from 1 to x, up to a constant.
-double ZipfSampler::HIntegral(double x) const {
-  const double log_x = std::log(x);
-  return Helper2((1 - exponent_) * log_x) * log_x;
-}
-
-double ZipfSampler::HIntegralInverse(double x) const {
-  double t = x * (1 - exponent_);
-  if (t < -1) t = -1;  // rounding can push it past the domain's edge
-  return std::exp(Helper1(t) * x);
-}
-
-int64_t ZipfSampler::Sample(std::mt19937_64& rng) const {
-  while (true) {
-    // Uniform over (h_integral_x1_, h_integral_n_].
-    const double u =
-        h_integral_n_ + Uniform01(rng) * (h_integral_x1_ - h_integral_n_);
-    const double x = HIntegralInverse(u);
-    int64_t k = static_cast<int64_t>(x + 0.5);
-    k = std::clamp<int64_t>(k, 1, n_);
-    const double kd = static_cast<double>(k);
-    if (kd - x <= s_ || u >= HIntegral(kd + 0.5) - H(kd)) return k;
-  }
-}
-
 absl::Status ValidateKeyDrawOptions(const KeyDrawOptions& o) {
   if (o.num_keys < 1 || o.num_keys > kMaxNumKeys) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -168,7 +121,8 @@ absl::StatusOr<SArray<uint64_t>> DrawRunKeys(const KeyDrawOptions& options,
   }
   const ZipfSampler zipf(options.key_space, options.zipf_exponent);
   for (size_t k = 0; k < n; ++k) {
-    keys[k] = RandomBenchKey(rank, run, zipf.Sample(rng) - 1);
+    keys[k] = RandomBenchKey(
+        rank, run, zipf.Sample([&rng] { return Uniform01(rng); }) - 1);
   }
   return keys;
 }

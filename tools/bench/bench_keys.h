@@ -10,8 +10,8 @@
 // run << 32 | i (RandomBenchKey), so every run and every worker has keys
 // of its own and the sums on the server are known exactly.
 //
-// Thread safety: ZipfSampler is not thread-safe (it holds no state, but the
-// generator passed in does); the functions are stateless.
+// Thread safety: the functions are stateless. Zipf draws come from
+// base/zipf_sampler.h.
 
 #ifndef PETREL_TOOLS_BENCH_BENCH_KEYS_H_
 #define PETREL_TOOLS_BENCH_BENCH_KEYS_H_
@@ -45,30 +45,6 @@ inline constexpr int64_t kMaxRandomKeyRuns = int64_t{1} << 20;
 // rank << 52 | run << 32 | number. REQUIRES: 0 <= rank < 4096,
 // 0 <= run < 2^20, 0 <= number < 2^32.
 uint64_t RandomBenchKey(int rank, int64_t run, int64_t number);
-
-// Samples Zipf(exponent) over {1, ..., n}: P(k) proportional to
-// k^-exponent, in O(1) expected time per draw and O(1) memory whatever n
-// (rejection-inversion, W. Hörmann and G. Derflinger, "Rejection-inversion
-// to generate variates from monotone discrete distributions", 1996).
-class ZipfSampler {
- public:
-  // REQUIRES: n >= 1, exponent > 0 (validated by the flags' checks).
-  ZipfSampler(int64_t n, double exponent);
-
-  // One draw in [1, n].
-  int64_t Sample(std::mt19937_64& rng) const;
-
- private:
-  double H(double x) const;
-  double HIntegral(double x) const;
-  double HIntegralInverse(double x) const;
-
-  int64_t n_;
-  double exponent_;
-  double h_integral_x1_;
-  double h_integral_n_;
-  double s_;
-};
 
 // What a run's keys are drawn from.
 struct KeyDrawOptions {

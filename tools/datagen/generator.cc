@@ -149,7 +149,8 @@ void Generator::SampleRaw(Rng* rng, Raw* raw) const {
   for (int j = 0; j < kCats; ++j) {
     raw->present[kInts + j] = rng->Uniform() >= kCatMissing[j];
     if (!raw->present[kInts + j]) continue;
-    const uint64_t rank = static_cast<uint64_t>(zipf_[j].Sample(rng));
+    const uint64_t rank = static_cast<uint64_t>(
+        zipf_[j].Sample([rng] { return rng->Uniform(); }));
     raw->cats[j] = static_cast<uint32_t>(
         Mix64(value_seed + (static_cast<uint64_t>(j) << 40) + rank));
   }

@@ -39,6 +39,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
+#include "base/zipf_sampler.h"
 #include "tools/datagen/random.h"
 #include "worker/reader.h"
 

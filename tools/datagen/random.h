@@ -3,8 +3,8 @@
 // between standard libraries) so that a seed gives the same bytes on every
 // platform.
 //
-// Thread safety: Rng and ZipfSampler::Sample mutate only the Rng passed in;
-// a ZipfSampler is immutable after construction.
+// Thread safety: an Rng is not thread-safe; HashNormal is a pure function.
+// (Zipf draws: base/zipf_sampler.h, fed from an Rng.)
 #ifndef PETREL_TOOLS_DATAGEN_RANDOM_H_
 #define PETREL_TOOLS_DATAGEN_RANDOM_H_
 
@@ -34,28 +34,6 @@ class Rng {
 // (Irwin-Hall: the sum of four 16-bit uniforms, scaled to unit variance;
 // bounded by +-3.46). Used for weights drawn from a hash.
 double HashNormal(uint64_t bits);
-
-// Samples k in [1, n] with P(k) proportional to k^-exponent, in O(1) time
-// per sample by rejection-inversion (Hoermann and Derflinger 1996, as in
-// Apache Commons RNG's RejectionInversionZipfSampler).
-class ZipfSampler {
- public:
-  // REQUIRES: n >= 1, exponent > 0.
-  ZipfSampler(int64_t n, double exponent);
-
-  int64_t Sample(Rng* rng) const;
-
- private:
-  double H(double x) const;
-  double HIntegral(double x) const;
-  double HIntegralInverse(double x) const;
-
-  int64_t n_;
-  double exponent_;
-  double h_integral_x1_;
-  double h_integral_n_;
-  double s_;
-};
 
 }  // namespace datagen
 }  // namespace petrel
