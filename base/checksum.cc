@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "base/little_endian.h"
+
 namespace petrel {
 namespace {
 
@@ -12,24 +14,6 @@ constexpr uint64_t kPrime4 = 0x85EBCA77C2B2AE63ULL;
 constexpr uint64_t kPrime5 = 0x27D4EB2F165667C5ULL;
 
 uint64_t Rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-
-uint64_t Read64(const unsigned char* p) {
-  uint64_t x;
-  std::memcpy(&x, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  x = __builtin_bswap64(x);
-#endif
-  return x;
-}
-
-uint32_t Read32(const unsigned char* p) {
-  uint32_t x;
-  std::memcpy(&x, p, 4);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  x = __builtin_bswap32(x);
-#endif
-  return x;
-}
 
 uint64_t Round(uint64_t acc, uint64_t input) {
   acc += input * kPrime2;
@@ -54,10 +38,10 @@ uint64_t Checksum64(const void* data, size_t size, uint64_t seed) {
     uint64_t v3 = seed;
     uint64_t v4 = seed - kPrime1;
     for (const unsigned char* limit = end - 32; p <= limit; p += 32) {
-      v1 = Round(v1, Read64(p));
-      v2 = Round(v2, Read64(p + 8));
-      v3 = Round(v3, Read64(p + 16));
-      v4 = Round(v4, Read64(p + 24));
+      v1 = Round(v1, LoadLittleEndian64(p));
+      v2 = Round(v2, LoadLittleEndian64(p + 8));
+      v3 = Round(v3, LoadLittleEndian64(p + 16));
+      v4 = Round(v4, LoadLittleEndian64(p + 24));
     }
     h = Rotl(v1, 1) + Rotl(v2, 7) + Rotl(v3, 12) + Rotl(v4, 18);
     h = MergeRound(h, v1);
@@ -69,11 +53,11 @@ uint64_t Checksum64(const void* data, size_t size, uint64_t seed) {
   }
   h += static_cast<uint64_t>(size);
   for (; p + 8 <= end; p += 8) {
-    h ^= Round(0, Read64(p));
+    h ^= Round(0, LoadLittleEndian64(p));
     h = Rotl(h, 27) * kPrime1 + kPrime4;
   }
   if (p + 4 <= end) {
-    h ^= uint64_t{Read32(p)} * kPrime1;
+    h ^= uint64_t{LoadLittleEndian32(p)} * kPrime1;
     h = Rotl(h, 23) * kPrime2 + kPrime3;
     p += 4;
   }

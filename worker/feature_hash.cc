@@ -6,6 +6,8 @@
 #include <cstring>
 #include <vector>
 
+#include "base/little_endian.h"
+
 namespace petrel {
 
 uint64_t Mix64(uint64_t x) {
@@ -26,15 +28,6 @@ constexpr uint64_t kMul2 = 0x4cf5ad432745937fULL;
 uint64_t Load(const unsigned char* p, size_t n) {
   uint64_t x = 0;
   for (size_t i = 0; i < n; ++i) x |= uint64_t{p[i]} << (8 * i);
-  return x;
-}
-
-uint64_t Load8(const unsigned char* p) {
-  uint64_t x;
-  std::memcpy(&x, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  x = __builtin_bswap64(x);
-#endif
   return x;
 }
 
@@ -75,7 +68,7 @@ uint64_t HashFeature(uint32_t field, absl::string_view value) {
   uint64_t h = field < kSeedFields && n < kSeedLengths
                    ? SeedTable()[field * kSeedLengths + n]
                    : Seed(field, n);
-  for (; n >= 8; p += 8, n -= 8) h = Round(h, Load8(p));
+  for (; n >= 8; p += 8, n -= 8) h = Round(h, LoadLittleEndian64(p));
   if (n > 0) h = Round(h, Load(p, n));
   return Mix64(h);
 }
