@@ -46,9 +46,8 @@ pb::JobConfig Job(int dim) {
 int BigTable(int dim) { return dim == 1 ? 0 : 1; }
 
 std::unique_ptr<TableServer> NewServer(int dim) {
-  TableServerOptions options;
-  options.num_threads = 1;
-  auto server = TableServer::Create(Job(dim), 1, nullptr, options);
+  // Default options: as many threads as cores.
+  auto server = TableServer::Create(Job(dim), 1, nullptr);
   CHECK(server.ok()) << server.status();
   return *std::move(server);
 }

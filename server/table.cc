@@ -209,6 +209,22 @@ void Table::ForEachStoredRow(
   }
 }
 
+absl::Status Table::Reserve(size_t rows) {
+  if (options_.dense) return absl::OkStatus();
+  // Shards get keys by hash: a little more than an even share each.
+  const size_t per_shard =
+      rows / shards_.size() + rows / shards_.size() / 20 + 64;
+  for (Shard& shard : shards_) {
+    absl::Status s = shard.index.Reserve(shard.index.size() + per_shard);
+    if (!s.ok()) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("table ", options_.id, ": no memory to index ", rows,
+                       " more rows: ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Table::SetRows(absl::Span<const uint64_t> keys,
                             absl::Span<const float> values, int value_stride,
                             bool with_state, const ParallelRunner& runner) {

@@ -121,6 +121,10 @@ class Table {
   // or Push.
   void ForEachStoredRow(
       const std::function<void(uint64_t key, const float* row)>& fn) const;
+  // Makes room in a sparse table's index for about `rows` more keys (spread
+  // over the shards), so that adding them rehashes nothing: a hint before a
+  // bulk load. ResourceExhausted when the memory cannot be mapped.
+  absl::Status Reserve(size_t rows);
   // Sets the rows of `keys` (created when missing) from `values`, which
   // holds `value_stride` floats per key. With `with_state` a row takes all
   // its stride() floats (REQUIRES value_stride == stride()); without, it

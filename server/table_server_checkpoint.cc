@@ -94,6 +94,27 @@ absl::Status TableServer::LoadCheckpoint(const std::string& dir,
   const std::vector<pb::CheckpointTable> tables = CheckpointTables();
   PETREL_RETURN_IF_ERROR(Annotate(CheckCompatible(manifest, tables, with_state),
                                   absl::StrCat("checkpoint ", dir)));
+  // Room for the rows this server will own, as the share of the key
+  // ranges it owns predicts.
+  size_t my_ranges = 0;
+  for (int32_t owner : ranges.owners()) my_ranges += owner == my_rank;
+  for (const auto& [id, table] : tables_) {
+    uint64_t rows = 0;
+    for (const pb::CheckpointFile& f : manifest.files()) {
+      if (f.table_id() == id) rows += f.rows();
+    }
+    PETREL_RETURN_IF_ERROR(
+        table->Reserve(rows * my_ranges / ranges.owners().size()));
+  }
+  // Before Start the server's own pool runs everything inline: a pool of
+  // the same size applies each chunk's rows over the shards in parallel.
+  ShardPool pool(options_.num_threads);
+  ParallelRunner runner;
+  if (options_.num_threads > 1 && pool.Start().ok()) {
+    runner = [&pool](int n, const std::function<void(int)>& fn) {
+      pool.Run(n, fn);
+    };
+  }
   // Scratch for the rows of a chunk this server owns.
   std::vector<uint64_t> keys;
   std::vector<float> values;
@@ -125,7 +146,7 @@ absl::Status TableServer::LoadCheckpoint(const std::string& dir,
             values.insert(values.end(), row, row + stride);
           }
           return Annotate(
-              table->SetRows(keys, values, info.stride, with_state, runner_),
+              table->SetRows(keys, values, info.stride, with_state, runner),
               path);
         });
     PETREL_RETURN_IF_ERROR(s);
