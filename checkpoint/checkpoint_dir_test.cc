@@ -1,5 +1,6 @@
 #include "checkpoint/checkpoint_dir.h"
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -18,10 +19,29 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
+// Directories made by TempDir, removed when the tests end.
+std::vector<std::string>& TempDirs() {
+  static auto* dirs = new std::vector<std::string>();
+  return *dirs;
+}
+
+class RemoveTempDirs : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    for (const std::string& dir : TempDirs()) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  }
+};
+const auto* const kRemoveTempDirs =
+    ::testing::AddGlobalTestEnvironment(new RemoveTempDirs);
+
 std::string TempDir() {
   std::string pattern = ::testing::TempDir() + "checkpoint_dir_test.XXXXXX";
   char* made = ::mkdtemp(pattern.data());
   EXPECT_NE(made, nullptr);
+  TempDirs().push_back(pattern);
   return pattern;
 }
 

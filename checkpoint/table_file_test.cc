@@ -1,6 +1,7 @@
 #include "checkpoint/table_file.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -22,10 +23,29 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// Directories made by TempDir, removed when the tests end.
+std::vector<std::string>& TempDirs() {
+  static auto* dirs = new std::vector<std::string>();
+  return *dirs;
+}
+
+class RemoveTempDirs : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    for (const std::string& dir : TempDirs()) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  }
+};
+const auto* const kRemoveTempDirs =
+    ::testing::AddGlobalTestEnvironment(new RemoveTempDirs);
+
 std::string TempDir() {
   std::string pattern = ::testing::TempDir() + "table_file_test.XXXXXX";
   char* made = ::mkdtemp(pattern.data());
   EXPECT_NE(made, nullptr);
+  TempDirs().push_back(pattern);
   return pattern;
 }
 

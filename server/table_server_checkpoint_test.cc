@@ -1,6 +1,7 @@
 // TableServer::SaveCheckpoint / LoadCheckpoint: round trips with optimizer
 // state, resharding onto another server count, refusals.
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -25,10 +26,29 @@ using ::testing::HasSubstr;
 
 constexpr int kVirtualNodes = 32;
 
+// Directories made by TempDir, removed when the tests end.
+std::vector<std::string>& TempDirs() {
+  static auto* dirs = new std::vector<std::string>();
+  return *dirs;
+}
+
+class RemoveTempDirs : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    for (const std::string& dir : TempDirs()) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  }
+};
+const auto* const kRemoveTempDirs =
+    ::testing::AddGlobalTestEnvironment(new RemoveTempDirs);
+
 std::string TempDir() {
   std::string pattern = ::testing::TempDir() + "table_server_ckpt.XXXXXX";
   char* made = ::mkdtemp(pattern.data());
   EXPECT_NE(made, nullptr);
+  TempDirs().push_back(pattern);
   return pattern;
 }
 
