@@ -2,7 +2,7 @@
 // other tools can read (tools/export/table_export.h, docs/export-format.md).
 //
 //   petrel-export --model=/ckpt/job1 --output=model.txt --format=text
-//   petrel-export --model=/ckpt/job1/latest --output=model.bin \
+//   petrel-export --model=/ckpt/job1/latest --output=model.bin
 //       --format=binary --tables=1,2 --with_state
 //
 // --model is a checkpoint directory, a checkpoint root (its newest complete
@@ -23,6 +23,7 @@
 #include "glog/logging.h"
 
 #include "base/flag_check.h"
+#include "base/status_macros.h"
 #include "tools/export/table_export.h"
 #include "tools/predict/model_dir.h"
 
