@@ -49,9 +49,8 @@ TEST(ExportFormatTest, KeyRangeVectors) {
     EXPECT_EQ(three->OwnerOf(keys[i]), owners3[i]) << i;
     EXPECT_EQ(two_by_four->OwnerOf(keys[i]), owners2x4[i]) << i;
   }
-  EXPECT_EQ(three->begins(),
-            (std::vector<uint64_t>{0, 0x5555555555555556ULL,
-                                   0xaaaaaaaaaaaaaaabULL}));
+  EXPECT_EQ(three->begins(), (std::vector<uint64_t>{0, 0x5555555555555556ULL,
+                                                    0xaaaaaaaaaaaaaaabULL}));
 }
 
 }  // namespace
