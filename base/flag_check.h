@@ -24,6 +24,16 @@ absl::Status CheckCommandLineFlags(int argc, const char* const* argv);
 // layered setting lets it win over a config file or an environment value.
 bool FlagIsSet(const char* name);
 
+// The whole command-line handling of a tool's main (petrel-predict,
+// petrel-export): CheckCommandLineFlags, gflags parsing (flags removed from
+// argv), --help (the usage message and the flags defined in files whose path
+// contains `help_filter`, e.g. "predict_main"), gflags' other help flags
+// (--helpfull, --version), and no positional argument. Returns -1 when main
+// goes on, else the exit code main returns: 0 after help, 2 after one line
+// "PROGRAM: what is wrong (see --help)" on stderr.
+// REQUIRES: as CheckCommandLineFlags; gflags::SetUsageMessage was called.
+int ParseToolCommandLine(int* argc, char*** argv, const char* help_filter);
+
 }  // namespace petrel
 
 #endif  // PETREL_BASE_FLAG_CHECK_H_

@@ -1,6 +1,7 @@
 // Evaluation of a model on a job's test files: reads every test example,
 // pulls the rows it needs (no consistency bound), predicts, and computes
-// logloss and AUC over all of them.
+// logloss and AUC over all of them. The loop is worker/scorer.h's
+// ScoreReader, which petrel-predict runs on a checkpoint's rows too.
 //
 // Thread safety: call from the trainer's thread.
 #ifndef PETREL_WORKER_EVALUATOR_H_
@@ -12,17 +13,13 @@
 #include "kv/kv_worker.h"
 #include "proto/job.pb.h"
 #include "worker/model.h"
+#include "worker/scorer.h"
 
 namespace petrel {
 
-struct EvalResult {
-  double logloss = 0;
-  double auc = 0;
-  int64_t examples = 0;
-};
-
-// Evaluates `model` with rows pulled through `kv` on job.data().test().
-// InvalidArgument when there are no test files or no test examples.
+// Evaluates `model` with rows pulled through `kv` on job.data().test(), in
+// batches of job.train().batch_size(). InvalidArgument when there are no
+// test files or no test examples.
 absl::StatusOr<EvalResult> Evaluate(const pb::JobConfig& job,
                                     KVWorker<float>* kv, Model* model,
                                     absl::Duration timeout);

@@ -44,4 +44,11 @@ absl::StatusOr<std::vector<absl::Span<const float>>> WaitModelPulls(
   return spans;
 }
 
+absl::StatusOr<std::vector<absl::Span<const float>>> KVRowSource::Rows(
+    const std::vector<ModelTable>& tables,
+    const std::vector<uint64_t>& unique) {
+  SendModelPulls(kv_, tables, unique, /*clock=*/-1, &rows_);
+  return WaitModelPulls(kv_, &rows_, timeout_);
+}
+
 }  // namespace petrel

@@ -1,8 +1,10 @@
 // Pulling the rows a model needs for one batch: per table of the model,
 // the batch's unique keys (plus the bias key when the table has one), or
-// every key of a dense table. Shared by the trainer and the evaluator.
+// every key of a dense table. Shared by the trainer and the evaluator
+// (which reads them through KVRowSource, a worker/scorer.h RowSource).
 //
-// Thread safety: not thread-safe; one ModelRows per batch in flight.
+// Thread safety: not thread-safe; one ModelRows (or KVRowSource) per batch
+// in flight.
 #ifndef PETREL_WORKER_MODEL_ROWS_H_
 #define PETREL_WORKER_MODEL_ROWS_H_
 
@@ -15,6 +17,7 @@
 
 #include "kv/kv_worker.h"
 #include "worker/model.h"
+#include "worker/scorer.h"
 
 namespace petrel {
 
@@ -33,6 +36,25 @@ void SendModelPulls(KVWorker<float>* kv, const std::vector<ModelTable>& tables,
 // the server that did not answer within `timeout`.
 absl::StatusOr<std::vector<absl::Span<const float>>> WaitModelPulls(
     KVWorker<float>* kv, ModelRows* rows, absl::Duration timeout);
+
+// A RowSource pulling through `kv` (which must outlive it) with no
+// consistency bound (clock -1), each pull waited for up to `timeout`.
+class KVRowSource : public RowSource {
+ public:
+  KVRowSource(KVWorker<float>* kv, absl::Duration timeout)
+      : kv_(kv), timeout_(timeout) {}
+
+  // DeadlineExceeded naming the server that did not answer, or the error
+  // a server answered with.
+  absl::StatusOr<std::vector<absl::Span<const float>>> Rows(
+      const std::vector<ModelTable>& tables,
+      const std::vector<uint64_t>& unique) override;
+
+ private:
+  KVWorker<float>* const kv_;
+  const absl::Duration timeout_;
+  ModelRows rows_;  // the last batch's; the returned spans view it
+};
 
 }  // namespace petrel
 

@@ -1,0 +1,396 @@
+#include "tools/predict/predictor.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+#include "base/config_file.h"
+#include "checkpoint/checkpoint_dir.h"
+#include "kernels/dedup.h"
+#include "server/table_server.h"
+#include "tests/harness/local_cluster.h"
+#include "tools/predict/model_dir.h"
+#include "worker/data_options.h"
+#include "worker/evaluator.h"
+#include "worker/model.h"
+#include "worker/model_rows.h"
+#include "worker/trainer.h"
+
+namespace petrel {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr absl::Duration kTimeout = absl::Seconds(30);
+
+std::string TempDir() {
+  std::string pattern = ::testing::TempDir() + "predictor_test.XXXXXX";
+  EXPECT_NE(::mkdtemp(pattern.data()), nullptr);
+  return pattern;
+}
+
+// libsvm lines; keys 1..max_key, labels from a fixed hidden model.
+void WriteLibsvm(const std::string& path, int examples, int max_key,
+                 uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::ofstream out(path);
+  for (int i = 0; i < examples; ++i) {
+    std::string features;
+    double score = -0.3;
+    for (int j = 0; j < 6; ++j) {
+      const int key = 1 + static_cast<int>(rng() % max_key);
+      const double value = 0.1 + (rng() % 90) / 100.0;
+      score += (key % 3 == 0 ? 1.0 : -0.5) * value;
+      absl::StrAppendFormat(&features, " %d:%.2f", key, value);
+    }
+    out << (score + (rng() % 100) / 100.0 - 0.5 > 0 ? 1 : 0) << features
+        << "\n";
+  }
+}
+
+// Criteo lines: 13 integer and 26 categorical columns, some empty;
+// categorical values from a vocabulary of `vocab` per column.
+void WriteCriteo(const std::string& path, int examples, int vocab,
+                 uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::ofstream out(path);
+  for (int i = 0; i < examples; ++i) {
+    int positive_votes = 0;
+    std::string line;
+    for (int c = 0; c < 13; ++c) {
+      line += "\t";
+      if (rng() % 5 == 0) continue;
+      const int v = static_cast<int>(rng() % 50) - 2;
+      positive_votes += v > 20;
+      line += std::to_string(v);
+    }
+    for (int c = 0; c < 26; ++c) {
+      line += "\t";
+      if (rng() % 6 == 0) continue;
+      const int v = static_cast<int>(rng() % vocab);
+      positive_votes += v % 4 == 0;
+      line += absl::StrFormat("%08x", v * 2654435761u + c);
+    }
+    out << (positive_votes > 7 ? 1 : 0) << line << "\n";
+  }
+}
+
+pb::JobConfig MakeJob(const std::string& model, const std::string& dir) {
+  pb::JobConfig job;
+  EXPECT_TRUE(ParseTextProto(model, "job", &job).ok());
+  job.mutable_data()->add_train(dir + "/train.txt");
+  job.mutable_data()->add_test(dir + "/test.txt");
+  job.mutable_data()->mutable_cache()->set_mode(pb::DataCacheConfig::MODE_OFF);
+  job.mutable_train()->set_batch_size(16);
+  job.mutable_consistency()->set_max_delay(-1);
+  EXPECT_TRUE(ResolveTrainDefaults(&job).ok());
+  return job;
+}
+
+// A two-server, one-worker cluster serving `job`'s tables.
+class Cluster {
+ public:
+  explicit Cluster(const pb::JobConfig& job) : cluster_(Options()) {
+    EXPECT_TRUE(cluster_.Start().ok());
+    for (int i = 0; i < 2; ++i) {
+      auto made = TableServer::Create(job, 1, nullptr);
+      EXPECT_TRUE(made.ok()) << made.status();
+      tables_.push_back(*std::move(made));
+      kv_servers_.push_back(
+          std::make_unique<KVServer<float>>(0, cluster_.server(i)));
+      kv_servers_.back()->set_request_handler(tables_.back()->handler());
+      EXPECT_TRUE(kv_servers_.back()->Start().ok());
+    }
+    kv_ = std::make_unique<KVWorker<float>>(0, 0, cluster_.worker(0));
+    EXPECT_TRUE(kv_->Start().ok());
+  }
+  ~Cluster() { EXPECT_TRUE(cluster_.Finish().ok()); }
+
+  KVWorker<float>* kv() { return kv_.get(); }
+
+  // Trains one pass over the job's training file, as the trainer does.
+  void Train(const pb::JobConfig& job, Model* model) {
+    auto ro = TrainReaderOptions(job, 0, 1, model->needs_fields());
+    ASSERT_TRUE(ro.ok());
+    auto reader = OpenReader(*ro);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    Batch batch;
+    std::vector<uint64_t> unique;
+    std::vector<uint32_t> inverse;
+    std::vector<float> probs;
+    std::vector<std::vector<float>> grads;
+    while (*(*reader)->Next(job.train().batch_size(), &batch)) {
+      ASSERT_TRUE(Dedup(batch.keys, &unique, &inverse).ok());
+      ModelRows rows;
+      SendModelPulls(kv(), model->tables(), unique, -1, &rows);
+      auto spans = WaitModelPulls(kv(), &rows, kTimeout);
+      ASSERT_TRUE(spans.ok()) << spans.status();
+      ModelBatch mb{SparseBatchView{batch.offsets, inverse, batch.values},
+                    batch.labels, batch.fields, batch.numeric};
+      ASSERT_TRUE(model->ForwardBackward(mb, *spans, &probs, &grads).ok());
+      for (size_t t = 0; t < model->tables().size(); ++t) {
+        KVRequestOptions opts;
+        opts.table_id = model->tables()[t].id;
+        ASSERT_TRUE(
+            kv()->Wait(kv()->Push(rows.keys[t],
+                                  SArray<float>(std::move(grads[t])), opts),
+                       kTimeout)
+                .ok());
+      }
+    }
+  }
+
+  // Writes checkpoint 1 under `root` from both servers; returns its dir.
+  std::string Checkpoint(const pb::JobConfig& job, const std::string& root) {
+    auto dir = CreateCheckpointDir(root, 1);
+    EXPECT_TRUE(dir.ok()) << dir.status();
+    const KeyRangeMap ranges = cluster_.server(0)->key_ranges();
+    pb::CheckpointManifest manifest;
+    manifest.set_format_version(kCheckpointFormatVersion);
+    manifest.set_id(1);
+    manifest.set_reason("end");
+    *manifest.mutable_job() = job;
+    for (const pb::CheckpointTable& t : tables_[0]->CheckpointTables()) {
+      *manifest.add_tables() = t;
+    }
+    manifest.set_num_servers(2);
+    for (uint64_t b : ranges.begins()) manifest.add_range_begins(b);
+    for (int32_t o : ranges.owners()) manifest.add_range_owners(o);
+    for (int rank = 0; rank < 2; ++rank) {
+      auto files = tables_[rank]->SaveCheckpoint(*dir, ranges, rank);
+      EXPECT_TRUE(files.ok()) << files.status();
+      for (const pb::CheckpointFile& f : *files) *manifest.add_files() = f;
+    }
+    EXPECT_TRUE(WriteManifest(*dir, manifest).ok());
+    return *dir;
+  }
+
+ private:
+  static LocalClusterOptions Options() {
+    LocalClusterOptions o;
+    o.num_servers = 2;
+    o.num_workers = 1;
+    return o;
+  }
+
+  LocalCluster cluster_;
+  std::vector<std::unique_ptr<TableServer>> tables_;
+  std::vector<std::unique_ptr<KVServer<float>>> kv_servers_;
+  std::unique_ptr<KVWorker<float>> kv_;
+};
+
+// Model::Predict on every example of `path` with rows pulled from the
+// servers, batch by batch.
+std::vector<float> PredictDirectly(const pb::JobConfig& job, Model* model,
+                                   KVWorker<float>* kv) {
+  auto ro = TestReaderOptions(job, model->needs_fields());
+  EXPECT_TRUE(ro.ok());
+  ro->cache.mode = CacheMode::kOff;
+  auto reader = OpenReader(*ro);
+  EXPECT_TRUE(reader.ok());
+  std::vector<float> all, probs;
+  Batch batch;
+  std::vector<uint64_t> unique;
+  std::vector<uint32_t> inverse;
+  while (*(*reader)->Next(job.train().batch_size(), &batch)) {
+    EXPECT_TRUE(Dedup(batch.keys, &unique, &inverse).ok());
+    ModelRows rows;
+    SendModelPulls(kv, model->tables(), unique, -1, &rows);
+    auto spans = WaitModelPulls(kv, &rows, kTimeout);
+    EXPECT_TRUE(spans.ok());
+    ModelBatch mb{SparseBatchView{batch.offsets, inverse, batch.values},
+                  batch.labels, batch.fields, batch.numeric};
+    EXPECT_TRUE(model->Predict(mb, *spans, &probs).ok());
+    all.insert(all.end(), probs.begin(), probs.end());
+  }
+  return all;
+}
+
+std::vector<float> ReadScores(const std::string& path) {
+  std::vector<float> scores;
+  std::ifstream in(path);
+  for (float f; in >> f;) scores.push_back(f);
+  return scores;
+}
+
+struct Case {
+  const char* name;
+  const char* model;
+  bool criteo;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+class PredictMatchesEvaluationTest : public ::testing::TestWithParam<Case> {};
+
+// Trains a little, checkpoints, then compares petrel-predict's scores with
+// Model::Predict on rows pulled from the same servers, and its metrics with
+// Evaluate's. The test file has keys the training file never had, so some
+// rows come from the initializer on both sides.
+TEST_P(PredictMatchesEvaluationTest, ScoresAndMetricsEqualTheJobs) {
+  const Case& c = GetParam();
+  const std::string dir = TempDir();
+  if (c.criteo) {
+    WriteCriteo(dir + "/train.txt", 200, 20, 1);
+    WriteCriteo(dir + "/test.txt", 100, 30, 2);
+  } else {
+    WriteLibsvm(dir + "/train.txt", 200, 60, 1);
+    WriteLibsvm(dir + "/test.txt", 100, 80, 2);
+  }
+  const pb::JobConfig job = MakeJob(c.model, dir);
+  Cluster cluster(job);
+  auto model = Model::Create(job, Device::Cpu());
+  ASSERT_TRUE(model.ok()) << model.status();
+  cluster.Train(job, model->get());
+  // Before evaluating: the evaluation's pulls create the test-only rows.
+  const std::string ckpt = cluster.Checkpoint(job, dir + "/ckpt");
+
+  auto eval = Evaluate(job, cluster.kv(), model->get(), kTimeout);
+  ASSERT_TRUE(eval.ok()) << eval.status();
+  const std::vector<float> direct =
+      PredictDirectly(job, model->get(), cluster.kv());
+
+  PredictOptions options;
+  options.model = dir + "/ckpt";  // the root: its newest checkpoint
+  options.input = dir + "/test.txt";
+  options.device = "cpu";
+  const std::string scores_path = dir + "/scores.txt";
+  std::FILE* scores = std::fopen(scores_path.c_str(), "w");
+  ASSERT_NE(scores, nullptr);
+  auto result = RunPredict(options, scores);
+  std::fclose(scores);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->checkpoint, ckpt);
+  EXPECT_EQ(result->device, "cpu");
+  EXPECT_EQ(result->eval.examples, eval->examples);
+  EXPECT_NEAR(result->eval.logloss, eval->logloss, 1e-6);
+  EXPECT_NEAR(result->eval.auc, eval->auc, 1e-6);
+  EXPECT_GT(eval->auc, 0.5);  // it learned something: the rows matter
+
+  const std::vector<float> predicted = ReadScores(scores_path);
+  ASSERT_EQ(predicted.size(), direct.size());
+  ASSERT_EQ(predicted.size(), 100u);
+  for (size_t i = 0; i < direct.size(); ++i) {
+    EXPECT_NEAR(predicted[i], direct[i], 1e-6) << "example " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, PredictMatchesEvaluationTest,
+    ::testing::Values(
+        Case{"LR",
+             "model { kind: KIND_LR } tables { id: 0 initializer { kind: "
+             "KIND_NORMAL scale: 0.2 seed: 5 } optimizer { kind: KIND_ADAGRAD "
+             "learning_rate: 0.2 } }",
+             false},
+        Case{"FM", "model { kind: KIND_FM fm_dim: 4 }", false},
+        Case{"MLP",
+             "data { format: FORMAT_CRITEO } model { kind: KIND_MLP "
+             "embedding_dim: 4 hidden: 8 wide: true }",
+             true}),
+    [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// A small LR checkpoint for the error tests.
+struct Trained {
+  std::string dir;
+  std::string ckpt;
+};
+
+Trained TrainSmallLr() {
+  Trained t;
+  t.dir = TempDir();
+  WriteLibsvm(t.dir + "/train.txt", 50, 20, 1);
+  WriteLibsvm(t.dir + "/test.txt", 20, 20, 2);
+  const pb::JobConfig job = MakeJob("model { kind: KIND_LR }", t.dir);
+  Cluster cluster(job);
+  auto model = Model::Create(job, Device::Cpu());
+  EXPECT_TRUE(model.ok());
+  cluster.Train(job, model->get());
+  t.ckpt = cluster.Checkpoint(job, t.dir + "/ckpt");
+  return t;
+}
+
+absl::Status Predict(const std::string& model, const std::string& input,
+                     const std::string& format = "") {
+  PredictOptions options;
+  options.model = model;
+  options.input = input;
+  options.format = format;
+  options.device = "cpu";
+  return RunPredict(options, nullptr).status();
+}
+
+TEST(PredictTest, AcceptsCheckpointRootAndLatest) {
+  Trained t = TrainSmallLr();
+  for (const std::string& spec :
+       {t.ckpt, t.dir + "/ckpt", t.dir + "/ckpt/", t.dir + "/ckpt/latest"}) {
+    auto model = OpenModelDir(spec);
+    ASSERT_TRUE(model.ok()) << spec << ": " << model.status();
+    EXPECT_EQ(model->dir, t.ckpt) << spec;
+    EXPECT_TRUE(Predict(spec, t.dir + "/test.txt").ok()) << spec;
+  }
+}
+
+TEST(PredictTest, BadInputGetsOneClearError) {
+  Trained t = TrainSmallLr();
+  const std::string test = t.dir + "/test.txt";
+  // Missing directory.
+  absl::Status s = Predict(t.dir + "/nothing", test);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_THAT(s.message(), HasSubstr(t.dir + "/nothing"));
+  // Incomplete checkpoint: no MANIFEST.
+  const std::string incomplete = t.dir + "/ckpt/ckpt-00000002";
+  ASSERT_EQ(::mkdir(incomplete.c_str(), 0755), 0);
+  s = Predict(incomplete, test);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_THAT(s.message(), HasSubstr("MANIFEST"));
+  // ... which "latest" skips.
+  EXPECT_TRUE(Predict(t.dir + "/ckpt/latest", test).ok());
+  // Bad flags.
+  EXPECT_EQ(Predict(t.ckpt, test, "csv").code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Predict(t.ckpt, "").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Predict("", test).code(), absl::StatusCode::kInvalidArgument);
+  // Missing or malformed input.
+  EXPECT_EQ(Predict(t.ckpt, t.dir + "/none.txt").code(),
+            absl::StatusCode::kNotFound);
+  std::ofstream(t.dir + "/bad.txt") << "1 3:0.5\nnot a line\n";
+  s = Predict(t.ckpt, t.dir + "/bad.txt");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("bad.txt:2"));
+  std::ofstream(t.dir + "/empty.txt") << "";
+  s = Predict(t.ckpt, t.dir + "/empty.txt");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("no examples"));
+}
+
+TEST(PredictTest, CorruptedTableFileIsDataLossNamingIt) {
+  Trained t = TrainSmallLr();
+  auto model = OpenModelDir(t.ckpt);
+  ASSERT_TRUE(model.ok());
+  ASSERT_GT(model->manifest.files_size(), 0);
+  const std::string file = t.ckpt + "/" + model->manifest.files(0).name();
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(70);
+  f.put('\x7f');
+  f.close();
+  absl::Status s = Predict(t.ckpt, t.dir + "/test.txt");
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_THAT(s.message(), HasSubstr(file));
+}
+
+}  // namespace
+}  // namespace petrel
