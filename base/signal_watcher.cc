@@ -12,6 +12,7 @@ void SignalWatcher::Start(Callback callback) {
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  if (usr1_) sigaddset(&set, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
   thread_ = std::thread([this, set, callback = std::move(callback)] {
@@ -20,8 +21,15 @@ void SignalWatcher::Start(Callback callback) {
     while (!stop_) {
       int sig = sigtimedwait(&set, nullptr, &timeout);
       if (sig <= 0) continue;
+      if (sig == SIGUSR1) {
+        usr1_("SIGUSR1");
+        continue;
+      }
+      const std::string name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
       if (received_.exchange(sig) == 0) {
-        callback(sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        callback(name);
+      } else if (repeat_) {
+        repeat_(name);
       }
     }
   });

@@ -5,11 +5,21 @@
 #include <string>
 #include <utility>
 
+#include <cstdlib>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
 #include "base/signal_watcher.h"
 #include "van/node_flags.h"
+
+DEFINE_int32(stop_timeout_s, 120,
+             "After SIGTERM/SIGINT, end the process at once if it has not "
+             "exited (the job checkpoints first when it has a checkpoint "
+             "directory) within this many seconds. Default 120; >= 1.");
 
 namespace petrel {
 namespace {
@@ -51,13 +61,37 @@ int RunNodeDaemon(int argc, char** argv, const DaemonInfo& info,
   if (absl::Status s = Configure(info, daemon, &runtime); !s.ok()) {
     return Report(info, s, kExitBadFlags);
   }
+  // A graceful stop (a checkpoint first) is bounded: a second signal or
+  // --stop_timeout_s ends the process at once.
+  absl::Notification exited;
+  std::thread stop_timer;
+  signals.set_repeat_callback([&](const std::string& name) {
+    std::fprintf(stderr, "%s: second %s: stopping at once\n", info.name,
+                 name.c_str());
+    std::_Exit(1);
+  });
+  if (info.watch_usr1) {
+    signals.set_usr1_callback(
+        [&](const std::string&) { daemon.OnUsr1(*runtime); });
+  }
   signals.Start([&](const std::string& name) {
+    stop_timer = std::thread([&exited, &info, name] {
+      if (exited.WaitForNotificationWithTimeout(
+              absl::Seconds(FLAGS_stop_timeout_s))) {
+        return;
+      }
+      std::fprintf(stderr, "%s: still running %ds after %s: stopping at once\n",
+                   info.name, FLAGS_stop_timeout_s, name.c_str());
+      std::_Exit(1);
+    });
     daemon.Interrupt(*runtime, name + " received");
   });
   absl::Status status = daemon.Run(*runtime);
   runtime->Stop();
   status = daemon.Finish(*runtime, std::move(status));
   signals.Stop();
+  exited.Notify();
+  if (stop_timer.joinable()) stop_timer.join();
   if (status.ok()) return 0;
   return Report(info, status, ExitCodeFor(status));
 }

@@ -9,7 +9,10 @@
 //      variables, NodeDaemon::CheckFlags;
 //   4. builds the NodeRuntime (ZeroMQ van, metrics endpoint) and
 //      NodeDaemon::Build on it;
-//   5. turns a signal into NodeDaemon::Interrupt("SIGTERM received");
+//   5. turns a signal into NodeDaemon::Interrupt("SIGTERM received"); a
+//      second SIGTERM/SIGINT, or --stop_timeout_s after the first, ends the
+//      process at once (exit 1, one line); with DaemonInfo::watch_usr1,
+//      SIGUSR1 calls NodeDaemon::OnUsr1;
 //   6. NodeDaemon::Run (which starts the runtime: the PETREL_READY or
 //      PETREL_LISTEN line), stops the runtime, NodeDaemon::Finish;
 //   7. prints one line "<name>: <message>" on stderr for a failure.
@@ -64,6 +67,8 @@ class NodeDaemon {
   virtual void Interrupt(NodeRuntime& runtime, const std::string& reason) {
     runtime.postoffice()->Interrupt(reason);
   }
+  // SIGUSR1 arrived (only with DaemonInfo::watch_usr1). Signal thread.
+  virtual void OnUsr1(NodeRuntime& /*runtime*/) {}
 };
 
 struct DaemonInfo {
@@ -74,6 +79,8 @@ struct DaemonInfo {
   const char* usage = "";
   // Calls TuneAllocatorForLargeMessages before the runtime starts.
   bool tune_allocator = false;
+  // Watch SIGUSR1 (NodeDaemon::OnUsr1). Default false.
+  bool watch_usr1 = false;
 };
 
 // Runs `daemon` as described above; returns main's exit code. `daemon` is
