@@ -26,5 +26,26 @@ TEST(ChecksumTest, EveryByteAndLengthCounts) {
   EXPECT_NE(Checksum64(text, 1), base);
 }
 
+TEST(ChecksumTest, StreamInPiecesEqualsOneShot) {
+  std::string text;
+  for (int i = 0; i < 300; ++i) text.push_back(static_cast<char>(i * 37 + 11));
+  for (size_t size : {size_t{0}, size_t{5}, size_t{31}, size_t{32},
+                      size_t{33}, size_t{100}, size_t{300}}) {
+    const std::string bytes = text.substr(0, size);
+    for (size_t piece : {size_t{1}, size_t{3}, size_t{8}, size_t{31},
+                         size_t{32}, size_t{64}, size_t{1000}}) {
+      Checksum64Stream stream(7);
+      for (size_t i = 0; i < bytes.size(); i += piece) {
+        const std::string part = bytes.substr(i, piece);
+        stream.Update(part.data(), part.size());
+      }
+      EXPECT_EQ(stream.Digest(), Checksum64(bytes, 7))
+          << "size " << size << " piece " << piece;
+    }
+  }
+  Checksum64Stream empty;
+  EXPECT_EQ(empty.Digest(), 0xEF46DB3751D8E999ULL);
+}
+
 }  // namespace
 }  // namespace petrel

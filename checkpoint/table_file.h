@@ -1,10 +1,12 @@
 // Table files: one server's rows of one table in a checkpoint, binary and
 // little-endian (docs/checkpoints.md gives the byte layout):
 //
-//   header   magic "PTRLTBL1", format version, table id, dim, stride,
-//            optimizer kind, row count
+//   header   64 bytes: magic "PTRLTBL1", format version, table id, dim,
+//            stride, optimizer kind, header size, zero padding
 //   rows     per row: key (uint64), then stride floats (dim weights, then
 //            the optimizer's state)
+//   footer   16 bytes: row count (uint64), end magic "PTRLEND1" (the count
+//            is known only at the end, and the file is written in one pass)
 //
 // The file's XXH64 (base/checksum.h) and size are recorded in the manifest
 // (pb::CheckpointFile), which is how a reader detects a corrupted or
