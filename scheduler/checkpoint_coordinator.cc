@@ -257,6 +257,14 @@ absl::StatusOr<std::string> CheckpointCoordinator::TakeCheckpoint(
     const std::string& reason, bool then_stop, const std::string& stop_reason) {
   const std::string& root = options_.job.checkpoint().dir();
   const absl::Time start = absl::Now();
+  if (postoffice_->nodes().empty()) {
+    LOG(ERROR) << "no checkpoint (" << reason
+               << "): the cluster has not formed";
+    if (then_stop) Ask(kStop, stop_reason, kWorkerGroup).IgnoreError();
+    absl::MutexLock lock(&mu_);
+    ++failed_;
+    return absl::FailedPreconditionError("the cluster has not formed");
+  }
   if (next_id_ == 0) {
     absl::StatusOr<std::vector<uint64_t>> ids = ListCheckpoints(root);
     next_id_ = ids.ok() && !ids->empty() ? ids->back() + 1 : 1;

@@ -1,0 +1,288 @@
+// Checkpoints end to end with the real daemons (2 servers, 2 workers, LR on
+// petrel-datagen data): a job killed with SIGKILL after its second
+// checkpoint and restored from it ends like an uninterrupted run; SIGUSR1
+// to the scheduler takes a checkpoint; SIGTERM to a worker or to the
+// scheduler checkpoints and stops the whole job; an unwritable checkpoint
+// directory and a checkpoint of another cluster shape are refused before
+// training starts.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+#include "checkpoint/checkpoint_dir.h"
+#include "tests/harness/daemon_cluster.h"
+
+namespace petrel {
+namespace {
+
+constexpr absl::Duration kTimeout = absl::Seconds(60);
+constexpr int kBatchSize = 256;
+constexpr int kEveryBatches = 5;
+
+std::string Bin(const std::string& name) {
+  return std::string(PETREL_BIN_DIR) + "/" + name;
+}
+
+// The value of `key=` in the first line of `out` holding `marker`; -1 when
+// there is none.
+double ValueAfter(const std::string& out, const std::string& marker,
+                  const std::string& key) {
+  size_t line = out.find(marker);
+  if (line == std::string::npos) return -1;
+  size_t end = out.find('\n', line);
+  std::map<std::string, std::string> kv =
+      ParseKeyValues(out.substr(line, end - line));
+  double v = -1;
+  if (!absl::SimpleAtod(kv[key], &v)) return -1;
+  return v;
+}
+
+// One job's processes: the scheduler, 2 servers and 2 workers (ranks fixed,
+// so that a restored worker gets its own position back).
+struct Job {
+  std::unique_ptr<DaemonCluster> cluster;
+  std::vector<Subprocess*> servers;
+  std::vector<Subprocess*> workers;
+};
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = absl::StrCat(
+        ::testing::TempDir(), "petrel_checkpoint_test_",
+        ::testing::UnitTest::GetInstance()->current_test_info()->name(), "_",
+        getpid());
+    std::system(("rm -rf " + dir_ + " && mkdir -p " + dir_).c_str());
+    ckpt_ = dir_ + "/ckpt";
+    absl::StatusOr<std::unique_ptr<Subprocess>> gen = StartProgram(
+        {Bin("petrel-datagen"), "--train_out=" + dir_ + "/train.svm",
+         "--train_examples=40000", "--test_out=" + dir_ + "/test.svm",
+         "--test_examples=10000", "--seed=7", "--index_bits=16"});
+    ASSERT_TRUE(gen.ok()) << gen.status();
+    absl::StatusOr<int> code = (*gen)->Wait(kTimeout);
+    ASSERT_TRUE(code.ok() && *code == 0) << (*gen)->Output();
+  }
+
+  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
+
+  // Writes the job config with `checkpoint` as its checkpoint section.
+  std::string Config(const std::string& name, int epochs,
+                     const std::string& checkpoint) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << absl::StrCat(
+        "num_servers: 2 num_workers: 2\n"
+        "model { kind: KIND_LR }\n"
+        "tables { id: 0 dim: 1 optimizer { kind: KIND_FTRL ftrl_alpha: 0.1 "
+        "ftrl_beta: 1.0 ftrl_l1: 0.5 ftrl_l2: 5.0 } }\n"
+        "consistency { max_delay: 2 }\n"
+        "data { format: FORMAT_LIBSVM train: \"",
+        dir_, "/train.svm\" test: \"", dir_, "/test.svm\" }\n",
+        "train { batch_size: ", kBatchSize, " epochs: ", epochs,
+        " progress_interval_s: 100 }\n", "checkpoint { ", checkpoint, " }\n");
+    return path;
+  }
+
+  // Starts the job's daemons with `flags` added to every one.
+  Job Start(const std::string& config, std::vector<std::string> flags = {}) {
+    Job job;
+    DaemonCluster::Options o;
+    o.bin_dir = PETREL_BIN_DIR;
+    o.num_servers = 2;
+    o.num_workers = 2;
+    o.flags = {"--config=" + config};
+    o.flags.insert(o.flags.end(), flags.begin(), flags.end());
+    job.cluster = std::make_unique<DaemonCluster>(o);
+    absl::Status s = job.cluster->StartScheduler();
+    EXPECT_TRUE(s.ok()) << s << job.cluster->Output();
+    if (!s.ok()) return job;
+    for (int rank = 0; rank < 2; ++rank) {
+      absl::StatusOr<Subprocess*> server = job.cluster->StartNode(
+          "petrel-server", {absl::StrCat("--rank=", rank)});
+      EXPECT_TRUE(server.ok()) << server.status();
+      if (server.ok()) job.servers.push_back(*server);
+    }
+    for (int rank = 0; rank < 2; ++rank) {
+      absl::StatusOr<Subprocess*> worker = job.cluster->StartNode(
+          "petrel-worker",
+          {"--job=train", "--timeout_s=60", absl::StrCat("--rank=", rank)});
+      EXPECT_TRUE(worker.ok()) << worker.status();
+      if (worker.ok()) job.workers.push_back(*worker);
+    }
+    return job;
+  }
+
+  // Waits for the scheduler's line saying checkpoint `id` is complete.
+  void WaitForCheckpoint(Job& job, int id) {
+    absl::StatusOr<std::string> line = job.cluster->scheduler()->WaitForLine(
+        absl::StrCat("checkpoint ", id, " ("), kTimeout);
+    ASSERT_TRUE(line.ok()) << line.status() << job.cluster->Output();
+    ASSERT_TRUE(absl::StrContains(*line, "complete")) << *line;
+  }
+
+  // The manifest of checkpoint `id`.
+  pb::CheckpointManifest Manifest(uint64_t id) {
+    absl::StatusOr<pb::CheckpointManifest> m =
+        ReadManifest(CheckpointPath(ckpt_, id));
+    EXPECT_TRUE(m.ok()) << m.status();
+    return m.ok() ? *m : pb::CheckpointManifest();
+  }
+
+  // Runs the job to its end; returns worker 0's output.
+  std::string RunToEnd(Job& job) {
+    absl::StatusOr<std::map<std::string, int>> codes =
+        job.cluster->WaitAll(kTimeout);
+    EXPECT_TRUE(codes.ok()) << codes.status() << job.cluster->Output();
+    if (codes.ok()) {
+      for (const auto& [name, code] : *codes) {
+        EXPECT_EQ(code, 0) << name << "\n" << job.cluster->Output();
+      }
+    }
+    return job.workers.empty() ? "" : job.workers[0]->Output();
+  }
+
+  // Every process of `job` exits 1 (stopped) within the deadline.
+  void ExpectStopped(Job& job) {
+    const absl::Time start = absl::Now();
+    absl::StatusOr<std::map<std::string, int>> codes =
+        job.cluster->WaitAll(kTimeout);
+    ASSERT_TRUE(codes.ok()) << codes.status() << job.cluster->Output();
+    EXPECT_LT(absl::Now() - start, absl::Seconds(30));
+    for (const auto& [name, code] : *codes) {
+      EXPECT_EQ(code, 1) << name << "\n" << job.cluster->Output();
+    }
+    for (Subprocess* w : job.workers) {
+      EXPECT_TRUE(absl::StrContains(w->Output(), "job stopped")) << w->Output();
+    }
+  }
+
+  std::string dir_;
+  std::string ckpt_;
+};
+
+TEST_F(CheckpointTest, RestoreAfterSigkillMatchesAnUninterruptedRun) {
+  // Uninterrupted: no checkpoints.
+  Job plain = Start(Config("plain.textproto", 3, ""));
+  std::string plain_out = RunToEnd(plain);
+  const double plain_loss =
+      ValueAfter(plain_out, "final test_logloss", "test_logloss");
+  const double plain_examples =
+      ValueAfter(plain_out, "final test_logloss", "train_examples");
+  ASSERT_GT(plain_loss, 0) << plain_out;
+
+  const std::string config = Config(
+      "ckpt.textproto", 3,
+      absl::StrCat("dir: \"", ckpt_, "\" every_batches: ", kEveryBatches));
+  {
+    Job killed = Start(config);
+    WaitForCheckpoint(killed, 2);
+    for (Subprocess* p : killed.workers) p->Signal(SIGKILL);
+    for (Subprocess* p : killed.servers) p->Signal(SIGKILL);
+    killed.cluster->scheduler()->Signal(SIGKILL);
+    ASSERT_TRUE(killed.cluster->WaitAll(kTimeout).ok());
+  }
+  absl::StatusOr<std::vector<uint64_t>> ids = ListCheckpoints(ckpt_);
+  ASSERT_TRUE(ids.ok() && ids->size() >= 2) << ids.status();
+  pb::CheckpointManifest at_kill = Manifest(ids->back());
+  ASSERT_EQ(at_kill.workers_size(), 2);
+  EXPECT_EQ(at_kill.reason(), "every_batches");
+  EXPECT_FALSE(at_kill.workers(0).finished());
+  EXPECT_GT(at_kill.files_size(), 0);
+
+  Job restored = Start(config, {"--restore_from=latest"});
+  std::string out = RunToEnd(restored);
+  const double loss = ValueAfter(out, "final test_logloss", "test_logloss");
+  const double examples =
+      ValueAfter(out, "final test_logloss", "train_examples");
+  ASSERT_GT(loss, 0) << out;
+  EXPECT_TRUE(absl::StrContains(out, "resumes at epoch=")) << out;
+  EXPECT_LT(std::abs(loss - plain_loss) / plain_loss, 0.005)
+      << "restored " << loss << " uninterrupted " << plain_loss;
+  // Positions are exact: the same examples are trained, once each.
+  EXPECT_EQ(examples, plain_examples);
+  // The restored run checkpointed on, after the restored one, and ended
+  // with a final checkpoint.
+  absl::StatusOr<std::vector<uint64_t>> after = ListCheckpoints(ckpt_);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(Manifest(after->back()).reason(), "end");
+  EXPECT_TRUE(Manifest(after->back()).workers(1).finished());
+
+  // A checkpoint of 2 workers does not fit a job of 3: refused at start.
+  absl::StatusOr<std::unique_ptr<Subprocess>> three = StartProgram(
+      {Bin("petrel-scheduler"), "--port=0", "--config=" + config,
+       "--num_workers=3", "--restore_from=latest", "--checkpoint_dir=" + ckpt_});
+  ASSERT_TRUE(three.ok());
+  absl::StatusOr<int> code = (*three)->Wait(kTimeout);
+  ASSERT_TRUE(code.ok());
+  EXPECT_EQ(*code, 2);
+  EXPECT_TRUE(absl::StrContains((*three)->Output(), "2 workers"))
+      << (*three)->Output();
+}
+
+TEST_F(CheckpointTest, Sigusr1CheckpointsAndSigtermToTheSchedulerStops) {
+  Job job = Start(
+      Config("job.textproto", 1000, absl::StrCat("dir: \"", ckpt_, "\"")));
+  for (Subprocess* w : job.workers) {
+    ASSERT_TRUE(w->WaitForLine("device=", kTimeout).ok())
+        << job.cluster->Output();
+  }
+  job.cluster->scheduler()->Signal(SIGUSR1);
+  WaitForCheckpoint(job, 1);
+  EXPECT_EQ(Manifest(1).reason(), "on_demand");
+  EXPECT_EQ(Manifest(1).workers_size(), 2);
+
+  job.cluster->scheduler()->Signal(SIGTERM);
+  ExpectStopped(job);
+  EXPECT_EQ(Manifest(2).reason(), "signal");
+}
+
+TEST_F(CheckpointTest, SigtermToAWorkerCheckpointsAndStopsTheJob) {
+  Job job = Start(
+      Config("job.textproto", 1000, absl::StrCat("dir: \"", ckpt_, "\"")));
+  ASSERT_TRUE(job.workers[1]->WaitForLine("device=", kTimeout).ok())
+      << job.cluster->Output();
+  for (Subprocess* s : job.servers) {
+    ASSERT_TRUE(job.cluster->WaitReady(s).ok()) << job.cluster->Output();
+  }
+  job.workers[1]->Signal(SIGTERM);
+  ExpectStopped(job);
+  EXPECT_EQ(Manifest(1).reason(), "signal");
+  EXPECT_TRUE(absl::StrContains(job.workers[0]->Output(), "worker 1"))
+      << job.workers[0]->Output();
+}
+
+TEST_F(CheckpointTest, UnwritableCheckpointDirIsRefusedBeforeTraining) {
+  const std::string file = dir_ + "/a_file";
+  std::ofstream(file) << "x";
+  const std::string config = Config("job.textproto", 1, "");
+  for (const char* program : {"petrel-scheduler", "petrel-server"}) {
+    std::vector<std::string> argv = {Bin(program), "--config=" + config,
+                                     "--checkpoint_dir=" + file + "/ckpt"};
+    if (std::string(program) == "petrel-scheduler") {
+      argv.push_back("--port=0");
+    } else {
+      argv.push_back("--scheduler=127.0.0.1:1");
+    }
+    absl::StatusOr<std::unique_ptr<Subprocess>> p = StartProgram(argv);
+    ASSERT_TRUE(p.ok());
+    absl::StatusOr<int> code = (*p)->Wait(kTimeout);
+    ASSERT_TRUE(code.ok());
+    EXPECT_NE(*code, 0) << (*p)->Output();
+    EXPECT_TRUE(absl::StrContains((*p)->Output(), file + "/ckpt"))
+        << (*p)->Output();
+  }
+}
+
+}  // namespace
+}  // namespace petrel
