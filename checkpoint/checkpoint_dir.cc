@@ -154,6 +154,23 @@ absl::Status CheckManifest(const std::string& dir,
       return bad(absl::StrCat("table ", t.id(), " listed twice"));
     }
   }
+  // One file per table per server: a table's rows are all there.
+  std::set<std::pair<int, int>> shares;
+  for (const pb::CheckpointFile& f : manifest.files()) {
+    if (f.server_rank() < 0 || f.server_rank() >= manifest.num_servers()) {
+      return bad(absl::StrCat(f.name(), " is from server ", f.server_rank(),
+                              " of ", manifest.num_servers()));
+    }
+    if (!shares.insert({f.table_id(), f.server_rank()}).second) {
+      return bad(absl::StrCat("two files of table ", f.table_id(),
+                              " from server ", f.server_rank()));
+    }
+  }
+  if (shares.size() != table_ids.size() * manifest.num_servers()) {
+    return bad(absl::StrCat(shares.size(), " table files, not one per table (",
+                            table_ids.size(), ") per server (",
+                            manifest.num_servers(), ")"));
+  }
   for (const pb::CheckpointFile& f : manifest.files()) {
     if (f.name().empty() || f.name().find('/') != std::string::npos ||
         f.name() == "." || f.name() == "..") {

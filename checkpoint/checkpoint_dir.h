@@ -47,7 +47,8 @@ absl::StatusOr<std::string> CreateCheckpointDir(const std::string& root,
 // of DIR). After this returns OK the checkpoint is complete.
 absl::Status WriteManifest(const std::string& dir,
                            const pb::CheckpointManifest& manifest);
-// Reads DIR/MANIFEST and checks its format version and that every listed
+// Reads DIR/MANIFEST and checks its format version, that it lists one
+// file per table per server (ranks 0..num_servers-1), and that every listed
 // file exists with its recorded size (checksums are checked when a file is
 // read). NotFound when there is no MANIFEST (an incomplete checkpoint);
 // DataLoss naming the file otherwise.

@@ -156,7 +156,8 @@ float* Table::RowOf(const Shard& shard, uint32_t row) const {
          static_cast<size_t>(row % per_slab) * stride_;
 }
 
-float* Table::Touch(Shard& shard, uint64_t key) {
+float* Table::FindOrAddRow(Shard& shard, uint64_t key, bool* added) {
+  *added = false;
   if (options_.dense) return RowOf(shard, static_cast<uint32_t>(key));
   RowIndex& index = shard.index;
   if (ABSL_PREDICT_FALSE(!index.Reserve(index.size() + 1).ok())) return nullptr;
@@ -171,10 +172,83 @@ float* Table::Touch(Shard& shard, uint64_t key) {
   }
   slot->width = static_cast<uint32_t>(options_.dim);
   slot->row = shard.num_rows;
-  float* row = RowOf(shard, shard.num_rows++);
-  initializer_.Fill(key, row, options_.dim);
-  optimizer_->InitState(row, row + options_.dim, options_.dim);
+  *added = true;
+  return RowOf(shard, shard.num_rows++);
+}
+
+float* Table::Touch(Shard& shard, uint64_t key) {
+  bool added;
+  float* row = FindOrAddRow(shard, key, &added);
+  if (added) {
+    initializer_.Fill(key, row, options_.dim);
+    optimizer_->InitState(row, row + options_.dim, options_.dim);
+  }
   return row;
+}
+
+void Table::ForEachStoredRow(
+    const std::function<void(uint64_t key, const float* row)>& fn) const {
+  if (options_.dense) {
+    ForEachRow(fn);
+    return;
+  }
+  // The index is in hash order and the rows in insertion order: a row is a
+  // cache miss, so each batch's rows are prefetched before they are used.
+  constexpr size_t kBatch = 32;
+  uint64_t keys[kBatch];
+  const float* rows[kBatch];
+  size_t n = 0;
+  auto flush = [&] {
+    for (size_t i = 0; i < n; ++i) fn(keys[i], rows[i]);
+    n = 0;
+  };
+  for (const Shard& shard : shards_) {
+    shard.index.ForEach([&](const RowIndex::Slot& s) {
+      if (s.width == 0) return;
+      keys[n] = s.key;
+      rows[n] = RowOf(shard, s.row);
+      PrefetchLine(rows[n]);
+      if (++n == kBatch) flush();
+    });
+  }
+  flush();
+}
+
+absl::Status Table::SetRows(absl::Span<const uint64_t> keys,
+                            absl::Span<const float> values, int value_stride,
+                            bool with_state, const ParallelRunner& runner) {
+  const int dim = options_.dim;
+  if (value_stride < dim || (with_state && value_stride != stride_) ||
+      values.size() != keys.size() * static_cast<size_t>(value_stride)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "setting ", keys.size(), " rows of table ", options_.id, " (dim ", dim,
+        ", stride ", stride_, ") from ", values.size(), " values of stride ",
+        value_stride, with_state ? " with" : " without", " optimizer state"));
+  }
+  absl::Status s = CheckKeys(keys);
+  if (!s.ok()) return s;
+  const float* src = values.data();
+  std::atomic<bool> out_of_memory{false};
+  ForEachKey(keys, runner, [&](Shard& shard, size_t i) {
+    bool added;
+    float* row = FindOrAddRow(shard, keys[i], &added);
+    if (ABSL_PREDICT_FALSE(row == nullptr)) {
+      out_of_memory.store(true, std::memory_order_relaxed);
+      return;
+    }
+    const float* from = src + i * value_stride;
+    if (with_state) {
+      std::memcpy(row, from, sizeof(float) * stride_);
+    } else {
+      std::memcpy(row, from, sizeof(float) * dim);
+      optimizer_->InitState(row, row + dim, dim);
+    }
+  });
+  UpdateGauges();
+  if (!out_of_memory.load()) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "restoring table ", options_.id, ": out of memory for new rows (",
+      MemoryBytes(), " bytes held)"));
 }
 
 void Table::ForEachRow(

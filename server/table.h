@@ -111,6 +111,24 @@ class Table {
       const std::function<void(uint64_t key, const float* weights)>& fn) const;
   // Bytes held by slabs and hash indexes.
   size_t MemoryBytes() const;
+  const TableOptions& options() const { return options_; }
+
+  // Checkpoints (server/table_server.h). Calls fn(key, row) for every
+  // stored row with its stride() floats (dim() weights, then the
+  // optimizer's state), in no particular order. Not concurrently with Pull
+  // or Push.
+  void ForEachStoredRow(
+      const std::function<void(uint64_t key, const float* row)>& fn) const;
+  // Sets the rows of `keys` (created when missing) from `values`, which
+  // holds `value_stride` floats per key. With `with_state` a row takes all
+  // its stride() floats (REQUIRES value_stride == stride()); without, it
+  // takes the first dim() floats as its weights and its optimizer state
+  // starts as for a new row (Optimizer::InitState), whatever followed them.
+  // InvalidArgument for a bad size or a dense key out of range (nothing is
+  // set then); ResourceExhausted when out of memory (see above).
+  absl::Status SetRows(absl::Span<const uint64_t> keys,
+                       absl::Span<const float> values, int value_stride,
+                       bool with_state, const ParallelRunner& runner = nullptr);
 
  private:
   // One shard's rows. Dense tables use only row numbers (row == key) and
@@ -144,6 +162,8 @@ class Table {
   // The row of `key` in `shard`, created when missing; null when memory
   // for it cannot be mapped.
   float* Touch(Shard& shard, uint64_t key);
+  // Touch without initialising a new row (`*added` says it is new).
+  float* FindOrAddRow(Shard& shard, uint64_t key, bool* added);
   // Software prefetch of a key's index entry and row (see table.cc).
   void PrefetchRow(const Shard& shard, uint64_t key) const;
   template <typename KeyAt, typename ShardAt>

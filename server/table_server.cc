@@ -113,6 +113,11 @@ const Table* TableServer::table(int id) const {
   return it == tables_.end() ? nullptr : it->second.get();
 }
 
+Table* TableServer::mutable_table(int id) {
+  auto it = tables_.find(id);
+  return it == tables_.end() ? nullptr : it->second.get();
+}
+
 void TableServer::Handle(const KVMeta& meta, const KVPairs<float>& data,
                          KVServer<float>* server) {
   if (meta.clock_advance) {

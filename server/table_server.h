@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -47,9 +48,11 @@
 
 #include "base/metrics.h"
 #include "kv/kv_server.h"
+#include "proto/checkpoint.pb.h"
 #include "proto/job.pb.h"
 #include "server/shard_pool.h"
 #include "server/table.h"
+#include "van/key_range_map.h"
 
 namespace petrel {
 
@@ -100,12 +103,42 @@ class TableServer {
   int64_t max_delay() const { return max_delay_; }
   // The table `id`, or null.
   const Table* table(int id) const;
+  // The same, to change it directly (tools, tests): not concurrently with
+  // Handle.
+  Table* mutable_table(int id);
   // Writes every stored row of every table to `path`, one line each:
   // "TABLE_ID KEY W0 W1 ..." (dim weights). Written to PATH.tmp and renamed,
   // so a failure never leaves a partial file under `path`. Unavailable
   // naming the path when it cannot be written (e.g. a full disk). Not
   // concurrently with request handling: call after the van stopped.
   absl::Status WriteModel(const std::string& path) const;
+
+  // Checkpoints (docs/checkpoints.md). The schema of every table, by id,
+  // as a checkpoint manifest records it.
+  std::vector<pb::CheckpointTable> CheckpointTables() const;
+  // Writes this server's share of every table into checkpoint directory
+  // `dir` (which must exist): the file TableFileName(id, my_rank) per table,
+  // holding the stored rows of the keys `ranges` gives to `my_rank`, with
+  // their optimizer state. Returns the files' manifest entries. Unavailable
+  // naming the path and the reason when a file cannot be written (e.g. a
+  // full disk); no file is left under its final name then. Not
+  // concurrently with Handle (call it from a handler, on the van thread).
+  absl::StatusOr<std::vector<pb::CheckpointFile>> SaveCheckpoint(
+      const std::string& dir, const KeyRangeMap& ranges, int my_rank) const;
+  // Loads checkpoint `dir` (whose manifest is `manifest`, from
+  // ReadManifest): reads every table file of the manifest, whatever number
+  // of servers wrote it, and keeps the rows of the keys `ranges` gives to
+  // `my_rank`, so a checkpoint of S servers restores onto any number. With
+  // `with_state` rows take their optimizer state too; without, only their
+  // weights (the state starts as for a new row). InvalidArgument naming the
+  // mismatch, before anything is loaded, when the checkpoint does not fit
+  // the job's tables (CheckCompatible); DataLoss naming the file when one is
+  // corrupted or truncated; NotFound when one is missing. After an error
+  // the tables are partly loaded: do not serve them. Before Start.
+  absl::Status LoadCheckpoint(const std::string& dir,
+                              const pb::CheckpointManifest& manifest,
+                              const KeyRangeMap& ranges, int my_rank,
+                              bool with_state);
 
  private:
   struct HeldPull {
