@@ -2,9 +2,9 @@
 // callbacks on an ordinary thread, so a daemon can stop cleanly (no work in
 // a signal handler).
 //
-// Thread safety: the setters, Start and Stop are called by the owner (main)
-// only. REQUIRES: Start is called before any other thread is created, so
-// that every thread inherits the blocked signal mask.
+// Thread safety: the setters, Block, Start and Stop are called by the owner
+// (main) only. REQUIRES: Block or Start is called before any other thread
+// is created, so that every thread inherits the blocked signal mask.
 #ifndef PETREL_BASE_SIGNAL_WATCHER_H_
 #define PETREL_BASE_SIGNAL_WATCHER_H_
 
@@ -12,6 +12,8 @@
 #include <functional>
 #include <string>
 #include <thread>
+
+#include <signal.h>
 
 namespace petrel {
 
@@ -28,13 +30,15 @@ class SignalWatcher {
 
   // Before Start. Called for every SIGTERM/SIGINT after the first (e.g.
   // to stop at once). Default: none (later signals are ignored).
-  void set_repeat_callback(Callback callback) {
-    repeat_ = std::move(callback);
-  }
+  void set_repeat_callback(Callback callback) { repeat_ = std::move(callback); }
   // Before Start. Watches SIGUSR1 too and calls `callback` for each one.
   // Default: SIGUSR1 keeps its default action (it ends the process).
   void set_usr1_callback(Callback callback) { usr1_ = std::move(callback); }
 
+  // Blocks the watched signals in the calling thread, so that threads it
+  // creates from now on inherit the mask (call it before any thread
+  // starts, then Start when the callbacks can run). Start calls it too.
+  void Block();
   // `callback` is called for the first SIGTERM or SIGINT, once.
   void Start(Callback callback);
   void Stop();  // idempotent
@@ -42,6 +46,8 @@ class SignalWatcher {
   int received() const { return received_.load(); }
 
  private:
+  sigset_t Signals() const;
+
   std::thread thread_;
   Callback repeat_;
   Callback usr1_;

@@ -50,16 +50,16 @@ void CheckpointCoordinator::Stop() {
 void CheckpointCoordinator::Handle(const SimpleData& d, SimpleApp* app) {
   app->Response(d).IgnoreError();
   if (d.duplicate) return;
-  std::string who = absl::StrCat(
-      IsServerId(d.sender) ? "server " : "worker ", IdToRank(d.sender));
+  std::string who = absl::StrCat(IsServerId(d.sender) ? "server " : "worker ",
+                                 IdToRank(d.sender));
   if (d.head == kCheckpoint) {
     RequestCheckpoint(d.body);
   } else if (d.head == kStopJob) {
     LOG(INFO) << who << " asks to stop the job: " << d.body;
     RequestStop(absl::StrCat(d.body, " (", who, ")"));
   } else {
-    LOG_EVERY_T(WARNING, 1.0) << "unknown control request " << d.head
-                              << " from " << who;
+    LOG_EVERY_T(WARNING, 1.0)
+        << "unknown control request " << d.head << " from " << who;
   }
 }
 
@@ -159,7 +159,9 @@ void CheckpointCoordinator::Loop() {
           outcome = path.ok() ? absl::StrCat("checkpoint ", *path)
                               : "the checkpoint failed";
         } else {
-          Ask(kStop, reason, kWorkerGroup).IgnoreError();
+          Ask(kStop, absl::StrCat("job stopped: ", reason, "; ", outcome),
+              kWorkerGroup)
+              .IgnoreError();
         }
         End(absl::AbortedError(
             absl::StrCat("job stopped: ", reason, "; ", outcome)));
@@ -203,6 +205,14 @@ absl::StatusOr<std::vector<SimpleData>> CheckpointCoordinator::Ask(
   absl::MutexLock lock(&mu_);
   std::vector<SimpleData> replies = std::move(replies_[ts]);
   replies_.erase(ts);
+  if (absl::IsDeadlineExceeded(s)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat(head == kPause  ? "the workers did not pause"
+                     : head == kSave ? "the servers did not save"
+                                     : "the workers did not answer",
+                     " within ", absl::FormatDuration(timeout), " (",
+                     replies.size(), " answered)"));
+  }
   if (!s.ok()) return s;
   return replies;
 }
@@ -260,7 +270,10 @@ absl::StatusOr<std::string> CheckpointCoordinator::TakeCheckpoint(
   if (postoffice_->nodes().empty()) {
     LOG(ERROR) << "no checkpoint (" << reason
                << "): the cluster has not formed";
-    if (then_stop) Ask(kStop, stop_reason, kWorkerGroup).IgnoreError();
+    if (then_stop) {
+      Ask(kStop, absl::StrCat("job stopped: ", stop_reason), kWorkerGroup)
+          .IgnoreError();
+    }
     absl::MutexLock lock(&mu_);
     ++failed_;
     return absl::FailedPreconditionError("the cluster has not formed");
@@ -280,8 +293,7 @@ absl::StatusOr<std::string> CheckpointCoordinator::TakeCheckpoint(
     status = created.status();
   } else {
     path = *created;
-    absl::StatusOr<std::vector<pb::WorkerPosition>> positions =
-        PauseWorkers();
+    absl::StatusOr<std::vector<pb::WorkerPosition>> positions = PauseWorkers();
     workers_paused = true;  // (those that answered; resumed below anyway)
     const absl::Time pause_done = absl::Now();
     if (!positions.ok()) {
@@ -306,7 +318,12 @@ absl::StatusOr<std::string> CheckpointCoordinator::TakeCheckpoint(
   }
   if (workers_paused || then_stop) {
     absl::Status released =
-        then_stop ? Ask(kStop, stop_reason, kWorkerGroup).status()
+        then_stop ? Ask(kStop,
+                        absl::StrCat("job stopped: ", stop_reason,
+                                     status.ok() ? "; checkpoint " + path
+                                                 : "; the checkpoint failed"),
+                        kWorkerGroup)
+                        .status()
                   : Ask(kResume, "", kWorkerGroup).status();
     if (!released.ok()) {
       LOG(WARNING) << "releasing the workers after checkpoint " << id << ": "
@@ -314,10 +331,10 @@ absl::StatusOr<std::string> CheckpointCoordinator::TakeCheckpoint(
     }
   }
   if (status.ok()) {
-    absl::Status retained = RetainCheckpoints(
-        root, options_.job.checkpoint().keep() > 0
-                  ? options_.job.checkpoint().keep()
-                  : kDefaultKeep);
+    absl::Status retained =
+        RetainCheckpoints(root, options_.job.checkpoint().keep() > 0
+                                    ? options_.job.checkpoint().keep()
+                                    : kDefaultKeep);
     if (!retained.ok()) {
       LOG(WARNING) << "removing old checkpoints in " << root << ": "
                    << retained.message();

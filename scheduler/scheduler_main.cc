@@ -16,7 +16,6 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
@@ -63,10 +62,10 @@ absl::Status CheckRestore(const petrel::pb::JobConfig& job, int num_workers) {
       petrel::ReadManifest(*dir);
   if (!manifest.ok()) return manifest.status();
   if (manifest->workers_size() != num_workers) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot restore ", *dir, ": it was taken with ",
-        manifest->workers_size(), " workers and this job has ", num_workers,
-        " (worker positions cannot be remapped)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot restore ", *dir, ": it was taken with ",
+                     manifest->workers_size(), " workers and this job has ",
+                     num_workers, " (worker positions cannot be remapped)"));
   }
   LOG(INFO) << "the job resumes from " << *dir;
   return absl::OkStatus();
@@ -127,9 +126,8 @@ class SchedulerDaemon : public petrel::NodeDaemon {
     copts.job = job_;
     copts.timeout = absl::Seconds(FLAGS_checkpoint_timeout_s);
     coordinator_ = std::make_unique<petrel::CheckpointCoordinator>(
-        runtime.postoffice(), copts, [this](const absl::Status& result) {
-          scheduler_->EndJob(result);
-        });
+        runtime.postoffice(), copts,
+        [this](const absl::Status& result) { scheduler_->EndJob(result); });
     scheduler_->set_workers_done_hook(
         [this] { coordinator_->OnWorkersDone(); });
     return coordinator_->Start();
@@ -147,8 +145,7 @@ class SchedulerDaemon : public petrel::NodeDaemon {
       return;
     }
     LOG(INFO) << reason << ": stopping the job"
-              << (job_.checkpoint().dir().empty() ? ""
-                                                  : " after a checkpoint");
+              << (job_.checkpoint().dir().empty() ? "" : " after a checkpoint");
     coordinator_->RequestStop(reason + " by the scheduler");
   }
   void OnUsr1(petrel::NodeRuntime&) override {

@@ -158,9 +158,9 @@ class ServerDaemon : public petrel::NodeDaemon {
         absl::Status s =
             petrel::CheckCompatible(load_.manifest, tables, load_.with_state);
         if (!s.ok()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "checkpoint ", load_.dir, " does not fit ", FLAGS_config, ": ",
-              s.message()));
+          return absl::InvalidArgumentError(
+              absl::StrCat("checkpoint ", load_.dir, " does not fit ",
+                           FLAGS_config, ": ", s.message()));
         }
       }
       control_ = std::make_unique<petrel::SimpleApp>(petrel::kControlApp, 0,
@@ -231,9 +231,9 @@ class ServerDaemon : public petrel::NodeDaemon {
   absl::Status Load(petrel::NodeRuntime& runtime) {
     petrel::Postoffice* po = runtime.postoffice();
     const absl::Time start = absl::Now();
-    absl::Status s = tables_->LoadCheckpoint(
-        load_.dir, load_.manifest, po->key_ranges(), po->my_rank(),
-        load_.with_state);
+    absl::Status s =
+        tables_->LoadCheckpoint(load_.dir, load_.manifest, po->key_ranges(),
+                                po->my_rank(), load_.with_state);
     if (!s.ok()) return s;
     LOG(INFO) << "server " << po->my_rank() << " loaded its rows of "
               << load_.dir << " (from " << load_.manifest.num_servers()
@@ -254,15 +254,17 @@ class ServerDaemon : public petrel::NodeDaemon {
     }
     absl::StatusOr<std::vector<petrel::pb::CheckpointFile>> files =
         tables_->SaveCheckpoint(d.body, po->key_ranges(), po->my_rank());
-    absl::StatusOr<petrel::pb::CheckpointManifest> reply = files.status();
-    if (files.ok()) {
-      petrel::pb::CheckpointManifest m;
-      for (const petrel::pb::CheckpointTable& t : tables_->CheckpointTables())
-        *m.add_tables() = t;
-      for (petrel::pb::CheckpointFile& f : *files) *m.add_files() = f;
-      reply = std::move(m);
+    if (!files.ok()) {
+      LOG(ERROR) << "checkpoint " << d.body << ": " << files.status().message();
+      app->Response(d, petrel::EncodeSaveReply(files.status())).IgnoreError();
+      return;
     }
-    app->Response(d, petrel::EncodeSaveReply(reply)).IgnoreError();
+    petrel::pb::CheckpointManifest m;
+    for (const petrel::pb::CheckpointTable& t : tables_->CheckpointTables()) {
+      *m.add_tables() = t;
+    }
+    for (petrel::pb::CheckpointFile& f : *files) *m.add_files() = std::move(f);
+    app->Response(d, petrel::EncodeSaveReply(m)).IgnoreError();
   }
 
   petrel::pb::JobConfig job_;

@@ -1,12 +1,11 @@
 #include "van/daemon_main.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
-#include <utility>
-
-#include <cstdlib>
 #include <thread>
+#include <utility>
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
@@ -58,9 +57,6 @@ int RunNodeDaemon(int argc, char** argv, const DaemonInfo& info,
   // Declared after `runtime`, so destroyed before it.
   const std::unique_ptr<NodeDaemon> daemon_holder = std::move(owned);
   NodeDaemon& daemon = *daemon_holder;
-  if (absl::Status s = Configure(info, daemon, &runtime); !s.ok()) {
-    return Report(info, s, kExitBadFlags);
-  }
   // A graceful stop (a checkpoint first) is bounded: a second signal or
   // --stop_timeout_s ends the process at once.
   absl::Notification exited;
@@ -73,6 +69,11 @@ int RunNodeDaemon(int argc, char** argv, const DaemonInfo& info,
   if (info.watch_usr1) {
     signals.set_usr1_callback(
         [&](const std::string&) { daemon.OnUsr1(*runtime); });
+  }
+  // Before Configure: Build may start threads, which inherit the mask.
+  signals.Block();
+  if (absl::Status s = Configure(info, daemon, &runtime); !s.ok()) {
+    return Report(info, s, kExitBadFlags);
   }
   signals.Start([&](const std::string& name) {
     stop_timer = std::thread([&exited, &info, name] {

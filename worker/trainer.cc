@@ -121,7 +121,7 @@ absl::Status Trainer::Start() {
     examples_before_ = p.examples_trained();
     batches_in_->set_start(p.epoch(), p.examples_in_epoch());
     Print(absl::StrFormat(
-        "worker=%d resumes at epoch=%d examples_in_epoch=%d clock=%d", 
+        "worker=%d resumes at epoch=%d examples_in_epoch=%d clock=%d",
         po_->my_rank(), p.epoch() + 1, p.examples_in_epoch(), p.clock()));
   }
   if (!options_.resume.has_value() || !options_.resume->finished()) {

@@ -166,11 +166,10 @@ absl::StatusOr<std::optional<petrel::pb::CheckpointManifest>> ReadRestore(
 }
 
 // Joins, trains and ends the worker's part of the cluster.
-absl::Status RunTrain(petrel::NodeRuntime& runtime,
-                      const petrel::pb::JobConfig& job,
-                      petrel::WorkerControl* control,
-                      const std::optional<petrel::pb::CheckpointManifest>&
-                          restore) {
+absl::Status RunTrain(
+    petrel::NodeRuntime& runtime, const petrel::pb::JobConfig& job,
+    petrel::WorkerControl* control,
+    const std::optional<petrel::pb::CheckpointManifest>& restore) {
   absl::Status s = control->Start();
   if (s.ok()) s = runtime.Start();
   if (!s.ok()) return s;
@@ -178,16 +177,16 @@ absl::Status RunTrain(petrel::NodeRuntime& runtime,
   options.job = job;
   options.timeout = absl::Seconds(FLAGS_timeout_s);
   options.control = control;
-  options.wait_for_servers = restore.has_value() ||
-                             !job.checkpoint().warm_start_from().empty();
+  options.wait_for_servers =
+      restore.has_value() || !job.checkpoint().warm_start_from().empty();
   if (restore.has_value()) {
     const int rank = runtime.postoffice()->my_rank();
     for (const petrel::pb::WorkerPosition& p : restore->workers()) {
       if (p.rank() == rank) options.resume = p;
     }
     if (!options.resume.has_value()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the checkpoint has no position for worker ", rank));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the checkpoint has no position for worker ", rank));
     }
   }
   absl::StatusOr<petrel::TrainResult> result =

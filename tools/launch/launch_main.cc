@@ -219,7 +219,8 @@ int main(int argc, char** argv) {
       FLAGS_config.empty()) {
     return UsageError("--checkpoint_dir and --restore_from need --config");
   }
-  if (FLAGS_stop_timeout_s < 1) return UsageError("--stop_timeout_s must be >= 1");
+  if (FLAGS_stop_timeout_s < 1)
+    return UsageError("--stop_timeout_s must be >= 1");
   if (FLAGS_timeout_s < 0 || FLAGS_listen_timeout_s < 1 ||
       FLAGS_drain_timeout_s < 0 || FLAGS_grace_period_s < 0) {
     return UsageError(
