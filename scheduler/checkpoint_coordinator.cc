@@ -91,6 +91,15 @@ int64_t CheckpointCoordinator::failed() const {
   return failed_;
 }
 
+bool CheckpointCoordinator::WaitForAttempts(int64_t n,
+                                            absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto done = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return completed_ + failed_ >= n;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&done), timeout);
+}
+
 CheckpointCoordinator::Action CheckpointCoordinator::NextAction(
     std::string* reason) {
   const float every_s = options_.job.checkpoint().every_seconds();

@@ -80,6 +80,9 @@ class CheckpointCoordinator {
   // Checkpoints completed / failed so far.
   int64_t completed() const;
   int64_t failed() const;
+  // Waits until `n` checkpoints were attempted (completed + failed); false
+  // when fewer were within `timeout`.
+  bool WaitForAttempts(int64_t n, absl::Duration timeout) const;
 
  private:
   enum class Action { kNone, kCheckpoint, kStop, kEnd };
