@@ -96,11 +96,12 @@ class CheckpointTest : public ::testing::Test {
   }
 
   // Starts the job's daemons with `flags` added to every one.
-  Job Start(const std::string& config, std::vector<std::string> flags = {}) {
+  Job Start(const std::string& config, std::vector<std::string> flags = {},
+            int num_servers = 2) {
     Job job;
     DaemonCluster::Options o;
     o.bin_dir = PETREL_BIN_DIR;
-    o.num_servers = 2;
+    o.num_servers = num_servers;
     o.num_workers = 2;
     o.flags = {"--config=" + config};
     o.flags.insert(o.flags.end(), flags.begin(), flags.end());
@@ -108,7 +109,7 @@ class CheckpointTest : public ::testing::Test {
     absl::Status s = job.cluster->StartScheduler();
     EXPECT_TRUE(s.ok()) << s << job.cluster->Output();
     if (!s.ok()) return job;
-    for (int rank = 0; rank < 2; ++rank) {
+    for (int rank = 0; rank < num_servers; ++rank) {
       absl::StatusOr<Subprocess*> server = job.cluster->StartNode(
           "petrel-server", {absl::StrCat("--rank=", rank)});
       EXPECT_TRUE(server.ok()) << server.status();
@@ -172,6 +173,8 @@ class CheckpointTest : public ::testing::Test {
   std::string ckpt_;
 };
 
+// Also: the checkpoint restores onto 3 servers (its rows resharded) with
+// the same result, and a checkpoint of 2 workers is refused by a job of 3.
 TEST_F(CheckpointTest, RestoreAfterSigkillMatchesAnUninterruptedRun) {
   // Uninterrupted: no checkpoints.
   Job plain = Start(Config("plain.textproto", 3, ""));
@@ -201,6 +204,20 @@ TEST_F(CheckpointTest, RestoreAfterSigkillMatchesAnUninterruptedRun) {
   EXPECT_FALSE(at_kill.workers(0).finished());
   EXPECT_GT(at_kill.files_size(), 0);
 
+  // Onto 3 servers (resharding), checkpointing elsewhere, so that the
+  // checkpoints of ckpt_ stay as they are.
+  Job resharded =
+      Start(config,
+            {"--restore_from=" + CheckpointPath(ckpt_, at_kill.id()),
+             "--checkpoint_dir=" + dir_ + "/ckpt3"},
+            3);
+  std::string out3 = RunToEnd(resharded);
+  const double loss3 = ValueAfter(out3, "final test_logloss", "test_logloss");
+  EXPECT_LT(std::abs(loss3 - plain_loss) / plain_loss, 0.005)
+      << "restored onto 3 servers " << loss3 << " uninterrupted " << plain_loss;
+  EXPECT_EQ(ValueAfter(out3, "final test_logloss", "train_examples"),
+            plain_examples);
+
   Job restored = Start(config, {"--restore_from=latest"});
   std::string out = RunToEnd(restored);
   const double loss = ValueAfter(out, "final test_logloss", "test_logloss");
@@ -211,9 +228,9 @@ TEST_F(CheckpointTest, RestoreAfterSigkillMatchesAnUninterruptedRun) {
   std::printf(
       "uninterrupted: test_logloss=%.5f train_examples=%.0f; killed after "
       "checkpoint %d (worker 0 at clock %d); restored: test_logloss=%.5f "
-      "train_examples=%.0f\n",
+      "train_examples=%.0f; restored onto 3 servers: test_logloss=%.5f\n",
       plain_loss, plain_examples, static_cast<int>(at_kill.id()),
-      static_cast<int>(at_kill.workers(0).clock()), loss, examples);
+      static_cast<int>(at_kill.workers(0).clock()), loss, examples, loss3);
   EXPECT_LT(std::abs(loss - plain_loss) / plain_loss, 0.005)
       << "restored " << loss << " uninterrupted " << plain_loss;
   // Positions are exact: the same examples are trained, once each.
@@ -268,6 +285,44 @@ TEST_F(CheckpointTest, SigtermToAWorkerCheckpointsAndStopsTheJob) {
   EXPECT_EQ(Manifest(1).reason(), "signal");
   EXPECT_TRUE(absl::StrContains(job.workers[0]->Output(), "worker 1"))
       << job.workers[0]->Output();
+}
+
+TEST_F(CheckpointTest, SigtermToLaunchStopsTheJobAfterACheckpoint) {
+  absl::StatusOr<std::unique_ptr<Subprocess>> launch = StartProgram(
+      {Bin("petrel-launch"), "--config=" + Config("job.textproto", 1000, ""),
+       "--checkpoint_dir=" + ckpt_, "--timeout_s=60"});
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  ASSERT_TRUE((*launch)->WaitForLine("[worker 1] worker=1", kTimeout).ok())
+      << (*launch)->Output();
+  const absl::Time start = absl::Now();
+  (*launch)->Signal(SIGTERM);
+  absl::StatusOr<int> code = (*launch)->Wait(kTimeout);
+  ASSERT_TRUE(code.ok()) << (*launch)->Output();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30));
+  EXPECT_EQ(*code, 128 + SIGTERM) << (*launch)->Output();
+  EXPECT_TRUE(absl::StrContains((*launch)->Output(),
+                                "asking the scheduler to stop the job"))
+      << (*launch)->Output();
+  EXPECT_EQ(Manifest(1).reason(), "signal");
+}
+
+TEST_F(CheckpointTest, WarmStartLoadsTheRowsAndTrainsFromTheBeginning) {
+  Job first =
+      Start(Config("first.textproto", 1, absl::StrCat("dir: \"", ckpt_, "\"")));
+  const std::string first_out = RunToEnd(first);
+  EXPECT_EQ(Manifest(1).reason(), "end");
+  // One more epoch, from the first job's weights (fresh optimizer state).
+  Job warm =
+      Start(Config("warm.textproto", 1,
+                   absl::StrCat("warm_start_from: \"", CheckpointPath(ckpt_, 1),
+                                "\" warm_start_reset_optimizer: true")));
+  const std::string out = RunToEnd(warm);
+  EXPECT_EQ(ValueAfter(out, "final test_logloss", "train_examples"),
+            ValueAfter(first_out, "final test_logloss", "train_examples"))
+      << out;
+  EXPECT_FALSE(absl::StrContains(out, "resumes at")) << out;
+  EXPECT_TRUE(absl::StrContains(warm.servers[0]->Output(), "loaded its rows"))
+      << warm.servers[0]->Output();
 }
 
 TEST_F(CheckpointTest, UnwritableCheckpointDirIsRefusedBeforeTraining) {
