@@ -1,10 +1,10 @@
 // Checkpoints end to end with the real daemons (2 servers, 2 workers, LR on
 // petrel-datagen data): a job killed with SIGKILL after its second
-// checkpoint and restored from it ends like an uninterrupted run; SIGUSR1
-// to the scheduler takes a checkpoint; SIGTERM to a worker or to the
-// scheduler checkpoints and stops the whole job; an unwritable checkpoint
-// directory and a checkpoint of another cluster shape are refused before
-// training starts.
+// checkpoint and restored from it (also onto 3 servers) ends like an
+// uninterrupted run; SIGUSR1 to the scheduler takes a checkpoint; SIGTERM
+// to a worker, the scheduler or petrel-launch checkpoints and stops the
+// whole job; warm start; an unwritable checkpoint directory and a
+// checkpoint of another worker count are refused before training starts.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -306,18 +306,25 @@ TEST_F(CheckpointTest, SigtermToLaunchStopsTheJobAfterACheckpoint) {
   EXPECT_EQ(Manifest(1).reason(), "signal");
 }
 
+// Also: at_epoch_end takes a checkpoint when a new epoch starts.
 TEST_F(CheckpointTest, WarmStartLoadsTheRowsAndTrainsFromTheBeginning) {
   Job first =
-      Start(Config("first.textproto", 1, absl::StrCat("dir: \"", ckpt_, "\"")));
+      Start(Config("first.textproto", 2,
+                   absl::StrCat("dir: \"", ckpt_, "\" at_epoch_end: true")));
   const std::string first_out = RunToEnd(first);
-  EXPECT_EQ(Manifest(1).reason(), "end");
-  // One more epoch, from the first job's weights (fresh optimizer state).
+  absl::StatusOr<std::vector<uint64_t>> ids = ListCheckpoints(ckpt_);
+  ASSERT_TRUE(ids.ok());
+  ASSERT_EQ(*ids, (std::vector<uint64_t>{1, 2})) << first.cluster->Output();
+  EXPECT_EQ(Manifest(1).reason(), "epoch_end");
+  EXPECT_EQ(Manifest(1).workers(0).epoch(), 1);
+  EXPECT_EQ(Manifest(2).reason(), "end");
+  // One epoch from the first job's weights (fresh optimizer state).
   Job warm =
       Start(Config("warm.textproto", 1,
-                   absl::StrCat("warm_start_from: \"", CheckpointPath(ckpt_, 1),
+                   absl::StrCat("warm_start_from: \"", CheckpointPath(ckpt_, 2),
                                 "\" warm_start_reset_optimizer: true")));
   const std::string out = RunToEnd(warm);
-  EXPECT_EQ(ValueAfter(out, "final test_logloss", "train_examples"),
+  EXPECT_EQ(2 * ValueAfter(out, "final test_logloss", "train_examples"),
             ValueAfter(first_out, "final test_logloss", "train_examples"))
       << out;
   EXPECT_FALSE(absl::StrContains(out, "resumes at")) << out;
