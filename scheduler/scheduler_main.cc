@@ -104,7 +104,11 @@ class SchedulerDaemon : public petrel::NodeDaemon {
     if (!FLAGS_restore_from.empty()) ckpt->set_restore_from(FLAGS_restore_from);
     if (!ckpt->dir().empty()) {
       absl::Status s = petrel::CheckWritableDir(ckpt->dir());
-      if (!s.ok()) return s;
+      if (!s.ok()) {
+        return absl::Status(
+            s.code(),
+            absl::StrCat("checkpoint.dir ", ckpt->dir(), ": ", s.message()));
+      }
     }
     absl::Status s = CheckRestore(job_, settings.postoffice.num_workers);
     if (!s.ok()) return s;

@@ -126,11 +126,19 @@ class ServerDaemon : public petrel::NodeDaemon {
     // Every output is checked before training, not found unwritable after.
     if (!ckpt->dir().empty()) {
       absl::Status s = petrel::CheckWritableDir(ckpt->dir());
-      if (!s.ok()) return s;
+      if (!s.ok()) {
+        return absl::Status(
+            s.code(),
+            absl::StrCat("checkpoint.dir ", ckpt->dir(), ": ", s.message()));
+      }
     }
     if (!job_.train().model_output().empty()) {
       absl::Status s = petrel::CheckWritableFile(job_.train().model_output());
-      if (!s.ok()) return s;
+      if (!s.ok()) {
+        return absl::Status(s.code(), absl::StrCat("train.model_output ",
+                                                   job_.train().model_output(),
+                                                   ": ", s.message()));
+      }
     }
     absl::StatusOr<LoadPlan> plan = PlanLoad(job_, num_workers_);
     if (!plan.ok()) return plan.status();

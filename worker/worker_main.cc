@@ -125,7 +125,11 @@ absl::StatusOr<petrel::pb::JobConfig> TrainConfigFromFlags() {
   if (!s.ok()) return s;
   if (!job.train().progress_csv().empty()) {
     s = petrel::CheckWritableFile(job.train().progress_csv());
-    if (!s.ok()) return s;
+    if (!s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("train.progress_csv ",
+                                                 job.train().progress_csv(),
+                                                 ": ", s.message()));
+    }
   }
   return job;
 }

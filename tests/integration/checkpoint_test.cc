@@ -330,6 +330,21 @@ TEST_F(CheckpointTest, WarmStartLoadsTheRowsAndTrainsFromTheBeginning) {
   EXPECT_FALSE(absl::StrContains(out, "resumes at")) << out;
   EXPECT_TRUE(absl::StrContains(warm.servers[0]->Output(), "loaded its rows"))
       << warm.servers[0]->Output();
+
+  // Tables of another width do not fit: refused before the server joins.
+  const std::string wide = dir_ + "/wide.textproto";
+  std::ofstream(wide) << "num_servers: 2 num_workers: 2\n"
+                         "model { kind: KIND_FM fm_dim: 4 }\n";
+  absl::StatusOr<std::unique_ptr<Subprocess>> server =
+      StartProgram({Bin("petrel-server"), "--config=" + wide,
+                    "--restore_from=" + CheckpointPath(ckpt_, 2),
+                    "--scheduler=127.0.0.1:1"});
+  ASSERT_TRUE(server.ok());
+  absl::StatusOr<int> code = (*server)->Wait(kTimeout);
+  ASSERT_TRUE(code.ok());
+  EXPECT_EQ(*code, 2) << (*server)->Output();
+  EXPECT_TRUE(absl::StrContains((*server)->Output(), "does not fit"))
+      << (*server)->Output();
 }
 
 TEST_F(CheckpointTest, UnwritableCheckpointDirIsRefusedBeforeTraining) {
@@ -352,6 +367,15 @@ TEST_F(CheckpointTest, UnwritableCheckpointDirIsRefusedBeforeTraining) {
     EXPECT_TRUE(absl::StrContains((*p)->Output(), file + "/ckpt"))
         << (*p)->Output();
   }
+  absl::StatusOr<std::unique_ptr<Subprocess>> worker = StartProgram(
+      {Bin("petrel-worker"), "--job=train", "--config=" + config,
+       "--progress_csv=" + file + "/progress.csv", "--scheduler=127.0.0.1:1"});
+  ASSERT_TRUE(worker.ok());
+  absl::StatusOr<int> code = (*worker)->Wait(kTimeout);
+  ASSERT_TRUE(code.ok());
+  EXPECT_EQ(*code, 2) << (*worker)->Output();
+  EXPECT_TRUE(absl::StrContains((*worker)->Output(), file + "/progress.csv"))
+      << (*worker)->Output();
 }
 
 }  // namespace
