@@ -29,6 +29,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 #include "proto/checkpoint.pb.h"
 
@@ -36,6 +37,12 @@ namespace petrel {
 
 // App ids 0 (key-value) and 1 (trainer statistics) are taken.
 inline constexpr int kControlApp = 7;
+
+// How much longer than its usual deadline a worker waits while paused for
+// a checkpoint, or for the end of the job when it has a checkpoint
+// directory (the final checkpoint): the scheduler's default
+// --checkpoint_timeout_s, the longest a checkpoint may take.
+inline constexpr absl::Duration kCheckpointAllowance = absl::Minutes(10);
 
 enum ControlHead : int {
   kPause = 1,

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 
 #include "base/status_macros.h"
+#include "job/checkpoint_protocol.h"
 #include "kernels/device.h"
 #include "kv/kv_worker.h"
 #include "van/simple_app.h"
@@ -75,6 +76,7 @@ class Trainer {
   int pos_epoch_ = 0;
   int64_t pos_examples_in_epoch_ = 0;
   int64_t examples_before_ = 0;  // trained before a restore
+  int64_t pauses_ = 0;           // checkpoint pauses taken
   absl::Time start_;
   absl::Time last_progress_;
   std::unique_ptr<std::ofstream> csv_;
@@ -189,8 +191,9 @@ absl::Status Trainer::MaybePause() {
   if (options_.control == nullptr) return absl::OkStatus();
   if (options_.control->pause_requested()) {
     PETREL_RETURN_IF_ERROR(WaitPushes());
-    PETREL_RETURN_IF_ERROR(
-        options_.control->Pause(Position(), options_.timeout));
+    PETREL_RETURN_IF_ERROR(options_.control->Pause(
+        Position(), options_.timeout + kCheckpointAllowance));
+    ++pauses_;
   }
   if (std::optional<std::string> stop = options_.control->stop_reason()) {
     return absl::AbortedError(*stop);
@@ -202,10 +205,13 @@ absl::Status Trainer::MaybePause() {
 // paused worker must pause too, or the checkpoint would never complete:
 // the wait is sliced and the boundary checked in between.
 absl::Status Trainer::WaitPulls(Step* step) {
-  const absl::Time deadline = absl::Now() + options_.timeout;
+  absl::Time deadline = absl::Now() + options_.timeout;
   for (int ts : step->rows.pulls) {
     while (true) {
+      const int64_t pauses = pauses_;
       PETREL_RETURN_IF_ERROR(MaybePause());
+      // Time paused does not count against the pull.
+      if (pauses_ != pauses) deadline = absl::Now() + options_.timeout;
       absl::Status s = kv_.Wait(ts, absl::Milliseconds(20));
       if (s.ok()) break;
       if (!absl::IsDeadlineExceeded(s) || absl::Now() > deadline) {

@@ -36,6 +36,7 @@
 #include "base/config_file.h"
 #include "base/flag_check.h"
 #include "checkpoint/checkpoint_dir.h"
+#include "job/checkpoint_protocol.h"
 #include "kv/kv_worker.h"
 #include "van/daemon_main.h"
 #include "worker/check_job.h"
@@ -196,7 +197,11 @@ absl::Status RunTrain(
   absl::StatusOr<petrel::TrainResult> result =
       petrel::RunTrainer(options, runtime.postoffice());
   if (!result.ok()) return result.status();
-  return runtime.postoffice()->Finish(options.timeout);
+  // The scheduler takes the final checkpoint before it ends the job.
+  return runtime.postoffice()->Finish(job.checkpoint().dir().empty()
+                                          ? options.timeout
+                                          : options.timeout +
+                                                petrel::kCheckpointAllowance);
 }
 
 // Joins, runs the job and ends the worker's part of the cluster.
