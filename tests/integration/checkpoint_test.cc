@@ -80,14 +80,16 @@ class CheckpointTest : public ::testing::Test {
 
   // Writes the job config with `checkpoint` as its checkpoint section.
   std::string Config(const std::string& name, int epochs,
-                     const std::string& checkpoint) {
+                     const std::string& checkpoint, int max_delay = 2) {
     const std::string path = dir_ + "/" + name;
     std::ofstream(path) << absl::StrCat(
         "num_servers: 2 num_workers: 2\n"
         "model { kind: KIND_LR }\n"
         "tables { id: 0 dim: 1 optimizer { kind: KIND_FTRL ftrl_alpha: 0.1 "
         "ftrl_beta: 1.0 ftrl_l1: 0.5 ftrl_l2: 5.0 } }\n"
-        "consistency { max_delay: 2 }\n"
+        "consistency { max_delay: ",
+        max_delay,
+        " }\n"
         "data { format: FORMAT_LIBSVM train: \"",
         dir_, "/train.svm\" test: \"", dir_, "/test.svm\" }\n",
         "train { batch_size: ", kBatchSize, " epochs: ", epochs,
@@ -277,14 +279,39 @@ TEST_F(CheckpointTest, SigtermToAWorkerCheckpointsAndStopsTheJob) {
       Config("job.textproto", 1000, absl::StrCat("dir: \"", ckpt_, "\"")));
   ASSERT_TRUE(job.workers[1]->WaitForLine("device=", kTimeout).ok())
       << job.cluster->Output();
-  for (Subprocess* s : job.servers) {
-    ASSERT_TRUE(job.cluster->WaitReady(s).ok()) << job.cluster->Output();
-  }
   job.workers[1]->Signal(SIGTERM);
   ExpectStopped(job);
   EXPECT_EQ(Manifest(1).reason(), "signal");
-  EXPECT_TRUE(absl::StrContains(job.workers[0]->Output(), "worker 1"))
+  EXPECT_TRUE(absl::StrContains(job.workers[0]->Output(), "(worker 1)"))
       << job.workers[0]->Output();
+}
+
+TEST_F(CheckpointTest, SigintToAServerCheckpointsAndStopsTheJob) {
+  Job job = Start(
+      Config("job.textproto", 1000, absl::StrCat("dir: \"", ckpt_, "\"")));
+  ASSERT_TRUE(job.workers[1]->WaitForLine("device=", kTimeout).ok())
+      << job.cluster->Output();
+  job.servers[0]->Signal(SIGINT);
+  ExpectStopped(job);
+  EXPECT_EQ(Manifest(1).reason(), "signal");
+  EXPECT_TRUE(
+      absl::StrContains(job.workers[0]->Output(), "SIGINT received (server 0)"))
+      << job.workers[0]->Output();
+}
+
+// Under BSP (max_delay 0) a worker held back by a paused one pauses while
+// it waits for its pull: checkpoints every 2 batches never deadlock.
+TEST_F(CheckpointTest, BspCheckpointsOftenWithoutDeadlock) {
+  Job job = Start(Config("bsp.textproto", 1,
+                         absl::StrCat("dir: \"", ckpt_, "\" every_batches: 2"),
+                         /*max_delay=*/0));
+  const std::string out = RunToEnd(job);
+  EXPECT_GT(ValueAfter(out, "final test_logloss", "test_logloss"), 0) << out;
+  absl::StatusOr<std::vector<uint64_t>> ids = ListCheckpoints(ckpt_);
+  ASSERT_TRUE(ids.ok());
+  ASSERT_FALSE(ids->empty());
+  EXPECT_GE(ids->back(), 10u);
+  EXPECT_EQ(Manifest(ids->back()).reason(), "end");
 }
 
 TEST_F(CheckpointTest, SigtermToLaunchStopsTheJobAfterACheckpoint) {
