@@ -207,9 +207,13 @@ class ServerDaemon : public petrel::NodeDaemon {
                  const std::string& reason) override {
     petrel::Postoffice* po = runtime.postoffice();
     if (control_ != nullptr && !po->nodes().empty()) {
-      LOG(INFO) << reason << ": asked the scheduler to stop the job";
-      control_->Request(petrel::kStopJob, reason, petrel::kSchedulerId);
-      return;
+      int ts =
+          control_->Request(petrel::kStopJob, reason, petrel::kSchedulerId);
+      // Without the job config the scheduler does not answer: stop alone.
+      if (control_->Wait(ts, absl::Seconds(5)).ok()) {
+        LOG(INFO) << reason << ": asked the scheduler to stop the job";
+        return;
+      }
     }
     po->Interrupt(reason);
   }

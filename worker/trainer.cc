@@ -59,6 +59,11 @@ class Trainer {
   const TrainerOptions& options_;
   const pb::JobConfig& job_;
   Postoffice* const po_;
+  // The two batches in flight. Declared before kv_, so destroyed after it:
+  // when the run ends early (an error, a stop), pulls still in flight
+  // write into their rows until kv_ stops receiving.
+  Step step_a_;
+  Step step_b_;
   KVWorker<float> kv_;
   SimpleApp stats_;
   std::unique_ptr<ComputeDevice> device_;
@@ -312,9 +317,8 @@ absl::Status Trainer::GatherStats(TrainResult* result) {
 absl::StatusOr<TrainResult> Trainer::Run() {
   PETREL_RETURN_IF_ERROR(Start());
   start_ = last_progress_ = absl::Now();
-  Step a, b;
-  Step* cur = &a;
-  Step* next = &b;
+  Step* cur = &step_a_;
+  Step* next = &step_b_;
   int64_t clock = clock_;
   bool have = false;
   if (!options_.resume.has_value() || !options_.resume->finished()) {

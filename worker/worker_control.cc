@@ -83,6 +83,11 @@ std::optional<std::string> WorkerControl::stop_reason() const {
   return stop_;
 }
 
+void WorkerControl::StopLocally(const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  if (!stop_.has_value()) stop_ = reason;
+}
+
 void WorkerControl::SetFinished(const pb::WorkerPosition& position) {
   std::optional<SimpleData> pending;
   pb::WorkerPosition done = position;
@@ -102,10 +107,11 @@ void WorkerControl::RequestCheckpoint(const std::string& reason) {
   app_.Request(kCheckpoint, reason, kSchedulerId);
 }
 
-bool WorkerControl::RequestStop(const std::string& reason) {
+bool WorkerControl::RequestStop(const std::string& reason,
+                                absl::Duration ack_timeout) {
   if (postoffice_->nodes().empty()) return false;
-  app_.Request(kStopJob, reason, kSchedulerId);
-  return true;
+  int ts = app_.Request(kStopJob, reason, kSchedulerId);
+  return app_.Wait(ts, ack_timeout).ok();
 }
 
 }  // namespace petrel

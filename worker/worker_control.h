@@ -52,8 +52,12 @@ class WorkerControl {
   // when neither came within `timeout`. REQUIRES: pause_requested().
   absl::Status Pause(const pb::WorkerPosition& position,
                      absl::Duration timeout);
-  // The scheduler's kStop reason, once one arrived.
+  // The scheduler's kStop reason (or StopLocally's), once one arrived.
   std::optional<std::string> stop_reason() const;
+  // Stops this worker without the scheduler (e.g. it did not acknowledge
+  // RequestStop): the training thread ends at its next batch boundary and
+  // a pause returns Aborted(reason).
+  void StopLocally(const std::string& reason);
   // This worker's share is done: kPause is answered at once with
   // `position` (finished = true) from now on, a pending one included.
   void SetFinished(const pb::WorkerPosition& position);
@@ -62,9 +66,12 @@ class WorkerControl {
   // wait for it.
   void RequestCheckpoint(const std::string& reason);
   // Asks the scheduler to checkpoint (when the job has a checkpoint
-  // directory) and stop the job; does not wait. False when the cluster has
-  // not formed yet (nobody to ask).
-  bool RequestStop(const std::string& reason);
+  // directory) and stop the job, and waits up to `ack_timeout` for it to
+  // acknowledge (not for the stop). False when the cluster has not formed
+  // yet (nobody to ask) or the scheduler did not acknowledge (e.g. it runs
+  // without the job config): the caller then stops on its own.
+  bool RequestStop(const std::string& reason,
+                   absl::Duration ack_timeout = absl::Seconds(5));
 
  private:
   void Handle(const SimpleData& d, SimpleApp* app);

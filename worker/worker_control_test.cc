@@ -111,6 +111,12 @@ TEST_F(WorkerControlTest, StopWhilePausedAbortsWithTheReason) {
   EXPECT_EQ(control_->stop_reason(), "job stopped: SIGTERM");
 }
 
+TEST_F(WorkerControlTest, StopLocallyEndsTraining) {
+  EXPECT_FALSE(control_->stop_reason().has_value());
+  control_->StopLocally("SIGTERM received");
+  EXPECT_EQ(control_->stop_reason(), "SIGTERM received");
+}
+
 TEST_F(WorkerControlTest, FinishedWorkerAnswersAtOnce) {
   // A pause pending when the share ends is answered by SetFinished.
   int ts = scheduler_->Request(kPause, "", WorkerRankToId(0));
@@ -142,6 +148,20 @@ TEST_F(WorkerControlTest, AsksTheSchedulerForCheckpointsAndStops) {
   ASSERT_TRUE(mu_.AwaitWithDeadline(absl::Condition(&both), deadline));
   EXPECT_EQ(requests_[0], std::to_string(kCheckpoint) + " every_batches");
   EXPECT_EQ(requests_[1], std::to_string(kStopJob) + " SIGTERM received");
+}
+
+}  // namespace
+}  // namespace petrel
+
+namespace petrel {
+namespace {
+
+TEST(WorkerControlAloneTest, RequestStopFailsWithoutTheSchedulersApp) {
+  VanCluster cluster(ClusterOfSize(1, 1));
+  ASSERT_TRUE(cluster.Start().ok());
+  WorkerControl control(cluster.worker(0));
+  ASSERT_TRUE(control.Start().ok());
+  EXPECT_FALSE(control.RequestStop("SIGTERM", absl::Milliseconds(300)));
 }
 
 }  // namespace

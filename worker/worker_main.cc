@@ -258,6 +258,7 @@ class WorkerDaemon : public petrel::NodeDaemon {
       LOG(INFO) << reason << ": asked the scheduler to stop the job";
       return;
     }
+    if (control_ != nullptr) control_->StopLocally(reason);
     runtime.postoffice()->Interrupt(reason);
   }
 

@@ -286,6 +286,31 @@ TEST_F(CheckpointTest, SigtermToAWorkerCheckpointsAndStopsTheJob) {
       << job.workers[0]->Output();
 }
 
+// A scheduler without the job config cannot stop the job: a worker asked
+// to stop gets no acknowledgement and stops on its own, mid-training.
+TEST_F(CheckpointTest, WorkerStopsAloneWhenTheSchedulerCannotStopTheJob) {
+  DaemonCluster::Options o;
+  o.bin_dir = PETREL_BIN_DIR;
+  o.num_servers = 1;
+  o.num_workers = 1;
+  DaemonCluster cluster(o);
+  ASSERT_TRUE(cluster.StartScheduler().ok()) << cluster.Output();
+  const std::string config = Config("job.textproto", 1000, "");
+  ASSERT_TRUE(cluster.StartNode("petrel-server", {"--config=" + config}).ok());
+  absl::StatusOr<Subprocess*> worker = cluster.StartNode(
+      "petrel-worker", {"--job=train", "--config=" + config, "--timeout_s=60"});
+  ASSERT_TRUE(worker.ok());
+  ASSERT_TRUE((*worker)->WaitForLine("device=", kTimeout).ok())
+      << cluster.Output();
+  (*worker)->Signal(SIGTERM);
+  absl::StatusOr<int> code = (*worker)->Wait(absl::Seconds(30));
+  ASSERT_TRUE(code.ok()) << cluster.Output();
+  EXPECT_EQ(*code, 1);
+  EXPECT_TRUE(
+      absl::StrContains((*worker)->Output(), "petrel-worker: SIGTERM received"))
+      << (*worker)->Output();
+}
+
 TEST_F(CheckpointTest, SigintToAServerCheckpointsAndStopsTheJob) {
   Job job = Start(
       Config("job.textproto", 1000, absl::StrCat("dir: \"", ckpt_, "\"")));

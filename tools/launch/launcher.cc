@@ -265,6 +265,9 @@ absl::Status Launcher::StartChild(
   Subprocess::Options opts;
   opts.argv = std::move(argv);
   opts.env = std::move(env);
+  // A terminal's Ctrl-C reaches the launcher alone, which forwards it once
+  // to the scheduler (a second signal would stop a daemon at once).
+  opts.new_process_group = options_.graceful_stop;
   opts.max_kept_lines = kKeptLines;
   opts.on_line = [this, name, is_scheduler](const std::string& line) {
     PrintOutput(name, line);

@@ -50,7 +50,9 @@ class Launcher {
     std::vector<std::string> server_args;
     // Extra arguments for petrel-scheduler (e.g. --config=FILE).
     std::vector<std::string> scheduler_args;
-    // On the first SIGINT/SIGTERM, only the scheduler gets SIGTERM: it
+    // On the first SIGINT/SIGTERM, only the scheduler gets SIGTERM (the
+    // children run in process groups of their own, so that a terminal's
+    // Ctrl-C does not reach them directly): it
     // stops the job (after a checkpoint when the job has a checkpoint
     // directory) and every process exits by itself; a second signal, or
     // stop_timeout without every process gone, kills them all. Default
