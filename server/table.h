@@ -115,7 +115,9 @@ class Table {
 
   // Checkpoints (server/table_server.h). Calls fn(key, row) for every
   // stored row with its stride() floats (dim() weights, then the
-  // optimizer's state), in no particular order. Not concurrently with Pull
+  // optimizer's state): a sparse table's rows in the order they were made
+  // (never in hash order, which would make loading them quadratic), a
+  // dense table's by key. Not concurrently with Pull
   // or Push.
   void ForEachStoredRow(
       const std::function<void(uint64_t key, const float* row)>& fn) const;

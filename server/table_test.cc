@@ -222,5 +222,42 @@ TEST(TableTest, OutOfMemoryIsResourceExhausted) {
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
 }
 
+TEST(TableTest, StoredRowsComeInCreationOrderWithTheirState) {
+  TableOptions o = Sparse(2);
+  o.optimizer.kind = OptimizerKind::kAdagrad;
+  o.optimizer.initial_accumulator = 0.25f;
+  auto t = Make(o);
+  const std::vector<uint64_t> keys = {900, 3, 77, 12345678901ull, 5};
+  ASSERT_TRUE(t->Push(keys, std::vector<float>(10, 1.0f)).ok());
+  std::vector<uint64_t> seen;
+  t->ForEachStoredRow([&](uint64_t key, const float* row) {
+    seen.push_back(key);
+    EXPECT_LT(row[0], 0.0f);          // stepped
+    EXPECT_EQ(row[2], 0.25f + 1.0f);  // accumulator: initial + g^2
+  });
+  EXPECT_EQ(seen, keys);
+}
+
+TEST(TableTest, SetRowsWithAndWithoutState) {
+  TableOptions o = Sparse(2);
+  o.optimizer.kind = OptimizerKind::kAdagrad;
+  o.optimizer.initial_accumulator = 0.25f;
+  auto t = Make(o);
+  ASSERT_EQ(t->stride(), 4);
+  const std::vector<float> rows = {1, 2, 3, 4, 5, 6, 7, 8};
+  ASSERT_TRUE(t->SetRows({10, 11}, rows, 4, true).ok());
+  EXPECT_EQ(std::vector<float>(t->Find(11), t->Find(11) + 4),
+            (std::vector<float>{5, 6, 7, 8}));
+  // Weights only, from rows of another stride: fresh accumulators.
+  ASSERT_TRUE(t->SetRows({11}, {9, 10, 11}, 3, false).ok());
+  EXPECT_EQ(std::vector<float>(t->Find(11), t->Find(11) + 4),
+            (std::vector<float>{9, 10, 0.25f, 0.25f}));
+  EXPECT_EQ(t->SetRows({1}, {1, 2, 3}, 3, true).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(t->SetRows({1, 2}, {1, 2, 3, 4}, 4, true).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(t->num_rows(), 2u);
+}
+
 }  // namespace
 }  // namespace petrel
