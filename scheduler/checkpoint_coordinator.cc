@@ -149,17 +149,12 @@ void CheckpointCoordinator::Loop() {
       case Action::kNone:
         return;
       case Action::kCheckpoint:
-        if (!Checkpoint(reason)) {
-          End(absl::AbortedError(absl::StrCat(
-              "a checkpoint failed and checkpoint.on_failure is STOP")));
-        }
+        if (absl::Status s = Checkpoint(reason); !s.ok()) End(s);
         break;
-      case Action::kEnd: {
-        bool ok = options_.job.checkpoint().dir().empty() || Checkpoint("end");
-        End(ok ? absl::OkStatus()
-               : absl::AbortedError("the final checkpoint failed"));
+      case Action::kEnd:
+        End(options_.job.checkpoint().dir().empty() ? absl::OkStatus()
+                                                    : Checkpoint("end"));
         break;
-      }
       case Action::kStop: {
         std::string outcome = "no checkpoint directory";
         if (!options_.job.checkpoint().dir().empty()) {
@@ -186,16 +181,21 @@ void CheckpointCoordinator::End(const absl::Status& result) {
   end_job_(result);
 }
 
-bool CheckpointCoordinator::Checkpoint(const std::string& reason) {
+absl::Status CheckpointCoordinator::Checkpoint(const std::string& reason) {
   absl::StatusOr<std::string> path = TakeCheckpoint(reason, false, "");
-  return path.ok() || options_.job.checkpoint().on_failure() !=
-                          pb::CheckpointConfig::ON_FAILURE_STOP;
+  if (path.ok() || options_.job.checkpoint().on_failure() !=
+                       pb::CheckpointConfig::ON_FAILURE_STOP) {
+    return absl::OkStatus();
+  }
+  return absl::AbortedError(absl::StrCat("checkpoint (", reason,
+                                         ") failed: ", path.status().message(),
+                                         " (checkpoint.on_failure: STOP)"));
 }
 
 absl::StatusOr<std::vector<SimpleData>> CheckpointCoordinator::Ask(
     int head, const std::string& body, int group) {
   int ts = app_.Request(head, body, group);
-  // Pauses and stops are answered at once; only pauses and saves take long.
+  // Resumes and stops are answered at once; pauses and saves may take long.
   const absl::Duration timeout =
       head == kPause || head == kSave
           ? options_.timeout

@@ -99,9 +99,9 @@ class CheckpointCoordinator {
   // Sends `head` to every node of `group` and waits for all answers.
   absl::StatusOr<std::vector<SimpleData>> Ask(int head, const std::string& body,
                                               int group);
-  // Runs a checkpoint for `reason`; false when it failed and the job must
-  // stop (checkpoint.on_failure).
-  bool Checkpoint(const std::string& reason);
+  // Runs a checkpoint for `reason`; Aborted (the job must end) when it
+  // failed and checkpoint.on_failure is STOP, else OK.
+  absl::Status Checkpoint(const std::string& reason);
   void End(const absl::Status& result);
 
   Postoffice* const postoffice_;
