@@ -205,6 +205,7 @@ class ServerDaemon : public petrel::NodeDaemon {
   // without tables) there is nobody to ask.
   void Interrupt(petrel::NodeRuntime& runtime,
                  const std::string& reason) override {
+    LOG(INFO) << reason << ": stopping";
     petrel::Postoffice* po = runtime.postoffice();
     if (control_ != nullptr && !po->nodes().empty()) {
       int ts =

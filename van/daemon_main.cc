@@ -61,6 +61,7 @@ int RunNodeDaemon(int argc, char** argv, const DaemonInfo& info,
   // --stop_timeout_s ends the process at once.
   absl::Notification exited;
   std::thread stop_timer;
+  std::thread interrupter;
   signals.set_repeat_callback([&](const std::string& name) {
     std::fprintf(stderr, "%s: second %s: stopping at once\n", info.name,
                  name.c_str());
@@ -85,7 +86,11 @@ int RunNodeDaemon(int argc, char** argv, const DaemonInfo& info,
                    info.name, FLAGS_stop_timeout_s, name.c_str());
       std::_Exit(1);
     });
-    daemon.Interrupt(*runtime, name + " received");
+    // On a thread of its own: Interrupt may wait for the scheduler, and
+    // the watcher must stay free for a second signal.
+    interrupter = std::thread([&daemon, &runtime, name] {
+      daemon.Interrupt(*runtime, name + " received");
+    });
   });
   absl::Status status = daemon.Run(*runtime);
   runtime->Stop();
@@ -93,6 +98,7 @@ int RunNodeDaemon(int argc, char** argv, const DaemonInfo& info,
   signals.Stop();
   exited.Notify();
   if (stop_timer.joinable()) stop_timer.join();
+  if (interrupter.joinable()) interrupter.join();
   if (status.ok()) return 0;
   return Report(info, status, ExitCodeFor(status));
 }

@@ -23,8 +23,9 @@
 // Part of the flags module of node binaries (it parses the command line):
 // linked into executables only, never into a library.
 //
-// Thread safety: RunNodeDaemon runs on the main thread; Interrupt is called
-// on the signal watcher's thread, concurrently with Run.
+// Thread safety: RunNodeDaemon runs on the main thread; Interrupt on a
+// thread of its own and OnUsr1 on the signal watcher's, concurrently with
+// Run.
 #ifndef PETREL_VAN_DAEMON_MAIN_H_
 #define PETREL_VAN_DAEMON_MAIN_H_
 
@@ -62,8 +63,11 @@ class NodeDaemon {
   virtual absl::Status Finish(NodeRuntime& /*runtime*/, absl::Status status) {
     return status;
   }
-  // A signal arrived: `reason` is e.g. "SIGTERM received". Default: wakes
-  // the Postoffice's waiters with Aborted(reason).
+  // A signal arrived: `reason` is e.g. "SIGTERM received". Runs on a
+  // thread of its own, concurrently with Run and possibly past its end (it
+  // is joined before RunNodeDaemon returns), so it may wait briefly (e.g.
+  // for the scheduler to acknowledge a stop). Default: wakes the
+  // Postoffice's waiters with Aborted(reason).
   virtual void Interrupt(NodeRuntime& runtime, const std::string& reason) {
     runtime.postoffice()->Interrupt(reason);
   }

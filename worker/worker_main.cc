@@ -254,6 +254,7 @@ class WorkerDaemon : public petrel::NodeDaemon {
   // a directory); before the cluster formed there is nobody to ask.
   void Interrupt(petrel::NodeRuntime& runtime,
                  const std::string& reason) override {
+    LOG(INFO) << reason << ": stopping";
     if (control_ != nullptr && control_->RequestStop(reason)) {
       LOG(INFO) << reason << ": asked the scheduler to stop the job";
       return;

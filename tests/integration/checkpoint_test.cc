@@ -311,6 +311,37 @@ TEST_F(CheckpointTest, WorkerStopsAloneWhenTheSchedulerCannotStopTheJob) {
       << (*worker)->Output();
 }
 
+// A second signal ends a daemon at once, even while the first is still
+// being handled (here: waiting for a scheduler that cannot answer).
+TEST_F(CheckpointTest, SecondSignalEndsADaemonAtOnce) {
+  DaemonCluster::Options o;
+  o.bin_dir = PETREL_BIN_DIR;
+  o.num_servers = 1;
+  o.num_workers = 1;
+  DaemonCluster cluster(o);
+  ASSERT_TRUE(cluster.StartScheduler().ok()) << cluster.Output();
+  const std::string config = Config("job.textproto", 1000, "");
+  ASSERT_TRUE(cluster.StartNode("petrel-server", {"--config=" + config}).ok());
+  absl::StatusOr<Subprocess*> worker = cluster.StartNode(
+      "petrel-worker", {"--job=train", "--config=" + config, "--timeout_s=60"});
+  ASSERT_TRUE(worker.ok());
+  ASSERT_TRUE((*worker)->WaitForLine("device=", kTimeout).ok())
+      << cluster.Output();
+  (*worker)->Signal(SIGTERM);
+  ASSERT_TRUE(
+      (*worker)->WaitForLine("SIGTERM received: stopping", kTimeout).ok());
+  const absl::Time start = absl::Now();
+  (*worker)->Signal(SIGTERM);
+  absl::StatusOr<int> code = (*worker)->Wait(absl::Seconds(30));
+  ASSERT_TRUE(code.ok()) << cluster.Output();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));  // not the 5 s fallback
+  EXPECT_EQ(*code, 1);
+  EXPECT_TRUE(absl::StrContains((*worker)->Output(),
+                                "petrel-worker: second SIGTERM: stopping at "
+                                "once"))
+      << (*worker)->Output();
+}
+
 TEST_F(CheckpointTest, SigintToAServerCheckpointsAndStopsTheJob) {
   Job job = Start(
       Config("job.textproto", 1000, absl::StrCat("dir: \"", ckpt_, "\"")));
