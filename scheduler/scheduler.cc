@@ -54,6 +54,13 @@ void Scheduler::Interrupt(const std::string& reason) {
   result_ = absl::AbortedError(reason);
 }
 
+void Scheduler::EndJob(const absl::Status& result) {
+  absl::MutexLock lock(&mu_);
+  if (result_.has_value()) return;
+  TerminateAll(!result.ok(), std::string(result.message()));
+  result_ = result;
+}
+
 std::vector<DeadNode> Scheduler::dead_nodes() const {
   absl::MutexLock lock(&mu_);
   return dead_;
@@ -271,6 +278,10 @@ void Scheduler::HandleWorkerDone(int sender) {
             << " of " << postoffice_->num_workers() << ")";
   if (static_cast<int>(done_workers_.size()) == postoffice_->num_workers() &&
       !result_.has_value()) {
+    if (workers_done_hook_) {
+      workers_done_hook_();
+      return;
+    }
     TerminateAll(false, "");
     result_ = absl::OkStatus();
   }

@@ -9,7 +9,9 @@
 #ifndef PETREL_SCHEDULER_SCHEDULER_H_
 #define PETREL_SCHEDULER_SCHEDULER_H_
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +58,16 @@ class Scheduler {
   absl::Status Run();
   // Terminates the job as failed with `reason` (e.g. on SIGTERM).
   void Interrupt(const std::string& reason);
+  // Ends the job: OK as finished, else as failed with the status's message
+  // (which Run returns). Ignored once the job ended.
+  void EndJob(const absl::Status& result);
+  // When set (before Run), the end of training (every worker finished)
+  // calls `hook` on the van thread instead of ending the job; the hook's
+  // owner then calls EndJob (e.g. after a final checkpoint). The hook must
+  // not block or call back into the Scheduler.
+  void set_workers_done_hook(std::function<void()> hook) {
+    workers_done_hook_ = std::move(hook);
+  }
 
   // Nodes declared dead so far.
   std::vector<DeadNode> dead_nodes() const;
@@ -79,6 +91,7 @@ class Scheduler {
 
   Postoffice* const postoffice_;
   const SchedulerOptions options_;
+  std::function<void()> workers_done_hook_;
 
   mutable absl::Mutex mu_;
   std::vector<pb::Node> pending_ ABSL_GUARDED_BY(mu_);  // join order

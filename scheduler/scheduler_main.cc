@@ -1,16 +1,27 @@
 // petrel-scheduler: admits the nodes of a job, runs its barriers, watches
-// heartbeats and ends the job when every worker has finished.
+// heartbeats and ends the job when every worker has finished. With the job
+// config (--config) it also coordinates checkpoints (checkpoint.*,
+// --checkpoint_dir) and graceful stops:
 //
 //   petrel-scheduler --port=9000 --num_servers=2 --num_workers=4
+//   petrel-scheduler --port=9000 --config=job.textproto
 //
-// Exit codes: 0 the job finished, 1 it failed (a node died, the cluster did
-// not form, a signal), 2 bad flags.
+// SIGUSR1 takes a checkpoint now; SIGTERM/SIGINT checkpoints (with a
+// checkpoint directory), stops the workers and ends the job; a second
+// signal ends the scheduler at once.
+//
+// Exit codes: 0 the job finished, 1 it failed or was stopped (a node died,
+// the cluster did not form, a signal), 2 bad flags or configuration.
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
+#include "base/config_file.h"
+#include "checkpoint/checkpoint_dir.h"
+#include "scheduler/checkpoint_coordinator.h"
 #include "scheduler/scheduler.h"
 #include "van/daemon_main.h"
 
@@ -21,12 +32,86 @@ DEFINE_int32(virtual_nodes, 32, "Key ranges per server (1..4096). Default 32.");
 DEFINE_bool(
     fail_on_dead_node, true,
     "End the job as failed when a node is declared dead. Default true.");
+DEFINE_string(config, "",
+              "The job config (protobuf text format, proto/job.proto): its "
+              "cluster sizes are the defaults of --num_servers/--num_workers "
+              "and its checkpoint section drives checkpoints. Default empty: "
+              "no checkpoints, no graceful stop.");
+DEFINE_string(checkpoint_dir, "",
+              "Where checkpoints go; overrides checkpoint.dir. Default empty.");
+DEFINE_string(restore_from, "",
+              "A checkpoint directory or 'latest' (in the checkpoint "
+              "directory) the job resumes from; overrides "
+              "checkpoint.restore_from. The scheduler checks that it exists "
+              "and fits the job. Default empty.");
+DEFINE_int32(checkpoint_timeout_s, 600,
+             "Longest wait for the workers to pause and the servers to save "
+             "a checkpoint (1..86400). Default 600.");
 
 namespace {
 
+// Checks the checkpoint a job restores from: it exists, is complete and
+// was taken with `num_workers` workers.
+absl::Status CheckRestore(const petrel::pb::JobConfig& job, int num_workers) {
+  const std::string& spec = job.checkpoint().restore_from();
+  if (spec.empty()) return absl::OkStatus();
+  absl::StatusOr<std::string> dir =
+      petrel::ResolveCheckpoint(spec, job.checkpoint().dir());
+  if (!dir.ok()) return dir.status();
+  absl::StatusOr<petrel::pb::CheckpointManifest> manifest =
+      petrel::ReadManifest(*dir);
+  if (!manifest.ok()) return manifest.status();
+  if (manifest->workers_size() != num_workers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot restore ", *dir, ": it was taken with ",
+                     manifest->workers_size(), " workers and this job has ",
+                     num_workers, " (worker positions cannot be remapped)"));
+  }
+  LOG(INFO) << "the job resumes from " << *dir;
+  return absl::OkStatus();
+}
+
 class SchedulerDaemon : public petrel::NodeDaemon {
  public:
+  absl::Status LoadConfig() override {
+    if (FLAGS_config.empty()) return absl::OkStatus();
+    absl::Status s = petrel::ParseTextProtoFile(FLAGS_config, &job_);
+    if (!s.ok()) return s;
+    if (job_.num_servers() > 0) {
+      gflags::SetCommandLineOptionWithMode(
+          "num_servers", std::to_string(job_.num_servers()).c_str(),
+          gflags::SET_FLAGS_DEFAULT);
+    }
+    if (job_.num_workers() > 0) {
+      gflags::SetCommandLineOptionWithMode(
+          "num_workers", std::to_string(job_.num_workers()).c_str(),
+          gflags::SET_FLAGS_DEFAULT);
+    }
+    return absl::OkStatus();
+  }
   absl::Status CheckFlags(const petrel::NodeSettings& settings) override {
+    if (FLAGS_config.empty() &&
+        (!FLAGS_checkpoint_dir.empty() || !FLAGS_restore_from.empty())) {
+      return absl::InvalidArgumentError(
+          "--checkpoint_dir and --restore_from need --config");
+    }
+    if (FLAGS_checkpoint_timeout_s < 1 || FLAGS_checkpoint_timeout_s > 86400) {
+      return absl::InvalidArgumentError(
+          "--checkpoint_timeout_s: must be in 1..86400");
+    }
+    auto* ckpt = job_.mutable_checkpoint();
+    if (!FLAGS_checkpoint_dir.empty()) ckpt->set_dir(FLAGS_checkpoint_dir);
+    if (!FLAGS_restore_from.empty()) ckpt->set_restore_from(FLAGS_restore_from);
+    if (!ckpt->dir().empty()) {
+      absl::Status s = petrel::CheckWritableDir(ckpt->dir());
+      if (!s.ok()) {
+        return absl::Status(
+            s.code(),
+            absl::StrCat("checkpoint.dir ", ckpt->dir(), ": ", s.message()));
+      }
+    }
+    absl::Status s = CheckRestore(job_, settings.postoffice.num_workers);
+    if (!s.ok()) return s;
     if (FLAGS_virtual_nodes < 1 || FLAGS_virtual_nodes > 4096) {
       return absl::InvalidArgumentError("--virtual_nodes: must be in 1..4096");
     }
@@ -40,21 +125,48 @@ class SchedulerDaemon : public petrel::NodeDaemon {
   absl::Status Build(petrel::NodeRuntime& runtime) override {
     scheduler_ =
         std::make_unique<petrel::Scheduler>(runtime.postoffice(), options_);
-    return absl::OkStatus();
+    if (FLAGS_config.empty()) return absl::OkStatus();
+    petrel::CheckpointCoordinatorOptions copts;
+    copts.job = job_;
+    copts.timeout = absl::Seconds(FLAGS_checkpoint_timeout_s);
+    coordinator_ = std::make_unique<petrel::CheckpointCoordinator>(
+        runtime.postoffice(), copts,
+        [this](const absl::Status& result) { scheduler_->EndJob(result); });
+    scheduler_->set_workers_done_hook(
+        [this] { coordinator_->OnWorkersDone(); });
+    return coordinator_->Start();
   }
   absl::Status Run(petrel::NodeRuntime& runtime) override {
     absl::Status status = runtime.Start();
     if (status.ok()) status = scheduler_->Run();
+    if (coordinator_ != nullptr) coordinator_->Stop();
     if (status.ok()) LOG(INFO) << "job finished";
     return status;
   }
   void Interrupt(petrel::NodeRuntime&, const std::string& reason) override {
-    scheduler_->Interrupt(reason);
+    if (coordinator_ == nullptr) {
+      scheduler_->Interrupt(reason);
+      return;
+    }
+    LOG(INFO) << reason << ": stopping the job"
+              << (job_.checkpoint().dir().empty() ? "" : " after a checkpoint");
+    coordinator_->RequestStop(reason + " by the scheduler");
+  }
+  void OnUsr1(petrel::NodeRuntime&) override {
+    if (coordinator_ == nullptr || job_.checkpoint().dir().empty()) {
+      LOG(WARNING) << "SIGUSR1: the job has no checkpoint directory";
+      return;
+    }
+    LOG(INFO) << "SIGUSR1: taking a checkpoint";
+    coordinator_->RequestCheckpoint("on_demand");
   }
 
  private:
+  petrel::pb::JobConfig job_;
   petrel::SchedulerOptions options_;
   std::unique_ptr<petrel::Scheduler> scheduler_;
+  // After scheduler_, so destroyed first: its thread calls scheduler_.
+  std::unique_ptr<petrel::CheckpointCoordinator> coordinator_;
 };
 
 }  // namespace
@@ -63,6 +175,7 @@ int main(int argc, char** argv) {
   petrel::DaemonInfo info;
   info.name = "petrel-scheduler";
   info.role = petrel::pb::ROLE_SCHEDULER;
+  info.watch_usr1 = true;
   info.usage =
       "runs the scheduler of a Petrel job.\n"
       "  petrel-scheduler --port=9000 --num_servers=S --num_workers=W";

@@ -9,6 +9,13 @@
 // (TableServer). The job's num_servers/num_workers are the defaults of
 // --num_servers/--num_workers (DMLC_* variables and the flags win).
 //
+// Checkpoints (with --config): the scheduler's kSave writes this server's
+// table files (job/checkpoint_protocol.h). --restore_from (or
+// checkpoint.restore_from / warm_start_from) loads a checkpoint's rows
+// that this server owns under the new key-range map before it serves,
+// then meets the workers at a barrier. SIGTERM/SIGINT asks the scheduler
+// to stop the job (after a checkpoint when there is a directory).
+//
 // Exit codes: 0 the job finished, 1 runtime failure, 2 bad flags or
 // configuration.
 #include <functional>
@@ -20,9 +27,12 @@
 #include "glog/logging.h"
 
 #include "base/config_file.h"
+#include "checkpoint/checkpoint_dir.h"
+#include "job/checkpoint_protocol.h"
 #include "kv/kv_server.h"
 #include "server/table_server.h"
 #include "van/daemon_main.h"
+#include "van/simple_app.h"
 
 DEFINE_string(store_mode, "sum",
               "What a push does to stored values: sum (add) or assign "
@@ -34,8 +44,47 @@ DEFINE_string(config, "",
 DEFINE_int32(server_threads, 0,
              "Threads applying large requests to the tables (--config "
              "only); 0 = one per core. Default 0.");
+DEFINE_string(checkpoint_dir, "",
+              "Where checkpoints go (--config only); overrides "
+              "checkpoint.dir. Default empty.");
+DEFINE_string(restore_from, "",
+              "A checkpoint directory or 'latest' (in the checkpoint "
+              "directory) whose rows and optimizer state this server loads "
+              "(--config only); overrides checkpoint.restore_from. Default "
+              "empty.");
 
 namespace {
+
+// The checkpoint the tables start from: restore_from (with optimizer
+// state), else warm_start_from. Empty `dir` when neither is set.
+struct LoadPlan {
+  std::string dir;
+  petrel::pb::CheckpointManifest manifest;
+  bool with_state = true;
+};
+
+absl::StatusOr<LoadPlan> PlanLoad(const petrel::pb::JobConfig& job,
+                                  int num_workers) {
+  LoadPlan plan;
+  const petrel::pb::CheckpointConfig& c = job.checkpoint();
+  const bool restore = !c.restore_from().empty();
+  const std::string& spec = restore ? c.restore_from() : c.warm_start_from();
+  if (spec.empty()) return plan;
+  absl::StatusOr<std::string> dir = petrel::ResolveCheckpoint(spec, c.dir());
+  if (!dir.ok()) return dir.status();
+  absl::StatusOr<petrel::pb::CheckpointManifest> manifest =
+      petrel::ReadManifest(*dir);
+  if (!manifest.ok()) return manifest.status();
+  if (restore && manifest->workers_size() != num_workers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot restore ", *dir, ": it was taken with ",
+        manifest->workers_size(), " workers and this job has ", num_workers));
+  }
+  plan.dir = *dir;
+  plan.manifest = *std::move(manifest);
+  plan.with_state = restore || !c.warm_start_reset_optimizer();
+  return plan;
+}
 
 using Handler = petrel::KVStoreHandler<float>;
 
@@ -64,6 +113,36 @@ class ServerDaemon : public petrel::NodeDaemon {
       return absl::InvalidArgumentError("--store_mode: must be sum or assign");
     }
     num_workers_ = settings.postoffice.num_workers;
+    if (FLAGS_config.empty()) {
+      if (!FLAGS_checkpoint_dir.empty() || !FLAGS_restore_from.empty()) {
+        return absl::InvalidArgumentError(
+            "--checkpoint_dir and --restore_from need --config");
+      }
+      return absl::OkStatus();
+    }
+    auto* ckpt = job_.mutable_checkpoint();
+    if (!FLAGS_checkpoint_dir.empty()) ckpt->set_dir(FLAGS_checkpoint_dir);
+    if (!FLAGS_restore_from.empty()) ckpt->set_restore_from(FLAGS_restore_from);
+    // Every output is checked before training, not found unwritable after.
+    if (!ckpt->dir().empty()) {
+      absl::Status s = petrel::CheckWritableDir(ckpt->dir());
+      if (!s.ok()) {
+        return absl::Status(
+            s.code(),
+            absl::StrCat("checkpoint.dir ", ckpt->dir(), ": ", s.message()));
+      }
+    }
+    if (!job_.train().model_output().empty()) {
+      absl::Status s = petrel::CheckWritableFile(job_.train().model_output());
+      if (!s.ok()) {
+        return absl::Status(s.code(), absl::StrCat("train.model_output ",
+                                                   job_.train().model_output(),
+                                                   ": ", s.message()));
+      }
+    }
+    absl::StatusOr<LoadPlan> plan = PlanLoad(job_, num_workers_);
+    if (!plan.ok()) return plan.status();
+    load_ = *std::move(plan);
     return absl::OkStatus();
   }
   absl::Status Build(petrel::NodeRuntime& runtime) override {
@@ -81,6 +160,24 @@ class ServerDaemon : public petrel::NodeDaemon {
             absl::StrCat(FLAGS_config, ": ", made.status().message()));
       }
       tables_ = *std::move(made);
+      if (!load_.dir.empty()) {
+        std::vector<petrel::pb::CheckpointTable> tables =
+            tables_->CheckpointTables();
+        absl::Status s =
+            petrel::CheckCompatible(load_.manifest, tables, load_.with_state);
+        if (!s.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("checkpoint ", load_.dir, " does not fit ",
+                           FLAGS_config, ": ", s.message()));
+        }
+      }
+      control_ = std::make_unique<petrel::SimpleApp>(petrel::kControlApp, 0,
+                                                     runtime.postoffice());
+      control_->set_request_handler(
+          [this, po = runtime.postoffice()](const petrel::SimpleData& d,
+                                            petrel::SimpleApp* app) {
+            HandleControl(po, d, app);
+          });
     }
     server_ = std::make_unique<petrel::KVServer<float>>(/*app_id=*/0,
                                                         runtime.postoffice());
@@ -90,15 +187,36 @@ class ServerDaemon : public petrel::NodeDaemon {
     absl::Status status;
     if (tables_ != nullptr) {
       server_->set_request_handler(tables_->handler());
-      status = tables_->Start();
+      status = control_->Start();
+      // A checkpoint is loaded once the key-range map is known (after the
+      // join), before the shard threads start.
+      if (status.ok() && load_.dir.empty()) status = tables_->Start();
     } else {
       server_->set_request_handler(std::ref(*handler_),
                                    /*accepts_key_slices=*/true);
     }
     if (status.ok()) status = server_->Start();
     if (status.ok()) status = runtime.Start();
+    if (status.ok() && !load_.dir.empty()) status = Load(runtime);
     if (!status.ok()) return status;
     return runtime.postoffice()->WaitForTerminate(absl::InfiniteDuration());
+  }
+  // Asks the scheduler to stop the job; before the cluster formed (or
+  // without tables) there is nobody to ask.
+  void Interrupt(petrel::NodeRuntime& runtime,
+                 const std::string& reason) override {
+    LOG(INFO) << reason << ": stopping";
+    petrel::Postoffice* po = runtime.postoffice();
+    if (control_ != nullptr && !po->nodes().empty()) {
+      int ts =
+          control_->Request(petrel::kStopJob, reason, petrel::kSchedulerId);
+      // Without the job config the scheduler does not answer: stop alone.
+      if (control_->Wait(ts, absl::Seconds(5)).ok()) {
+        LOG(INFO) << reason << ": asked the scheduler to stop the job";
+        return;
+      }
+    }
+    po->Interrupt(reason);
   }
   // The runtime stopped: no request runs while the model is written.
   absl::Status Finish(petrel::NodeRuntime& runtime,
@@ -121,7 +239,50 @@ class ServerDaemon : public petrel::NodeDaemon {
   }
 
  private:
+  // Loads the planned checkpoint, starts the tables and lets the workers
+  // go (they wait at a barrier of every server and worker).
+  absl::Status Load(petrel::NodeRuntime& runtime) {
+    petrel::Postoffice* po = runtime.postoffice();
+    const absl::Time start = absl::Now();
+    absl::Status s =
+        tables_->LoadCheckpoint(load_.dir, load_.manifest, po->key_ranges(),
+                                po->my_rank(), load_.with_state);
+    if (!s.ok()) return s;
+    LOG(INFO) << "server " << po->my_rank() << " loaded its rows of "
+              << load_.dir << " (from " << load_.manifest.num_servers()
+              << " servers) in " << absl::FormatDuration(absl::Now() - start);
+    s = tables_->Start();
+    if (!s.ok()) return s;
+    return po->Barrier(petrel::kServerGroup | petrel::kWorkerGroup,
+                       po->options().join_timeout + absl::Minutes(10));
+  }
+  // kSave from the scheduler: writes this server's table files. Runs on
+  // the van thread, so no push or pull runs meanwhile.
+  void HandleControl(petrel::Postoffice* po, const petrel::SimpleData& d,
+                     petrel::SimpleApp* app) {
+    if (d.duplicate) return;
+    if (d.head != petrel::kSave || d.sender != petrel::kSchedulerId) {
+      app->Response(d).IgnoreError();
+      return;
+    }
+    absl::StatusOr<std::vector<petrel::pb::CheckpointFile>> files =
+        tables_->SaveCheckpoint(d.body, po->key_ranges(), po->my_rank());
+    if (!files.ok()) {
+      LOG(ERROR) << "checkpoint " << d.body << ": " << files.status().message();
+      app->Response(d, petrel::EncodeSaveReply(files.status())).IgnoreError();
+      return;
+    }
+    petrel::pb::CheckpointManifest m;
+    for (const petrel::pb::CheckpointTable& t : tables_->CheckpointTables()) {
+      *m.add_tables() = t;
+    }
+    for (petrel::pb::CheckpointFile& f : *files) *m.add_files() = std::move(f);
+    app->Response(d, petrel::EncodeSaveReply(m)).IgnoreError();
+  }
+
   petrel::pb::JobConfig job_;
+  LoadPlan load_;
+  std::unique_ptr<petrel::SimpleApp> control_;
   int num_workers_ = 1;
   std::unique_ptr<Handler> handler_;
   std::unique_ptr<petrel::TableServer> tables_;

@@ -9,7 +9,10 @@
 //      variables, NodeDaemon::CheckFlags;
 //   4. builds the NodeRuntime (ZeroMQ van, metrics endpoint) and
 //      NodeDaemon::Build on it;
-//   5. turns a signal into NodeDaemon::Interrupt("SIGTERM received");
+//   5. turns a signal into NodeDaemon::Interrupt("SIGTERM received"); a
+//      second SIGTERM/SIGINT, or --stop_timeout_s after the first, ends the
+//      process at once (exit 1, one line); with DaemonInfo::watch_usr1,
+//      SIGUSR1 calls NodeDaemon::OnUsr1;
 //   6. NodeDaemon::Run (which starts the runtime: the PETREL_READY or
 //      PETREL_LISTEN line), stops the runtime, NodeDaemon::Finish;
 //   7. prints one line "<name>: <message>" on stderr for a failure.
@@ -20,8 +23,9 @@
 // Part of the flags module of node binaries (it parses the command line):
 // linked into executables only, never into a library.
 //
-// Thread safety: RunNodeDaemon runs on the main thread; Interrupt is called
-// on the signal watcher's thread, concurrently with Run.
+// Thread safety: RunNodeDaemon runs on the main thread; Interrupt on a
+// thread of its own and OnUsr1 on the signal watcher's, concurrently with
+// Run.
 #ifndef PETREL_VAN_DAEMON_MAIN_H_
 #define PETREL_VAN_DAEMON_MAIN_H_
 
@@ -59,11 +63,16 @@ class NodeDaemon {
   virtual absl::Status Finish(NodeRuntime& /*runtime*/, absl::Status status) {
     return status;
   }
-  // A signal arrived: `reason` is e.g. "SIGTERM received". Default: wakes
-  // the Postoffice's waiters with Aborted(reason).
+  // A signal arrived: `reason` is e.g. "SIGTERM received". Runs on a
+  // thread of its own, concurrently with Run and possibly past its end (it
+  // is joined before RunNodeDaemon returns), so it may wait briefly (e.g.
+  // for the scheduler to acknowledge a stop). Default: wakes the
+  // Postoffice's waiters with Aborted(reason).
   virtual void Interrupt(NodeRuntime& runtime, const std::string& reason) {
     runtime.postoffice()->Interrupt(reason);
   }
+  // SIGUSR1 arrived (only with DaemonInfo::watch_usr1). Signal thread.
+  virtual void OnUsr1(NodeRuntime& /*runtime*/) {}
 };
 
 struct DaemonInfo {
@@ -74,6 +83,8 @@ struct DaemonInfo {
   const char* usage = "";
   // Calls TuneAllocatorForLargeMessages before the runtime starts.
   bool tune_allocator = false;
+  // Watch SIGUSR1 (NodeDaemon::OnUsr1). Default false.
+  bool watch_usr1 = false;
 };
 
 // Runs `daemon` as described above; returns main's exit code. `daemon` is

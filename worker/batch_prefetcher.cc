@@ -1,5 +1,7 @@
 #include "worker/batch_prefetcher.h"
 
+#include <algorithm>
+
 #include "base/status_macros.h"
 #include "kernels/dedup.h"
 
@@ -43,8 +45,27 @@ absl::StatusOr<bool> BatchPrefetcher::ReadOne(int* epoch, PreparedBatch* out) {
   return true;
 }
 
+// Reads and drops the examples a resumed run already trained. A skip past
+// the end of the share leaves the reader there (ReadOne then rewinds).
+absl::Status BatchPrefetcher::Skip() {
+  Batch dropped;
+  for (int64_t left = skip_examples_; left > 0;) {
+    int n = static_cast<int>(std::min<int64_t>(left, 1 << 16));
+    PETREL_ASSIGN_OR_RETURN(bool more, reader_->Next(n, &dropped));
+    if (!more) break;
+    left -= static_cast<int64_t>(dropped.size());
+  }
+  return absl::OkStatus();
+}
+
 void BatchPrefetcher::Run() {
-  int epoch = 0;
+  int epoch = start_epoch_;
+  if (absl::Status s = Skip(); !s.ok()) {
+    absl::MutexLock lock(&mu_);
+    error_ = s;
+    done_ = true;
+    return;
+  }
   while (true) {
     {
       absl::MutexLock lock(&mu_);

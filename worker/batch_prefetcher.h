@@ -39,6 +39,13 @@ class BatchPrefetcher {
   BatchPrefetcher(const BatchPrefetcher&) = delete;
   BatchPrefetcher& operator=(const BatchPrefetcher&) = delete;
 
+  // Resumes a run: starts at 0-based `epoch` (< epochs), skipping the
+  // first `skip_examples` examples of it (a checkpoint's worker position).
+  // REQUIRES: before Start.
+  void set_start(int epoch, int64_t skip_examples) {
+    start_epoch_ = epoch;
+    skip_examples_ = skip_examples;
+  }
   void Start();
   void Stop();
   // The next batch; nullptr after the last one. A read error (file and
@@ -49,11 +56,14 @@ class BatchPrefetcher {
  private:
   void Run();
   absl::StatusOr<bool> ReadOne(int* epoch, PreparedBatch* out);
+  absl::Status Skip();
 
   std::unique_ptr<Reader> reader_;
   const int batch_size_;
   const int epochs_;
   const size_t depth_;
+  int start_epoch_ = 0;
+  int64_t skip_examples_ = 0;
   std::thread thread_;
   std::atomic<int64_t> malformed_{0};
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 
 #include "base/status_macros.h"
+#include "job/checkpoint_protocol.h"
 #include "kernels/device.h"
 #include "kv/kv_worker.h"
 #include "van/simple_app.h"
@@ -46,6 +47,11 @@ class Trainer {
   absl::Status Start();
   absl::StatusOr<bool> Prepare(int64_t clock, Step* step);
   absl::Status Compute(int64_t clock, Step* step);
+  absl::Status WaitPulls(Step* step);
+  absl::Status WaitPushes();
+  absl::Status MaybePause();
+  void CountTrained(const PreparedBatch& prepared);
+  pb::WorkerPosition Position() const;
   void MaybeReportProgress(bool force);
   absl::Status GatherStats(TrainResult* result);
   void Print(const std::string& line) { options_.print(line); }
@@ -53,6 +59,11 @@ class Trainer {
   const TrainerOptions& options_;
   const pb::JobConfig& job_;
   Postoffice* const po_;
+  // The two batches in flight. Declared before kv_, so destroyed after it:
+  // when the run ends early (an error, a stop), pulls still in flight
+  // write into their rows until kv_ stops receiving.
+  Step step_a_;
+  Step step_b_;
   KVWorker<float> kv_;
   SimpleApp stats_;
   std::unique_ptr<ComputeDevice> device_;
@@ -64,6 +75,13 @@ class Trainer {
   std::vector<std::vector<float>> grads_;
   RunningLogLoss loss_;
   int64_t batches_ = 0;
+  // Where the worker stands: batches completed (its clock), the epoch of
+  // the last trained batch and its examples trained so far in it.
+  int64_t clock_ = 0;
+  int pos_epoch_ = 0;
+  int64_t pos_examples_in_epoch_ = 0;
+  int64_t examples_before_ = 0;  // trained before a restore
+  int64_t pauses_ = 0;           // checkpoint pauses taken
   absl::Time start_;
   absl::Time last_progress_;
   std::unique_ptr<std::ofstream> csv_;
@@ -102,7 +120,29 @@ absl::Status Trainer::Start() {
   PETREL_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, OpenReader(ro));
   batches_in_ = std::make_unique<BatchPrefetcher>(
       std::move(reader), job_.train().batch_size(), job_.train().epochs());
-  batches_in_->Start();
+  if (options_.resume.has_value()) {
+    const pb::WorkerPosition& p = *options_.resume;
+    clock_ = batches_ = p.clock();
+    pos_epoch_ = epoch_ = p.epoch();
+    pos_examples_in_epoch_ = p.examples_in_epoch();
+    examples_before_ = p.examples_trained();
+    batches_in_->set_start(p.epoch(), p.examples_in_epoch());
+    Print(absl::StrFormat(
+        "worker=%d resumes at epoch=%d examples_in_epoch=%d clock=%d",
+        po_->my_rank(), p.epoch() + 1, p.examples_in_epoch(), p.clock()));
+  }
+  if (!options_.resume.has_value() || !options_.resume->finished()) {
+    batches_in_->Start();
+  }
+  // The servers load their checkpoint before they answer anything.
+  if (options_.wait_for_servers) {
+    PETREL_RETURN_IF_ERROR(
+        po_->Barrier(kServerGroup | kWorkerGroup, options_.timeout));
+  }
+  // A resumed worker's clock continues: tell the servers before any pull.
+  if (clock_ > 0) {
+    PETREL_RETURN_IF_ERROR(kv_.Wait(kv_.Clock(clock_), options_.timeout));
+  }
   // Every worker has registered its apps (the stats app above) before
   // any of them can finish and report.
   PETREL_RETURN_IF_ERROR(po_->Barrier(kWorkerGroup, options_.timeout));
@@ -129,8 +169,79 @@ absl::StatusOr<bool> Trainer::Prepare(int64_t clock, Step* step) {
   return true;
 }
 
+// Waits for the pushes sent so far to be acknowledged.
+absl::Status Trainer::WaitPushes() {
+  for (int ts : last_pushes_) {
+    PETREL_RETURN_IF_ERROR(kv_.Wait(ts, options_.timeout));
+  }
+  last_pushes_.clear();
+  return absl::OkStatus();
+}
+
+pb::WorkerPosition Trainer::Position() const {
+  pb::WorkerPosition p;
+  p.set_rank(po_->my_rank());
+  p.set_epoch(pos_epoch_);
+  p.set_examples_in_epoch(pos_examples_in_epoch_);
+  p.set_byte_offset(-1);
+  p.set_clock(clock_);
+  p.set_examples_trained(examples_before_ + loss_.total_examples());
+  return p;
+}
+
+// The batch boundary: a pause the scheduler asked for is taken here, with
+// every push sent so far applied (the cut of a checkpoint), and a stop ends
+// the run.
+absl::Status Trainer::MaybePause() {
+  if (options_.control == nullptr) return absl::OkStatus();
+  if (options_.control->pause_requested()) {
+    PETREL_RETURN_IF_ERROR(WaitPushes());
+    PETREL_RETURN_IF_ERROR(options_.control->Pause(
+        Position(), options_.timeout + kCheckpointAllowance));
+    ++pauses_;
+  }
+  if (std::optional<std::string> stop = options_.control->stop_reason()) {
+    return absl::AbortedError(*stop);
+  }
+  return absl::OkStatus();
+}
+
+// Waits for the step's pulls. A worker held back by bounded delay behind a
+// paused worker must pause too, or the checkpoint would never complete:
+// the wait is sliced and the boundary checked in between.
+absl::Status Trainer::WaitPulls(Step* step) {
+  absl::Time deadline = absl::Now() + options_.timeout;
+  for (int ts : step->rows.pulls) {
+    while (true) {
+      const int64_t pauses = pauses_;
+      PETREL_RETURN_IF_ERROR(MaybePause());
+      // Time paused does not count against the pull.
+      if (pauses_ != pauses) deadline = absl::Now() + options_.timeout;
+      absl::Status s = kv_.Wait(ts, absl::Milliseconds(20));
+      if (s.ok()) break;
+      if (!absl::IsDeadlineExceeded(s) || absl::Now() > deadline) {
+        return kv_.Wait(ts, absl::ZeroDuration());
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Trainer::CountTrained(const PreparedBatch& prepared) {
+  if (prepared.epoch != pos_epoch_) {
+    pos_epoch_ = prepared.epoch;
+    pos_examples_in_epoch_ = 0;
+  }
+  pos_examples_in_epoch_ += static_cast<int64_t>(prepared.batch.size());
+}
+
 absl::Status Trainer::Compute(int64_t clock, Step* step) {
   const auto& tables = model_->tables();
+  if (step->prepared->epoch != pos_epoch_ && po_->my_rank() == 0 &&
+      options_.control != nullptr && job_.checkpoint().at_epoch_end()) {
+    options_.control->RequestCheckpoint("epoch_end");
+  }
+  PETREL_RETURN_IF_ERROR(WaitPulls(step));
   PETREL_ASSIGN_OR_RETURN(std::vector<absl::Span<const float>> rows,
                           WaitModelPulls(&kv_, &step->rows, options_.timeout));
   const Batch& batch = step->prepared->batch;
@@ -144,10 +255,7 @@ absl::Status Trainer::Compute(int64_t clock, Step* step) {
                           model_->ForwardBackward(mb, rows, &probs_, &grads_));
   loss_.AddSum(loss, static_cast<int64_t>(batch.size()));
   // At most one batch of pushes in flight: wait for the previous one.
-  for (int ts : last_pushes_) {
-    PETREL_RETURN_IF_ERROR(kv_.Wait(ts, options_.timeout));
-  }
-  last_pushes_.clear();
+  PETREL_RETURN_IF_ERROR(WaitPushes());
   for (size_t t = 0; t < tables.size(); ++t) {
     KVRequestOptions opts;
     opts.table_id = tables[t].id;
@@ -156,6 +264,13 @@ absl::Status Trainer::Compute(int64_t clock, Step* step) {
   }
   last_pushes_.push_back(kv_.Clock(clock + 1));
   ++batches_;
+  clock_ = clock + 1;
+  CountTrained(*step->prepared);
+  const int64_t every = job_.checkpoint().every_batches();
+  if (every > 0 && po_->my_rank() == 0 && options_.control != nullptr &&
+      batches_ % every == 0) {
+    options_.control->RequestCheckpoint("every_batches");
+  }
   return absl::OkStatus();
 }
 
@@ -202,11 +317,13 @@ absl::Status Trainer::GatherStats(TrainResult* result) {
 absl::StatusOr<TrainResult> Trainer::Run() {
   PETREL_RETURN_IF_ERROR(Start());
   start_ = last_progress_ = absl::Now();
-  Step a, b;
-  Step* cur = &a;
-  Step* next = &b;
-  int64_t clock = 0;
-  PETREL_ASSIGN_OR_RETURN(bool have, Prepare(clock, cur));
+  Step* cur = &step_a_;
+  Step* next = &step_b_;
+  int64_t clock = clock_;
+  bool have = false;
+  if (!options_.resume.has_value() || !options_.resume->finished()) {
+    PETREL_ASSIGN_OR_RETURN(have, Prepare(clock, cur));
+  }
   while (have) {
     PETREL_ASSIGN_OR_RETURN(bool have_next, Prepare(clock + 1, next));
     PETREL_RETURN_IF_ERROR(Compute(clock, cur));
@@ -223,11 +340,10 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     std::swap(cur, next);
     have = have_next;
   }
-  for (int ts : last_pushes_) {
-    PETREL_RETURN_IF_ERROR(kv_.Wait(ts, options_.timeout));
-  }
+  PETREL_RETURN_IF_ERROR(WaitPushes());
+  if (options_.control != nullptr) options_.control->SetFinished(Position());
   TrainResult result;
-  result.train_examples = loss_.total_examples();
+  result.train_examples = examples_before_ + loss_.total_examples();
   result.train_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
   result.train_logloss = loss_.total_logloss();
   MaybeReportProgress(true);

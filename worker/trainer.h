@@ -8,19 +8,28 @@
 //   final test_logloss=0.4563 test_auc=0.7871 examples_per_s=812345
 //   train_examples=1000000
 //
+// Checkpoints (options.control): at each batch boundary, and while waiting
+// for a pull, a requested pause is taken once the pushes sent so far are
+// acknowledged (job/checkpoint_protocol.h). Worker 0 asks the scheduler for
+// a checkpoint every checkpoint.every_batches batches and, with
+// checkpoint.at_epoch_end, when an epoch ends.
+//
 // Thread safety: Run is called once, from one thread.
 #ifndef PETREL_WORKER_TRAINER_H_
 #define PETREL_WORKER_TRAINER_H_
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 
+#include "proto/checkpoint.pb.h"
 #include "proto/job.pb.h"
 #include "van/postoffice.h"
+#include "worker/worker_control.h"
 
 namespace petrel {
 
@@ -30,10 +39,23 @@ struct TrainerOptions {
   absl::Duration timeout = absl::Minutes(10);
   // Receives each output line (progress, summary). Default: stdout.
   std::function<void(const std::string& line)> print;
+  // The worker's end of the checkpoint protocol, started before the node
+  // joined; must outlive the run. Default null: no checkpoints, no
+  // graceful stop.
+  WorkerControl* control = nullptr;
+  // Continue from this position of a checkpoint (restore): the epoch and
+  // the examples of it already trained are skipped, the clock and the
+  // trained-example count continue. Default none: from the beginning.
+  std::optional<pb::WorkerPosition> resume;
+  // Meet the servers at a barrier of every server and worker before the
+  // first pull (they load a checkpoint first: restore or warm start).
+  // Every node of the job must agree. Default false.
+  bool wait_for_servers = false;
 };
 
 struct TrainResult {
-  int64_t train_examples = 0;  // this worker's
+  // This worker's, including those trained before a restore.
+  int64_t train_examples = 0;
   double train_seconds = 0;
   double train_logloss = 0;  // this worker's running logloss at the end
   // Worker 0 only (after evaluation):
@@ -51,7 +73,8 @@ absl::Status ResolveTrainDefaults(pb::JobConfig* job);
 
 // Trains on `postoffice`'s cluster (joined, a worker). Returns what it
 // measured; errors: InvalidArgument/DataLoss from the data, DeadlineExceeded
-// naming the server that did not answer, Aborted when the job was stopped.
+// naming the server that did not answer, Aborted when the job was stopped
+// (the scheduler's reason, e.g. a graceful stop after a signal).
 absl::StatusOr<TrainResult> RunTrainer(const TrainerOptions& options,
                                        Postoffice* postoffice);
 

@@ -13,24 +13,35 @@
 //          --test, --epochs, --batch_size override it) on this worker's share
 //          of the training files; worker 0 evaluates on the test files and
 //          prints "final test_logloss=... test_auc=... examples_per_s=...".
+//          Takes part in checkpoints (job/checkpoint_protocol.h);
+//          --restore_from continues from a checkpoint's worker position.
+//
+// SIGTERM/SIGINT during training asks the scheduler to stop the job (after
+// a checkpoint when the job has a checkpoint directory); a second signal
+// ends the worker at once.
 //
 // Exit codes: 0 the job passed and the cluster ended cleanly; 1 a runtime
 // failure (a wrong sum, a deadline, a failed job, SIGTERM/SIGINT: one line
 // on stderr says which); 2 bad flags or configuration.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gflags/gflags.h"
+#include "glog/logging.h"
 
 #include "base/config_file.h"
 #include "base/flag_check.h"
+#include "checkpoint/checkpoint_dir.h"
+#include "job/checkpoint_protocol.h"
 #include "kv/kv_worker.h"
 #include "van/daemon_main.h"
 #include "worker/check_job.h"
 #include "worker/trainer.h"
+#include "worker/worker_control.h"
 
 DEFINE_string(job, "check", "Job to run: check or train. Default check.");
 DEFINE_string(config, "",
@@ -54,6 +65,13 @@ DEFINE_string(device, "",
               "and the machine a device, else the CPU), cpu or cuda (fails "
               "without a GPU); overrides train.device. Default: the "
               "config's, else auto.");
+DEFINE_string(checkpoint_dir, "",
+              "train: where checkpoints go; overrides checkpoint.dir. "
+              "Default empty.");
+DEFINE_string(restore_from, "",
+              "train: a checkpoint directory or 'latest' (in the checkpoint "
+              "directory) to continue from; overrides "
+              "checkpoint.restore_from. Default empty.");
 DEFINE_int32(rounds, 10,
              "check: push rounds (>= 1; rounds * W * (W + 1) / 2 < 2^24). "
              "Default 10.");
@@ -98,8 +116,22 @@ absl::StatusOr<petrel::pb::JobConfig> TrainConfigFromFlags() {
     job.mutable_train()->set_progress_csv(FLAGS_progress_csv);
   }
   if (!FLAGS_device.empty()) job.mutable_train()->set_device(FLAGS_device);
+  if (!FLAGS_checkpoint_dir.empty()) {
+    job.mutable_checkpoint()->set_dir(FLAGS_checkpoint_dir);
+  }
+  if (!FLAGS_restore_from.empty()) {
+    job.mutable_checkpoint()->set_restore_from(FLAGS_restore_from);
+  }
   absl::Status s = petrel::ResolveTrainDefaults(&job);
   if (!s.ok()) return s;
+  if (!job.train().progress_csv().empty()) {
+    s = petrel::CheckWritableFile(job.train().progress_csv());
+    if (!s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("train.progress_csv ",
+                                                 job.train().progress_csv(),
+                                                 ": ", s.message()));
+    }
+  }
   return job;
 }
 
@@ -118,18 +150,58 @@ absl::StatusOr<petrel::CheckJobOptions> JobOptionsFromFlags() {
   return options;
 }
 
+// The checkpoint a job restores from (checkpoint.restore_from), checked
+// against the job's worker count. Nullopt when it does not restore.
+absl::StatusOr<std::optional<petrel::pb::CheckpointManifest>> ReadRestore(
+    const petrel::pb::JobConfig& job, int num_workers) {
+  const std::string& spec = job.checkpoint().restore_from();
+  if (spec.empty()) return std::nullopt;
+  absl::StatusOr<std::string> dir =
+      petrel::ResolveCheckpoint(spec, job.checkpoint().dir());
+  if (!dir.ok()) return dir.status();
+  absl::StatusOr<petrel::pb::CheckpointManifest> manifest =
+      petrel::ReadManifest(*dir);
+  if (!manifest.ok()) return manifest.status();
+  if (manifest->workers_size() != num_workers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot restore ", *dir, ": it was taken with ",
+        manifest->workers_size(), " workers and this job has ", num_workers));
+  }
+  return std::optional<petrel::pb::CheckpointManifest>(*std::move(manifest));
+}
+
 // Joins, trains and ends the worker's part of the cluster.
-absl::Status RunTrain(petrel::NodeRuntime& runtime,
-                      const petrel::pb::JobConfig& job) {
-  absl::Status s = runtime.Start();
+absl::Status RunTrain(
+    petrel::NodeRuntime& runtime, const petrel::pb::JobConfig& job,
+    petrel::WorkerControl* control,
+    const std::optional<petrel::pb::CheckpointManifest>& restore) {
+  absl::Status s = control->Start();
+  if (s.ok()) s = runtime.Start();
   if (!s.ok()) return s;
   petrel::TrainerOptions options;
   options.job = job;
   options.timeout = absl::Seconds(FLAGS_timeout_s);
+  options.control = control;
+  options.wait_for_servers =
+      restore.has_value() || !job.checkpoint().warm_start_from().empty();
+  if (restore.has_value()) {
+    const int rank = runtime.postoffice()->my_rank();
+    for (const petrel::pb::WorkerPosition& p : restore->workers()) {
+      if (p.rank() == rank) options.resume = p;
+    }
+    if (!options.resume.has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the checkpoint has no position for worker ", rank));
+    }
+  }
   absl::StatusOr<petrel::TrainResult> result =
       petrel::RunTrainer(options, runtime.postoffice());
   if (!result.ok()) return result.status();
-  return runtime.postoffice()->Finish(options.timeout);
+  // The scheduler takes the final checkpoint before it ends the job.
+  return runtime.postoffice()->Finish(job.checkpoint().dir().empty()
+                                          ? options.timeout
+                                          : options.timeout +
+                                                petrel::kCheckpointAllowance);
 }
 
 // Joins, runs the job and ends the worker's part of the cluster.
@@ -149,7 +221,7 @@ absl::Status RunWorker(petrel::NodeRuntime& runtime,
 
 class WorkerDaemon : public petrel::NodeDaemon {
  public:
-  absl::Status CheckFlags(const petrel::NodeSettings&) override {
+  absl::Status CheckFlags(const petrel::NodeSettings& settings) override {
     if (FLAGS_job != "check" && FLAGS_job != "train") {
       return absl::InvalidArgumentError(absl::StrCat(
           "--job: unknown job '", FLAGS_job, "' (jobs: check, train)"));
@@ -163,14 +235,37 @@ class WorkerDaemon : public petrel::NodeDaemon {
       return options_.status();
     }
     job_ = TrainConfigFromFlags();
-    return job_.status();
+    if (!job_.ok()) return job_.status();
+    restore_ = ReadRestore(*job_, settings.postoffice.num_workers);
+    return restore_.status();
+  }
+  absl::Status Build(petrel::NodeRuntime& runtime) override {
+    if (FLAGS_job == "train") {
+      control_ = std::make_unique<petrel::WorkerControl>(runtime.postoffice());
+    }
+    return absl::OkStatus();
   }
   absl::Status Run(petrel::NodeRuntime& runtime) override {
-    return FLAGS_job == "check" ? RunWorker(runtime, *options_)
-                                : RunTrain(runtime, *job_);
+    return FLAGS_job == "check"
+               ? RunWorker(runtime, *options_)
+               : RunTrain(runtime, *job_, control_.get(), *restore_);
+  }
+  // Training: the scheduler stops the job (after a checkpoint when there is
+  // a directory); before the cluster formed there is nobody to ask.
+  void Interrupt(petrel::NodeRuntime& runtime,
+                 const std::string& reason) override {
+    LOG(INFO) << reason << ": stopping";
+    if (control_ != nullptr && control_->RequestStop(reason)) {
+      LOG(INFO) << reason << ": asked the scheduler to stop the job";
+      return;
+    }
+    if (control_ != nullptr) control_->StopLocally(reason);
+    runtime.postoffice()->Interrupt(reason);
   }
 
  private:
+  std::unique_ptr<petrel::WorkerControl> control_;
+  absl::StatusOr<std::optional<petrel::pb::CheckpointManifest>> restore_;
   absl::StatusOr<petrel::CheckJobOptions> options_;
   absl::StatusOr<petrel::pb::JobConfig> job_;
 };

@@ -60,6 +60,18 @@ DEFINE_string(device, "",
               "With --config and no COMMAND: where the workers compute (auto, "
               "cpu or cuda), overriding the config's train.device. Default "
               "empty: the config's, else auto.");
+DEFINE_string(checkpoint_dir, "",
+              "With --config: where checkpoints go, passed to every process "
+              "(overrides checkpoint.dir). Default empty.");
+DEFINE_string(restore_from, "",
+              "With --config: a checkpoint directory or 'latest' the job "
+              "continues from, passed to every process (overrides "
+              "checkpoint.restore_from). Default empty.");
+DEFINE_int32(stop_timeout_s, 120,
+             "With --config, the first SIGINT/SIGTERM asks the scheduler to "
+             "stop the job (after a checkpoint when it has a checkpoint "
+             "directory); the job is killed if it has not exited this many "
+             "seconds later, or on a second signal. Default 120.");
 DEFINE_int32(grace_period_s, 5,
              "Seconds between SIGTERM and SIGKILL when stopping processes.");
 
@@ -71,11 +83,14 @@ constexpr char kUsage[] =
     "           [--host=127.0.0.1] [--timeout_s=0] -- COMMAND [ARGS...]\n"
     "       petrel-launch --config=JOB.textproto [--train=F] [--test=F]\n"
     "           [--epochs=N] [--device=auto|cpu|cuda]\n"
+    "           [--checkpoint_dir=DIR] [--restore_from=DIR|latest]\n"
     "Starts DIR/petrel-scheduler, then S x DIR/petrel-server and W workers\n"
     "running COMMAND with DMLC_ROLE, DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT,\n"
     "DMLC_NUM_SERVER, DMLC_NUM_WORKER, DMLC_NODE_HOST, PETREL_RANK and\n"
     "PETREL_SCHEDULER set. Child output goes to stdout prefixed with\n"
     "\"[scheduler] \", \"[server i] \" or \"[worker i] \".\n"
+    "With --config, SIGINT/SIGTERM stops the job gracefully (a checkpoint\n"
+    "first when it has a checkpoint directory); a second signal kills it.\n"
     "Exit status: 0 when every process exited 0, 1 when one failed or a\n"
     "timeout passed, 2 for bad flags, 130/143 after SIGINT/SIGTERM.";
 
@@ -129,9 +144,31 @@ absl::Status ApplyJobConfig(petrel::Launcher::Options& options) {
     options.num_workers = job.num_workers();
   }
   options.server_args.push_back("--config=" + FLAGS_config);
-  if (!options.command.empty()) return absl::OkStatus();
+  options.scheduler_args.push_back("--config=" + FLAGS_config);
+  options.graceful_stop = true;
+  options.stop_timeout = absl::Seconds(FLAGS_stop_timeout_s);
+  std::vector<std::string> checkpoint_args;
+  if (!FLAGS_checkpoint_dir.empty()) {
+    checkpoint_args.push_back("--checkpoint_dir=" + FLAGS_checkpoint_dir);
+  }
+  if (!FLAGS_restore_from.empty()) {
+    checkpoint_args.push_back("--restore_from=" + FLAGS_restore_from);
+  }
+  for (auto* args : {&options.server_args, &options.scheduler_args}) {
+    args->insert(args->end(), checkpoint_args.begin(), checkpoint_args.end());
+  }
+  if (!options.command.empty()) {
+    if (!checkpoint_args.empty()) {
+      return absl::InvalidArgumentError(
+          "--checkpoint_dir and --restore_from need the default worker "
+          "command (no COMMAND)");
+    }
+    return absl::OkStatus();
+  }
   options.command = {options.bin_dir + "/petrel-worker", "--job=train",
                      "--config=" + FLAGS_config};
+  options.command.insert(options.command.end(), checkpoint_args.begin(),
+                         checkpoint_args.end());
   if (!FLAGS_train.empty()) options.command.push_back("--train=" + FLAGS_train);
   if (!FLAGS_test.empty()) options.command.push_back("--test=" + FLAGS_test);
   if (FLAGS_epochs > 0) {
@@ -178,6 +215,12 @@ int main(int argc, char** argv) {
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;
 
+  if ((!FLAGS_checkpoint_dir.empty() || !FLAGS_restore_from.empty()) &&
+      FLAGS_config.empty()) {
+    return UsageError("--checkpoint_dir and --restore_from need --config");
+  }
+  if (FLAGS_stop_timeout_s < 1)
+    return UsageError("--stop_timeout_s must be >= 1");
   if (FLAGS_timeout_s < 0 || FLAGS_listen_timeout_s < 1 ||
       FLAGS_drain_timeout_s < 0 || FLAGS_grace_period_s < 0) {
     return UsageError(

@@ -169,12 +169,40 @@ int Launcher::RunJob() {
 }
 
 absl::Status Launcher::StartScheduler() {
-  return StartChild("scheduler", false,
-                    {options_.bin_dir + "/petrel-scheduler", "--port=0",
-                     absl::StrCat("--num_servers=", options_.num_servers),
-                     absl::StrCat("--num_workers=", options_.num_workers),
-                     "--advertise_host=" + options_.host},
-                    {});
+  std::vector<std::string> argv = {
+      options_.bin_dir + "/petrel-scheduler", "--port=0",
+      absl::StrCat("--num_servers=", options_.num_servers),
+      absl::StrCat("--num_workers=", options_.num_workers),
+      "--advertise_host=" + options_.host};
+  argv.insert(argv.end(), options_.scheduler_args.begin(),
+              options_.scheduler_args.end());
+  return StartChild("scheduler", false, std::move(argv), {});
+}
+
+void Launcher::StopGracefully() {
+  PrintStatus(absl::StrCat(
+      "received ", pending_signal_ == SIGINT ? "SIGINT" : "SIGTERM",
+      "; asking the scheduler to stop the job (a second signal kills it)"));
+  children_[0].proc->Signal(SIGTERM);
+  const int signals_before = signals_received_;
+  WaitResult waited = WaitUntil(
+      [&] { return AllExited(false) || signals_received_ > signals_before; },
+      absl::Now() + options_.stop_timeout, /*stop_on_failure=*/false);
+  if (AllExited(false)) return;
+  PrintStatus(waited == WaitResult::kDeadline
+                  ? absl::StrCat("the job did not stop within ",
+                                 absl::FormatDuration(options_.stop_timeout),
+                                 "; killing it")
+                  : "second signal; killing the job");
+  for (Child& child : children_) {
+    if (!child.exit_code.has_value()) child.proc->Signal(SIGKILL);
+  }
+  for (Child& child : children_) {
+    if (!child.exit_code.has_value()) {
+      child.proc->Wait(options_.grace_period).IgnoreError();
+    }
+  }
+  CollectExits();
 }
 
 bool Launcher::SchedulerAnnounced() {
@@ -237,6 +265,9 @@ absl::Status Launcher::StartChild(
   Subprocess::Options opts;
   opts.argv = std::move(argv);
   opts.env = std::move(env);
+  // A terminal's Ctrl-C reaches the launcher alone, which forwards it once
+  // to the scheduler (a second signal would stop a daemon at once).
+  opts.new_process_group = options_.graceful_stop;
   opts.max_kept_lines = kKeptLines;
   opts.on_line = [this, name, is_scheduler](const std::string& line) {
     PrintOutput(name, line);
@@ -329,6 +360,11 @@ int Launcher::Finish(WaitResult result, absl::string_view deadline_message) {
       break;
     }
     case WaitResult::kSignal:
+      if (options_.graceful_stop && !children_.empty() &&
+          !children_[0].exit_code.has_value()) {
+        StopGracefully();
+        return 128 + pending_signal_;
+      }
       PrintStatus(absl::StrCat("received ",
                                pending_signal_ == SIGINT ? "SIGINT" : "SIGTERM",
                                "; stopping the job"));

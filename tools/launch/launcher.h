@@ -48,6 +48,18 @@ class Launcher {
     std::vector<std::string> command;
     // Extra arguments for every petrel-server (e.g. --config=FILE).
     std::vector<std::string> server_args;
+    // Extra arguments for petrel-scheduler (e.g. --config=FILE).
+    std::vector<std::string> scheduler_args;
+    // On the first SIGINT/SIGTERM, only the scheduler gets SIGTERM (the
+    // children run in process groups of their own, so that a terminal's
+    // Ctrl-C does not reach them directly): it
+    // stops the job (after a checkpoint when the job has a checkpoint
+    // directory) and every process exits by itself; a second signal, or
+    // stop_timeout without every process gone, kills them all. Default
+    // false: SIGTERM to every process at once.
+    bool graceful_stop = false;
+    // How long a graceful stop may take. Default 120 s.
+    absl::Duration stop_timeout = absl::Seconds(120);
     // Colon-separated directories to look command[0] up in before bin_dir
     // (main passes $PATH). Default empty: bin_dir only.
     std::string search_path;
@@ -117,6 +129,8 @@ class Launcher {
   int Finish(WaitResult result, absl::string_view deadline_message);
   int FailWith(const absl::Status& status);
   void TerminateAll();
+  // The graceful stop of Options::graceful_stop.
+  void StopGracefully();
   void OnSchedulerLine(const std::string& line);
   void NotifyEvent();
   void PrintOutput(const std::string& name, const std::string& line);

@@ -81,7 +81,8 @@ constexpr const char* kFiles[] = {"petrel-scheduler",
                                   "workers_done",
                                   "servers_stop",
                                   "servers_acked",
-                                  "scheduler_ignores_workers"};
+                                  "scheduler_ignores_workers",
+                                  "job.textproto"};
 
 struct Result {
   int exit_code = -1;
@@ -226,6 +227,45 @@ TEST_F(LauncherTest, SigintStopsJob) {
   ExpectSignalStopsJob(
       StartLaunch({"--num_workers=1", "--", "petrel-fake-worker", "hang"}),
       SIGINT, 130);
+}
+
+// With --config the first signal goes to the scheduler alone (which stops
+// the job); the fake scheduler dies of it but the other children keep
+// running, so the launcher kills them after --stop_timeout_s.
+TEST_F(LauncherTest, GracefulStopKillsTheJobAfterTheStopTimeout) {
+  std::ofstream(Path("job.textproto")) << "num_servers: 1 num_workers: 1\n";
+  std::unique_ptr<Subprocess> launch =
+      StartLaunch({"--config=" + Path("job.textproto"), "--stop_timeout_s=1",
+                   "--", "petrel-fake-worker", "hang"});
+  ASSERT_NE(launch, nullptr);
+  ASSERT_TRUE(launch->WaitForLine("[worker 0] ready", kDeadline).ok())
+      << launch->Output();
+  launch->Signal(SIGTERM);
+  absl::StatusOr<int> code = launch->Wait(kDeadline);
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 143) << launch->Output();
+  EXPECT_THAT(launch->Output(),
+              HasSubstr("asking the scheduler to stop the job"));
+  EXPECT_THAT(launch->Output(),
+              HasSubstr("the job did not stop within 1s; killing it"));
+}
+
+TEST_F(LauncherTest, SecondSignalKillsTheJobAtOnce) {
+  std::ofstream(Path("job.textproto")) << "num_servers: 1 num_workers: 1\n";
+  std::unique_ptr<Subprocess> launch =
+      StartLaunch({"--config=" + Path("job.textproto"), "--stop_timeout_s=60",
+                   "--", "petrel-fake-worker", "hang"});
+  ASSERT_NE(launch, nullptr);
+  ASSERT_TRUE(launch->WaitForLine("[worker 0] ready", kDeadline).ok())
+      << launch->Output();
+  launch->Signal(SIGINT);
+  ASSERT_TRUE(
+      launch->WaitForLine("asking the scheduler to stop", kDeadline).ok());
+  launch->Signal(SIGINT);
+  absl::StatusOr<int> code = launch->Wait(kDeadline);
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 130) << launch->Output();
+  EXPECT_THAT(launch->Output(), HasSubstr("second signal; killing the job"));
 }
 
 TEST_F(LauncherTest, TimeoutStopsJob) {

@@ -102,6 +102,7 @@ struct ExecPlan {
   int out_fd;
   int err_fd;
   int max_fd;
+  bool new_process_group;
 };
 
 std::vector<char*> CStrings(std::vector<std::string>& strings) {
@@ -134,6 +135,7 @@ void CloseRange(int first, int last, int max_fd) {
 // Runs in the forked child. The parent may have other threads, so only
 // async-signal-safe calls are allowed here.
 [[noreturn]] void ExecChild(const ExecPlan& plan) {
+  if (plan.new_process_group) setpgid(0, 0);
   dup2(plan.out_fd, STDOUT_FILENO);
   dup2(plan.out_fd, STDERR_FILENO);
   sigset_t empty;
@@ -195,8 +197,13 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(Options options) {
     if (absl::Status s = MakePipe(*p); !s.ok()) return s;
   }
   std::vector<std::string> argv = options.argv;
-  ExecPlan plan{path.c_str(), CStrings(argv), CStrings(env),
-                out.fd[1],    err.fd[1],      MaxFd()};
+  ExecPlan plan{path.c_str(),
+                CStrings(argv),
+                CStrings(env),
+                out.fd[1],
+                err.fd[1],
+                MaxFd(),
+                options.new_process_group};
   pid_t pid = fork();
   if (pid < 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat("fork for '", name, "'"));

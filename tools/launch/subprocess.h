@@ -57,6 +57,10 @@ class Subprocess {
     // WaitForLine(). Default 0: keep everything. Bound it for long-running
     // children whose output is consumed through on_line.
     size_t max_kept_lines = 0;
+    // Run the child in a process group of its own, so that a terminal's
+    // Ctrl-C reaches only the parent (which decides what the child gets).
+    // Default false: the parent's group.
+    bool new_process_group = false;
   };
 
   // Starts the child: fork, then exec with stdin inherited, stdout and stderr
