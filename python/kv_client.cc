@@ -1,0 +1,203 @@
+#include "python/kv_client.h"
+
+#include <utility>
+
+#include "base/status_macros.h"
+#include "van/message.h"
+
+namespace petrel {
+namespace {
+
+bool HasTableOptions(const KVRequestOptions& options) {
+  return options.table_id != 0 || options.clock != -1;
+}
+
+}  // namespace
+
+KVClient::KVClient(const NodeSettings& settings) : runtime_(settings) {}
+
+KVClient::~KVClient() { Close(); }
+
+absl::Status KVClient::Start() {
+  if (started_ || closed_) {
+    return absl::FailedPreconditionError("the client was started already");
+  }
+  kv_ = std::make_unique<KVWorker<float>>(/*app_id=*/0, /*customer_id=*/0,
+                                          runtime_.postoffice());
+  PETREL_RETURN_IF_ERROR(kv_->Start());
+  PETREL_RETURN_IF_ERROR(runtime_.Start());
+  started_ = true;
+  return absl::OkStatus();
+}
+
+KVWorker<float>::Callback KVClient::Completion(
+    const std::shared_ptr<KVTicket>& t) {
+  // Runs on the van thread (or in the issuing call): must not block.
+  return [this, t]() {
+    if (!t->notify) return;
+    absl::MutexLock lock(&mu_);
+    completed_.push_back(t);
+  };
+}
+
+void KVClient::Issue(
+    const std::shared_ptr<KVTicket>& ticket,
+    const std::function<int(KVWorker<float>::Callback)>& send) {
+  ticket->given_out_ = ticket->out.data();
+  if (!started_ || closed_) {
+    Reject(ticket,
+           absl::FailedPreconditionError(
+               closed_ ? "the client is closed" : "the client has not joined"));
+    return;
+  }
+  ticket->timestamp_ = send(Completion(ticket));
+  ticket->issued_.Notify();
+}
+
+void KVClient::Reject(const std::shared_ptr<KVTicket>& ticket,
+                      absl::Status status) {
+  {
+    absl::MutexLock lock(&ticket->mu_);
+    ticket->final_ = std::move(status);
+  }
+  ticket->issued_.Notify();
+  if (ticket->notify) {
+    absl::MutexLock lock(&mu_);
+    completed_.push_back(ticket);
+  }
+}
+
+std::shared_ptr<KVTicket> KVClient::Push(const SArray<Key>& keys,
+                                         const SArray<float>& vals,
+                                         const SArray<int>& lens,
+                                         const KVRequestOptions& options,
+                                         bool notify) {
+  auto t = std::make_shared<KVTicket>();
+  t->notify = notify;
+  if (!lens.empty() && HasTableOptions(options)) {
+    Reject(t, absl::InvalidArgumentError("lens (variable-length values) "
+                                         "work with table 0 and no clock "
+                                         "only"));
+    return t;
+  }
+  Issue(t, [&](KVWorker<float>::Callback cb) {
+    if (!lens.empty())
+      return kv_->Push(keys, vals, lens, options.cmd, std::move(cb));
+    return kv_->Push(keys, vals, options, std::move(cb));
+  });
+  return t;
+}
+
+std::shared_ptr<KVTicket> KVClient::Pull(const SArray<Key>& keys,
+                                         SArray<float> out, bool want_lens,
+                                         const KVRequestOptions& options,
+                                         bool notify) {
+  auto t = std::make_shared<KVTicket>();
+  t->notify = notify;
+  t->is_pull = true;
+  t->out = std::move(out);
+  if (want_lens && HasTableOptions(options)) {
+    Reject(t, absl::InvalidArgumentError("lens (variable-length values) "
+                                         "work with table 0 and no clock "
+                                         "only"));
+    return t;
+  }
+  KVRequestOptions with_clock = options;
+  with_clock.min_clock = &t->min_clock;
+  Issue(t, [&](KVWorker<float>::Callback cb) {
+    if (want_lens)
+      return kv_->Pull(keys, &t->out, &t->lens, options.cmd, std::move(cb));
+    return kv_->Pull(keys, &t->out, with_clock, std::move(cb));
+  });
+  return t;
+}
+
+std::shared_ptr<KVTicket> KVClient::PushPull(const SArray<Key>& keys,
+                                             const SArray<float>& vals,
+                                             SArray<float> out,
+                                             const KVRequestOptions& options,
+                                             bool notify) {
+  auto t = std::make_shared<KVTicket>();
+  t->notify = notify;
+  t->is_pull = true;
+  t->out = std::move(out);
+  KVRequestOptions with_clock = options;
+  with_clock.min_clock = &t->min_clock;
+  Issue(t, [&](KVWorker<float>::Callback cb) {
+    return kv_->PushPull(keys, vals, &t->out, with_clock, std::move(cb));
+  });
+  return t;
+}
+
+absl::Status KVClient::Wait(KVTicket& ticket, absl::Duration timeout) {
+  ticket.issued_.WaitForNotification();
+  {
+    absl::MutexLock lock(&ticket.mu_);
+    if (ticket.final_.has_value()) return *ticket.final_;
+  }
+  if (kv_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "the client closed before the request completed");
+  }
+  absl::Status s = kv_->Wait(ticket.timestamp_, timeout);
+  absl::MutexLock lock(&ticket.mu_);
+  if (ticket.final_.has_value()) return *ticket.final_;  // another waiter
+  // A Wait that timed out leaves the request outstanding; anything else
+  // (including a server's own DeadlineExceeded) ends it.
+  if (!s.ok() && !kv_->customer()->IsComplete(ticket.timestamp_)) return s;
+  ticket.final_ = s;
+  return s;
+}
+
+bool KVClient::Done(KVTicket& ticket) {
+  if (!ticket.issued_.HasBeenNotified()) return false;
+  {
+    absl::MutexLock lock(&ticket.mu_);
+    if (ticket.final_.has_value()) return true;
+  }
+  return kv_ == nullptr || kv_->customer()->IsComplete(ticket.timestamp_);
+}
+
+std::shared_ptr<KVTicket> KVClient::NextCompleted(absl::Duration timeout) {
+  auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return closing_ || !completed_.empty();
+  };
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
+  if (completed_.empty()) return nullptr;
+  std::shared_ptr<KVTicket> t = std::move(completed_.front());
+  completed_.pop_front();
+  return t;
+}
+
+absl::Status KVClient::Barrier(absl::Duration timeout) {
+  if (!started_ || closed_) {
+    return absl::FailedPreconditionError("the client is not in a cluster");
+  }
+  return runtime_.postoffice()->Barrier(kWorkerGroup, timeout);
+}
+
+absl::Status KVClient::Finish(absl::Duration timeout) {
+  if (!started_ || closed_) {
+    return absl::FailedPreconditionError("the client is not in a cluster");
+  }
+  absl::Status s =
+      Annotate(runtime_.postoffice()->Finish(timeout), "finishing the job");
+  Close();
+  return s;
+}
+
+void KVClient::Close() {
+  if (closed_) return;
+  closed_ = true;
+  {
+    absl::MutexLock lock(&mu_);
+    closing_ = true;
+  }
+  kv_.reset();
+  runtime_.Stop();
+  absl::MutexLock lock(&mu_);
+  completed_.clear();
+}
+
+}  // namespace petrel
