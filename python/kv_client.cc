@@ -19,6 +19,7 @@ KVClient::KVClient(const NodeSettings& settings) : runtime_(settings) {}
 KVClient::~KVClient() { Close(); }
 
 absl::Status KVClient::Start() {
+  absl::WriterMutexLock lock(&lifetime_mu_);
   if (started_ || closed_) {
     return absl::FailedPreconditionError("the client was started already");
   }
@@ -42,15 +43,17 @@ KVWorker<float>::Callback KVClient::Completion(
 
 void KVClient::Issue(
     const std::shared_ptr<KVTicket>& ticket,
-    const std::function<int(KVWorker<float>::Callback)>& send) {
+    const std::function<int(KVWorker<float>*, KVWorker<float>::Callback)>&
+        send) {
   ticket->given_out_ = ticket->out.data();
+  absl::ReaderMutexLock lock(&lifetime_mu_);
   if (!started_ || closed_) {
     Reject(ticket,
            absl::FailedPreconditionError(
                closed_ ? "the client is closed" : "the client has not joined"));
     return;
   }
-  ticket->timestamp_ = send(Completion(ticket));
+  ticket->timestamp_ = send(kv_.get(), Completion(ticket));
   ticket->issued_.Notify();
 }
 
@@ -80,10 +83,10 @@ std::shared_ptr<KVTicket> KVClient::Push(const SArray<Key>& keys,
                                          "only"));
     return t;
   }
-  Issue(t, [&](KVWorker<float>::Callback cb) {
+  Issue(t, [&](KVWorker<float>* kv, KVWorker<float>::Callback cb) {
     if (!lens.empty())
-      return kv_->Push(keys, vals, lens, options.cmd, std::move(cb));
-    return kv_->Push(keys, vals, options, std::move(cb));
+      return kv->Push(keys, vals, lens, options.cmd, std::move(cb));
+    return kv->Push(keys, vals, options, std::move(cb));
   });
   return t;
 }
@@ -104,10 +107,10 @@ std::shared_ptr<KVTicket> KVClient::Pull(const SArray<Key>& keys,
   }
   KVRequestOptions with_clock = options;
   with_clock.min_clock = &t->min_clock;
-  Issue(t, [&](KVWorker<float>::Callback cb) {
+  Issue(t, [&](KVWorker<float>* kv, KVWorker<float>::Callback cb) {
     if (want_lens)
-      return kv_->Pull(keys, &t->out, &t->lens, options.cmd, std::move(cb));
-    return kv_->Pull(keys, &t->out, with_clock, std::move(cb));
+      return kv->Pull(keys, &t->out, &t->lens, options.cmd, std::move(cb));
+    return kv->Pull(keys, &t->out, with_clock, std::move(cb));
   });
   return t;
 }
@@ -123,8 +126,8 @@ std::shared_ptr<KVTicket> KVClient::PushPull(const SArray<Key>& keys,
   t->out = std::move(out);
   KVRequestOptions with_clock = options;
   with_clock.min_clock = &t->min_clock;
-  Issue(t, [&](KVWorker<float>::Callback cb) {
-    return kv_->PushPull(keys, vals, &t->out, with_clock, std::move(cb));
+  Issue(t, [&](KVWorker<float>* kv, KVWorker<float>::Callback cb) {
+    return kv->PushPull(keys, vals, &t->out, with_clock, std::move(cb));
   });
   return t;
 }
@@ -135,6 +138,7 @@ absl::Status KVClient::Wait(KVTicket& ticket, absl::Duration timeout) {
     absl::MutexLock lock(&ticket.mu_);
     if (ticket.final_.has_value()) return *ticket.final_;
   }
+  absl::ReaderMutexLock lifetime(&lifetime_mu_);
   if (kv_ == nullptr) {
     return absl::FailedPreconditionError(
         "the client closed before the request completed");
@@ -155,6 +159,7 @@ bool KVClient::Done(KVTicket& ticket) {
     absl::MutexLock lock(&ticket.mu_);
     if (ticket.final_.has_value()) return true;
   }
+  absl::ReaderMutexLock lifetime(&lifetime_mu_);
   return kv_ == nullptr || kv_->customer()->IsComplete(ticket.timestamp_);
 }
 
@@ -171,6 +176,7 @@ std::shared_ptr<KVTicket> KVClient::NextCompleted(absl::Duration timeout) {
 }
 
 absl::Status KVClient::Barrier(absl::Duration timeout) {
+  absl::ReaderMutexLock lock(&lifetime_mu_);
   if (!started_ || closed_) {
     return absl::FailedPreconditionError("the client is not in a cluster");
   }
@@ -178,25 +184,29 @@ absl::Status KVClient::Barrier(absl::Duration timeout) {
 }
 
 absl::Status KVClient::Finish(absl::Duration timeout) {
-  if (!started_ || closed_) {
-    return absl::FailedPreconditionError("the client is not in a cluster");
+  absl::Status s;
+  {
+    absl::ReaderMutexLock lock(&lifetime_mu_);
+    if (!started_ || closed_) {
+      return absl::FailedPreconditionError("the client is not in a cluster");
+    }
+    s = Annotate(runtime_.postoffice()->Finish(timeout), "finishing the job");
   }
-  absl::Status s =
-      Annotate(runtime_.postoffice()->Finish(timeout), "finishing the job");
   Close();
   return s;
 }
 
 void KVClient::Close() {
-  if (closed_) return;
-  closed_ = true;
   {
     absl::MutexLock lock(&mu_);
-    closing_ = true;
+    closing_ = true;  // wakes NextCompleted
   }
+  absl::WriterMutexLock lock(&lifetime_mu_);
+  if (closed_) return;
+  closed_ = true;
   kv_.reset();
   runtime_.Stop();
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock queue_lock(&mu_);
   completed_.clear();
 }
 

@@ -11,9 +11,9 @@
 //   PETREL_RETURN_IF_ERROR(client.Wait(*ticket, absl::Seconds(5)));
 //   use(ticket->out);
 //
-// Thread safety: Push/Pull/PushPull/Wait/Barrier/NextCompleted are
-// thread-safe once Start returned; Start, Finish and Close are not
-// (call them from one thread).
+// Thread safety: thread-safe. Close (and Finish, which ends with it) waits
+// for the calls in progress to return, so a thread waiting without a
+// deadline holds it up; calls after Close fail with FailedPrecondition.
 #ifndef PETREL_PYTHON_KV_CLIENT_H_
 #define PETREL_PYTHON_KV_CLIENT_H_
 
@@ -107,20 +107,30 @@ class KVClient {
   // when the job is still running). Idempotent.
   void Close();
 
-  bool started() const { return started_; }
+  bool started() {
+    absl::ReaderMutexLock lock(&lifetime_mu_);
+    return started_;
+  }
+  // REQUIRES: not closed (the Postoffice lives as long as this client,
+  // but it is stopped by Close).
   Postoffice* postoffice() { return runtime_.postoffice(); }
 
  private:
+  // Sends through `send`, given the KVWorker (lifetime_mu_ held shared).
   void Issue(const std::shared_ptr<KVTicket>& ticket,
-             const std::function<int(KVWorker<float>::Callback)>& send);
+             const std::function<int(KVWorker<float>*,
+                                     KVWorker<float>::Callback)>& send);
   KVWorker<float>::Callback Completion(const std::shared_ptr<KVTicket>& t);
   // Ends `ticket` with `status` without sending anything.
   void Reject(const std::shared_ptr<KVTicket>& ticket, absl::Status status);
 
   NodeRuntime runtime_;
-  std::unique_ptr<KVWorker<float>> kv_;
-  bool started_ = false;
-  bool closed_ = false;
+  // Held shared by every call that uses kv_ or the runtime, exclusively by
+  // Start and Close.
+  absl::Mutex lifetime_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::unique_ptr<KVWorker<float>> kv_ ABSL_GUARDED_BY(lifetime_mu_);
+  bool started_ ABSL_GUARDED_BY(lifetime_mu_) = false;
+  bool closed_ ABSL_GUARDED_BY(lifetime_mu_) = false;
 
   absl::Mutex mu_;
   std::deque<std::shared_ptr<KVTicket>> completed_ ABSL_GUARDED_BY(mu_);

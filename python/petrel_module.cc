@@ -11,6 +11,7 @@
 //
 // The GIL is released while joining, issuing, waiting and closing, so other
 // Python threads run meanwhile; no Petrel thread ever takes the GIL.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -24,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 
 #include "python/client_settings.h"
 #include "python/kv_client.h"
@@ -55,6 +57,8 @@ std::optional<absl::Duration> ToOptionalDuration(std::optional<double> s) {
   return ToDuration(*s);
 }
 
+constexpr absl::Duration kSignalCheckInterval = absl::Milliseconds(100);
+
 struct PyClient {
   explicit PyClient(const NodeSettings& settings)
       : client(std::make_unique<KVClient>(settings)) {}
@@ -80,13 +84,38 @@ class PyTicket {
     client_->queue->Drain();
   }
 
+  // Waits in slices so that Ctrl-C (a pending Python signal) interrupts a
+  // long wait; the request stays outstanding then.
   py::object Wait(double timeout_s) {
+    const absl::Duration timeout = ToDuration(timeout_s);
+    const absl::Time deadline = absl::Now() + timeout;
     absl::Status s;
-    {
-      py::gil_scoped_release release;
-      s = client_->client->Wait(*ticket_, ToDuration(timeout_s));
+    while (true) {
+      const absl::Duration slice =
+          std::min(kSignalCheckInterval, deadline - absl::Now());
+      {
+        py::gil_scoped_release release;
+        s = client_->client->Wait(*ticket_,
+                                  std::max(slice, absl::ZeroDuration()));
+      }
+      client_->queue->Drain();
+      if (s.code() != absl::StatusCode::kDeadlineExceeded) break;
+      if (client_->client->Done(*ticket_)) {
+        // It ended (or the client closed) after the slice ran out: its
+        // final status, at once.
+        py::gil_scoped_release release;
+        s = client_->client->Wait(*ticket_, absl::ZeroDuration());
+        break;
+      }
+      if (absl::Now() >= deadline) break;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     }
-    client_->queue->Drain();
+    if (s.code() == absl::StatusCode::kDeadlineExceeded &&
+        !client_->client->Done(*ticket_)) {
+      s = absl::DeadlineExceededError(
+          absl::StrCat("not over after ", absl::FormatDuration(timeout), " (",
+                       s.message(), ")"));
+    }
     ThrowIfError(s);
     return Result();
   }

@@ -1,13 +1,25 @@
 """KVClient: push and pull float32 rows to and from Petrel's servers."""
 
+import atexit
 import sys
 import threading
+import weakref
 
 import numpy as np
 
 from petrel import _petrel
 
 _DEFAULT = object()  # "use the client's default timeout"
+
+# Clients still open when the interpreter exits are closed first: at
+# finalization a thread coming back from C++ could not take the GIL again.
+_open_clients = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_clients():
+    for client in list(_open_clients):
+        client.close()
 
 
 def _torch_tensor(x):
@@ -183,6 +195,7 @@ class KVClient:
                                  auth_token, join_timeout, heartbeat_interval,
                                  metrics_port)
         self._c.start()
+        _open_clients.add(self)
 
     # -- properties ---------------------------------------------------------
     @property
@@ -276,11 +289,13 @@ class KVClient:
             self._c.finish(self._seconds(timeout))
         finally:
             self._stop_callbacks()
+            _open_clients.discard(self)
 
     def close(self):
         """Leaves the job at once, without finishing. Idempotent."""
         self._c.close()
         self._stop_callbacks()
+        _open_clients.discard(self)
 
     def __enter__(self):
         return self

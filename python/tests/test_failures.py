@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -30,7 +31,22 @@ def test_pull_from_dead_servers_raises_deadline_exceeded():
         assert not ticket.done()  # still outstanding: may be waited again
         with pytest.raises(TimeoutError):
             kv.pull(keys, timeout=0.2)
+        # close() from another thread ends a wait in progress.
+        errors = []
+
+        def wait_long():
+            try:
+                ticket.wait(timeout=TIMEOUT_S)
+            except petrel.PetrelError as e:
+                errors.append(e)
+
+        waiter = threading.Thread(target=wait_long)
+        waiter.start()
         kv.close()
+        waiter.join(TIMEOUT_S)
+        assert not waiter.is_alive()
+        assert len(errors) == 1 and isinstance(
+            errors[0], petrel.FailedPreconditionError), errors
         with pytest.raises(petrel.FailedPreconditionError):
             kv.push(keys, np.ones(8, np.float32))
 
@@ -76,3 +92,21 @@ def test_petrel_launch_runs_python_workers(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     assert "rank 0 of 2 saw 3.0" in run.stdout, run.stdout
     assert "rank 1 of 2 saw 3.0" in run.stdout, run.stdout
+
+
+def test_a_script_that_never_closes_its_client_exits_cleanly():
+    script = textwrap.dedent("""
+        import numpy as np, petrel
+        kv = petrel.KVClient(bind="127.0.0.1", advertise_host="127.0.0.1")
+        kv.pull_async(np.arange(4, dtype=np.uint64),
+                      callback=lambda t: None)
+        print("joined", flush=True)
+    """)
+    with LocalCluster(num_servers=1, timeout=TIMEOUT_S) as cluster:
+        env = dict(os.environ, PETREL_SCHEDULER=cluster.scheduler_address)
+        env["PYTHONPATH"] = os.path.dirname(os.path.dirname(petrel.__file__))
+        run = subprocess.run([sys.executable, "-c", script], env=env,
+                             capture_output=True, text=True,
+                             timeout=TIMEOUT_S)
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "joined" in run.stdout
