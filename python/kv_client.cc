@@ -1,12 +1,19 @@
 #include "python/kv_client.h"
 
 #include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
 
 #include "base/status_macros.h"
 #include "van/message.h"
 
 namespace petrel {
 namespace {
+
+// The app id of Broadcast's messages (KVWorker and KVServer use 0).
+constexpr int kBroadcastApp = 1;
 
 bool HasTableOptions(const KVRequestOptions& options) {
   return options.table_id != 0 || options.clock != -1;
@@ -26,6 +33,20 @@ absl::Status KVClient::Start() {
   kv_ = std::make_unique<KVWorker<float>>(/*app_id=*/0, /*customer_id=*/0,
                                           runtime_.postoffice());
   PETREL_RETURN_IF_ERROR(kv_->Start());
+  // Started before joining, so that every worker can receive once the
+  // cluster is complete.
+  broadcast_ = std::make_unique<SimpleApp>(kBroadcastApp, /*customer_id=*/0,
+                                           runtime_.postoffice());
+  broadcast_->set_request_handler(
+      [this](const SimpleData& data, SimpleApp* app) {
+        if (!data.duplicate) {  // a resend of a value already queued
+          absl::MutexLock lock(&mu_);
+          broadcasts_.push_back(data.body);
+        }
+        absl::Status s = app->Response(data);
+        if (!s.ok()) LOG(WARNING) << "answering a broadcast: " << s;
+      });
+  PETREL_RETURN_IF_ERROR(broadcast_->Start());
   PETREL_RETURN_IF_ERROR(runtime_.Start());
   started_ = true;
   return absl::OkStatus();
@@ -175,6 +196,44 @@ std::shared_ptr<KVTicket> KVClient::NextCompleted(absl::Duration timeout) {
   return t;
 }
 
+absl::StatusOr<std::string> KVClient::Broadcast(const std::string& value,
+                                                int root,
+                                                absl::Duration timeout) {
+  absl::ReaderMutexLock lock(&lifetime_mu_);
+  if (!started_ || closed_) {
+    return absl::FailedPreconditionError("the client is not in a cluster");
+  }
+  Postoffice* po = runtime_.postoffice();
+  if (root < 0 || root >= po->num_workers()) {
+    return absl::InvalidArgumentError(absl::StrCat("root ", root,
+                                                   " is not a worker rank (0..",
+                                                   po->num_workers() - 1, ")"));
+  }
+  if (po->my_rank() == root) {
+    std::vector<int> sent;
+    for (int id : po->GetNodeIds(kWorkerGroup)) {
+      if (id != po->my_id()) sent.push_back(broadcast_->Request(0, value, id));
+    }
+    for (int ts : sent) {
+      PETREL_RETURN_IF_ERROR(Annotate(broadcast_->Wait(ts, timeout),
+                                      "broadcasting to the workers"));
+    }
+    return value;
+  }
+  auto arrived = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return !broadcasts_.empty();
+  };
+  absl::MutexLock queue_lock(&mu_);
+  if (!mu_.AwaitWithTimeout(absl::Condition(&arrived), timeout)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("no broadcast from worker ", root, " within ",
+                     absl::FormatDuration(timeout)));
+  }
+  std::string got = std::move(broadcasts_.front());
+  broadcasts_.pop_front();
+  return got;
+}
+
 absl::Status KVClient::Barrier(absl::Duration timeout) {
   absl::ReaderMutexLock lock(&lifetime_mu_);
   if (!started_ || closed_) {
@@ -205,6 +264,7 @@ void KVClient::Close() {
   if (closed_) return;
   closed_ = true;
   kv_.reset();
+  broadcast_.reset();
   runtime_.Stop();
   absl::MutexLock queue_lock(&mu_);
   completed_.clear();

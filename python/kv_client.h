@@ -20,8 +20,10 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
@@ -29,6 +31,7 @@
 #include "kv/kv_worker.h"
 #include "van/buffer.h"
 #include "van/node_runtime.h"
+#include "van/simple_app.h"
 
 namespace petrel {
 
@@ -98,6 +101,14 @@ class KVClient {
   // completed within `timeout` or the client closed.
   std::shared_ptr<KVTicket> NextCompleted(absl::Duration timeout);
 
+  // Sends `value` from worker `root` to every worker and returns it on each
+  // (the root included): small set-up data such as a rendezvous address.
+  // Every worker calls it, the same number of times in the same order.
+  // DeadlineExceeded when the value (or, on the root, an acknowledgement)
+  // does not arrive within `timeout`.
+  absl::StatusOr<std::string> Broadcast(const std::string& value, int root,
+                                        absl::Duration timeout);
+
   // Waits until every worker reached the barrier.
   absl::Status Barrier(absl::Duration timeout);
   // Reports that this worker is done and waits for the job's end, then
@@ -129,11 +140,14 @@ class KVClient {
   // Start and Close.
   absl::Mutex lifetime_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   std::unique_ptr<KVWorker<float>> kv_ ABSL_GUARDED_BY(lifetime_mu_);
+  // Carries Broadcast's values (app kBroadcastApp) between workers.
+  std::unique_ptr<SimpleApp> broadcast_ ABSL_GUARDED_BY(lifetime_mu_);
   bool started_ ABSL_GUARDED_BY(lifetime_mu_) = false;
   bool closed_ ABSL_GUARDED_BY(lifetime_mu_) = false;
 
   absl::Mutex mu_;
   std::deque<std::shared_ptr<KVTicket>> completed_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> broadcasts_ ABSL_GUARDED_BY(mu_);  // received
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -313,6 +313,20 @@ PYBIND11_MODULE(_petrel, m) {
              if (t == nullptr) return std::nullopt;
              return reinterpret_cast<uintptr_t>(t.get());
            })
+      .def("broadcast",
+           [](PyClient& c, const std::string& value, int root,
+              double timeout_s) {
+             absl::StatusOr<std::string> got;
+             {
+               py::gil_scoped_release release;
+               got = c.client->Broadcast(value, root, ToDuration(timeout_s));
+             }
+             ThrowIfError(got.status());
+             return py::bytes(*got);
+           })
+      .def_property_readonly(
+          "advertise_host",
+          [](PyClient& c) { return c.client->postoffice()->advertise_host(); })
       .def("barrier",
            [](PyClient& c, double timeout_s) {
              absl::Status s;

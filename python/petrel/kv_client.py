@@ -277,6 +277,21 @@ class KVClient:
         return [t.wait(timeout) for t in tickets]
 
     # -- the job --------------------------------------------------------------
+    def broadcast(self, value, root=0, timeout=_DEFAULT):
+        """Sends ``value`` (str or bytes, small: set-up data such as an
+        address) from worker ``root`` to every worker; returns it on every
+        worker, the root included, as the type given. Every worker calls
+        it, the same number of times in the same order."""
+        is_str = isinstance(value, str)
+        got = self._c.broadcast(value.encode() if is_str else bytes(value),
+                                root, self._seconds(timeout))
+        return got.decode() if is_str else got
+
+    @property
+    def advertise_host(self):
+        """The address other nodes reach this one at."""
+        return self._c.advertise_host
+
     def barrier(self, timeout=_DEFAULT):
         """Blocks until every worker of the job reached the barrier."""
         self._c.barrier(self._seconds(timeout))

@@ -16,10 +16,62 @@ forward deduplicates the batch's keys, pulls each distinct row once, and
 pools with torch's embedding_bag on the pulled rows; autograd gives the
 gradient of each distinct row (summed over its occurrences), which a hook
 pushes to the table during backward. Keys are any int64/uint64 ids.
+
+Dense parameters are replicated on the workers and averaged with
+torch.distributed: init_process_group(client) sets the default process
+group up from the Petrel cluster (no rendezvous code, no fixed port), then
+allreduce_gradients(model.parameters()) after each backward, or
+DistributedDataParallel on the dense part of the model.
 """
 
+import datetime
+
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
+
+
+def init_process_group(client, backend=None, timeout=None):
+    """Initializes torch.distributed's default group over the job's
+    workers: world size num_workers, rank the worker's Petrel rank. Worker
+    0 opens the rendezvous store on a free port of its advertised address
+    and broadcasts that address to the others through Petrel. ``backend``:
+    default "nccl" when CUDA is available, else "gloo". ``timeout``:
+    seconds (default: the client's). Every worker must call it."""
+    if backend is None:
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+    seconds = client.timeout if timeout is None else timeout
+    delta = datetime.timedelta(seconds=seconds if seconds else 1800)
+    world, rank = client.num_workers, client.rank
+    store, address = None, ""
+    if rank == 0:
+        store = dist.TCPStore(client.advertise_host, 0, world, True,
+                              timeout=delta, wait_for_workers=False)
+        address = f"{client.advertise_host}:{store.port}"
+    address = client.broadcast(address, root=0, timeout=timeout)
+    if rank != 0:
+        host, port = address.rsplit(":", 1)
+        store = dist.TCPStore(host, int(port), world, False, timeout=delta)
+    dist.init_process_group(backend, store=store, rank=rank,
+                            world_size=world, timeout=delta)
+
+
+def broadcast_parameters(parameters, src=0):
+    """Copies worker ``src``'s values of ``parameters`` to every worker
+    (call once after building the model, so all start equal)."""
+    with torch.no_grad():
+        for p in parameters:
+            dist.broadcast(p.data, src)
+
+
+def allreduce_gradients(parameters):
+    """Averages the gradients of ``parameters`` over the workers (call
+    between backward and the optimizer's step)."""
+    world = dist.get_world_size()
+    for p in parameters:
+        if p.grad is not None:
+            dist.all_reduce(p.grad)
+            p.grad.div_(world)
 
 
 class EmbeddingBag(torch.nn.Module):
