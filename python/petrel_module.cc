@@ -79,9 +79,10 @@ class PyTicket {
         out_(std::move(out)),
         num_keys_(num_keys),
         want_lens_(want_lens) {}
+  PyTicket(PyTicket&&) = default;
   ~PyTicket() {
     ticket_.reset();
-    client_->queue->Drain();
+    if (client_ != nullptr) client_->queue->Drain();  // null once moved
   }
 
   // Waits in slices so that Ctrl-C (a pending Python signal) interrupts a
