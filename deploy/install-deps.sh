@@ -9,6 +9,13 @@ packages=(
   libgoogle-glog-dev libgflags-dev libgtest-dev libgmock-dev libbenchmark-dev
   ccache
 )
+# The Python module (python/) and its tests: pybind11, NumPy, pytest, and
+# torch for the tensor tests (PETREL_WITH_TORCH=0 leaves torch out; those
+# tests then skip).
+packages+=(python3-dev python3-pybind11 python3-numpy python3-pytest)
+if [[ "${PETREL_WITH_TORCH:-1}" == 1 ]]; then
+  packages+=(python3-torch)
+fi
 # clang builds the libFuzzer target; optional for users, used by CI.
 if [[ "${PETREL_WITH_CLANG:-1}" == 1 ]]; then
   packages+=(clang)

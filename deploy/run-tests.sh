@@ -5,6 +5,9 @@
 #   2. the unit tests again under ASan+UBSan, built with clang when present,
 #      which also checks the lock annotations (-Wthread-safety, as errors);
 #   3. the wire decoder's libFuzzer target for a bounded time (clang).
+# After step 1 the Python tests (python/tests, pytest) run against the
+# normal build with Debian's /usr/bin/python3, which has the packages
+# install-deps.sh adds (a python3 earlier on PATH, e.g. pyenv's, may not).
 # Compiles go through ccache when it is installed (install-deps.sh adds it).
 # Build trees: build/ (normal), build-asan/, build-fuzz/.
 set -euo pipefail
@@ -25,12 +28,25 @@ fi
 # Line tables only (-g1): backtraces keep file and line, and the build takes
 # about a fifth less time than with full debug information.
 echo "== build (RelWithDebInfo, -g1)"
+python_args=()
+if [[ -x /usr/bin/python3 ]]; then
+  python_args=(-DPython3_EXECUTABLE=/usr/bin/python3)
+fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" "${cuda_args[@]}" |
-  grep "Petrel CUDA"
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" "${cuda_args[@]}" \
+  "${python_args[@]}" | grep -E "Petrel (CUDA|Python)"
 cmake --build build -j"$jobs"
 echo "== tests"
 ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
+
+if compgen -G "build/python/petrel/_petrel*.so" > /dev/null; then
+  echo "== Python tests (pytest)"
+  python="$(grep -Po '^Python3_EXECUTABLE:[A-Z]+=\K.*' build/CMakeCache.txt)"
+  PYTHONPATH="$PWD/build/python" timeout 300 "$python" -m pytest -q \
+    -p no:cacheprovider python/tests
+else
+  echo "== Python tests skipped: the petrel module was not built (see 'Petrel Python' above)"
+fi
 
 echo "== unit tests under ASan+UBSan"
 asan_env=()
