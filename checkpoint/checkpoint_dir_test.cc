@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include "checkpoint/start_checkpoint.h"
 #include "checkpoint/table_file.h"
 
 namespace petrel {
@@ -286,6 +287,54 @@ TEST(CheckpointDirTest, CheckCompatibleNamesTheMismatch) {
   v2.set_format_version(2);
   EXPECT_EQ(CheckCompatible(v2, job, true).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(StartCheckpointTest, NothingConfiguredStartsFromNothing) {
+  auto start = FindStartCheckpoint(pb::CheckpointConfig(), 2);
+  ASSERT_TRUE(start.ok()) << start.status();
+  EXPECT_TRUE(start->dir.empty());
+  EXPECT_FALSE(start->restore);
+}
+
+TEST(StartCheckpointTest, RestoreChecksTheWorkerCount) {
+  const std::string root = TempDir();
+  const std::string dir = WriteCheckpoint(root, 3);
+  auto manifest = ReadManifest(dir);
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  manifest->add_workers()->set_rank(0);
+  manifest->add_workers()->set_rank(1);
+  ASSERT_TRUE(WriteManifest(dir, *manifest).ok());
+
+  pb::CheckpointConfig config;
+  config.set_dir(root);
+  config.set_restore_from("latest");
+  auto start = FindStartCheckpoint(config, 2);
+  ASSERT_TRUE(start.ok()) << start.status();
+  EXPECT_EQ(start->dir, dir);
+  EXPECT_TRUE(start->restore);
+  EXPECT_TRUE(start->with_state);
+  EXPECT_EQ(start->manifest.workers_size(), 2);
+
+  auto refused = FindStartCheckpoint(config, 3);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("taken with 2 workers and this job has 3"));
+}
+
+TEST(StartCheckpointTest, WarmStartIgnoresWorkersAndMayResetState) {
+  const std::string root = TempDir();
+  const std::string dir = WriteCheckpoint(root, 1);
+  pb::CheckpointConfig config;
+  config.set_warm_start_from(dir);
+  config.set_warm_start_reset_optimizer(true);
+  auto start = FindStartCheckpoint(config, 5);
+  ASSERT_TRUE(start.ok()) << start.status();
+  EXPECT_EQ(start->dir, dir);
+  EXPECT_FALSE(start->restore);
+  EXPECT_FALSE(start->with_state);
+
+  config.set_warm_start_from(root + "/ckpt-00000009");
+  EXPECT_FALSE(FindStartCheckpoint(config, 5).ok());
 }
 
 }  // namespace

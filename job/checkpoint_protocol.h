@@ -1,7 +1,7 @@
 // The checkpoint protocol: the control app that the scheduler's checkpoint
 // coordinator (scheduler/checkpoint_coordinator.h), the servers and the
 // workers use to take a consistent checkpoint and to stop a job gracefully
-// (docs/checkpoints-operations.md describes the sequence).
+// (docs/checkpoints.md, "Operations", describes the sequence).
 //
 // Every node runs a SimpleApp with app id kControlApp, customer 0,
 // registered before the node joins. Requests and their answers:

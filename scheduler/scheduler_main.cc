@@ -21,6 +21,7 @@
 
 #include "base/config_file.h"
 #include "checkpoint/checkpoint_dir.h"
+#include "checkpoint/start_checkpoint.h"
 #include "scheduler/checkpoint_coordinator.h"
 #include "scheduler/scheduler.h"
 #include "van/daemon_main.h"
@@ -53,21 +54,10 @@ namespace {
 // Checks the checkpoint a job restores from: it exists, is complete and
 // was taken with `num_workers` workers.
 absl::Status CheckRestore(const petrel::pb::JobConfig& job, int num_workers) {
-  const std::string& spec = job.checkpoint().restore_from();
-  if (spec.empty()) return absl::OkStatus();
-  absl::StatusOr<std::string> dir =
-      petrel::ResolveCheckpoint(spec, job.checkpoint().dir());
-  if (!dir.ok()) return dir.status();
-  absl::StatusOr<petrel::pb::CheckpointManifest> manifest =
-      petrel::ReadManifest(*dir);
-  if (!manifest.ok()) return manifest.status();
-  if (manifest->workers_size() != num_workers) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot restore ", *dir, ": it was taken with ",
-                     manifest->workers_size(), " workers and this job has ",
-                     num_workers, " (worker positions cannot be remapped)"));
-  }
-  LOG(INFO) << "the job resumes from " << *dir;
+  absl::StatusOr<petrel::StartCheckpoint> start =
+      petrel::FindStartCheckpoint(job.checkpoint(), num_workers);
+  if (!start.ok()) return start.status();
+  if (start->restore) LOG(INFO) << "the job resumes from " << start->dir;
   return absl::OkStatus();
 }
 

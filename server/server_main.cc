@@ -28,6 +28,7 @@
 
 #include "base/config_file.h"
 #include "checkpoint/checkpoint_dir.h"
+#include "checkpoint/start_checkpoint.h"
 #include "job/checkpoint_protocol.h"
 #include "kv/kv_server.h"
 #include "server/table_server.h"
@@ -54,37 +55,6 @@ DEFINE_string(restore_from, "",
               "empty.");
 
 namespace {
-
-// The checkpoint the tables start from: restore_from (with optimizer
-// state), else warm_start_from. Empty `dir` when neither is set.
-struct LoadPlan {
-  std::string dir;
-  petrel::pb::CheckpointManifest manifest;
-  bool with_state = true;
-};
-
-absl::StatusOr<LoadPlan> PlanLoad(const petrel::pb::JobConfig& job,
-                                  int num_workers) {
-  LoadPlan plan;
-  const petrel::pb::CheckpointConfig& c = job.checkpoint();
-  const bool restore = !c.restore_from().empty();
-  const std::string& spec = restore ? c.restore_from() : c.warm_start_from();
-  if (spec.empty()) return plan;
-  absl::StatusOr<std::string> dir = petrel::ResolveCheckpoint(spec, c.dir());
-  if (!dir.ok()) return dir.status();
-  absl::StatusOr<petrel::pb::CheckpointManifest> manifest =
-      petrel::ReadManifest(*dir);
-  if (!manifest.ok()) return manifest.status();
-  if (restore && manifest->workers_size() != num_workers) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot restore ", *dir, ": it was taken with ",
-        manifest->workers_size(), " workers and this job has ", num_workers));
-  }
-  plan.dir = *dir;
-  plan.manifest = *std::move(manifest);
-  plan.with_state = restore || !c.warm_start_reset_optimizer();
-  return plan;
-}
 
 using Handler = petrel::KVStoreHandler<float>;
 
@@ -140,7 +110,8 @@ class ServerDaemon : public petrel::NodeDaemon {
                                                    ": ", s.message()));
       }
     }
-    absl::StatusOr<LoadPlan> plan = PlanLoad(job_, num_workers_);
+    absl::StatusOr<petrel::StartCheckpoint> plan =
+        petrel::FindStartCheckpoint(job_.checkpoint(), num_workers_);
     if (!plan.ok()) return plan.status();
     load_ = *std::move(plan);
     return absl::OkStatus();
@@ -281,7 +252,7 @@ class ServerDaemon : public petrel::NodeDaemon {
   }
 
   petrel::pb::JobConfig job_;
-  LoadPlan load_;
+  petrel::StartCheckpoint load_;
   std::unique_ptr<petrel::SimpleApp> control_;
   int num_workers_ = 1;
   std::unique_ptr<Handler> handler_;

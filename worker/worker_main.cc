@@ -36,6 +36,7 @@
 #include "base/config_file.h"
 #include "base/flag_check.h"
 #include "checkpoint/checkpoint_dir.h"
+#include "checkpoint/start_checkpoint.h"
 #include "job/checkpoint_protocol.h"
 #include "kv/kv_worker.h"
 #include "van/daemon_main.h"
@@ -150,31 +151,11 @@ absl::StatusOr<petrel::CheckJobOptions> JobOptionsFromFlags() {
   return options;
 }
 
-// The checkpoint a job restores from (checkpoint.restore_from), checked
-// against the job's worker count. Nullopt when it does not restore.
-absl::StatusOr<std::optional<petrel::pb::CheckpointManifest>> ReadRestore(
-    const petrel::pb::JobConfig& job, int num_workers) {
-  const std::string& spec = job.checkpoint().restore_from();
-  if (spec.empty()) return std::nullopt;
-  absl::StatusOr<std::string> dir =
-      petrel::ResolveCheckpoint(spec, job.checkpoint().dir());
-  if (!dir.ok()) return dir.status();
-  absl::StatusOr<petrel::pb::CheckpointManifest> manifest =
-      petrel::ReadManifest(*dir);
-  if (!manifest.ok()) return manifest.status();
-  if (manifest->workers_size() != num_workers) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot restore ", *dir, ": it was taken with ",
-        manifest->workers_size(), " workers and this job has ", num_workers));
-  }
-  return std::optional<petrel::pb::CheckpointManifest>(*std::move(manifest));
-}
-
 // Joins, trains and ends the worker's part of the cluster.
-absl::Status RunTrain(
-    petrel::NodeRuntime& runtime, const petrel::pb::JobConfig& job,
-    petrel::WorkerControl* control,
-    const std::optional<petrel::pb::CheckpointManifest>& restore) {
+absl::Status RunTrain(petrel::NodeRuntime& runtime,
+                      const petrel::pb::JobConfig& job,
+                      petrel::WorkerControl* control,
+                      const petrel::StartCheckpoint& start) {
   absl::Status s = control->Start();
   if (s.ok()) s = runtime.Start();
   if (!s.ok()) return s;
@@ -182,11 +163,10 @@ absl::Status RunTrain(
   options.job = job;
   options.timeout = absl::Seconds(FLAGS_timeout_s);
   options.control = control;
-  options.wait_for_servers =
-      restore.has_value() || !job.checkpoint().warm_start_from().empty();
-  if (restore.has_value()) {
+  options.wait_for_servers = !start.dir.empty();
+  if (start.restore) {
     const int rank = runtime.postoffice()->my_rank();
-    for (const petrel::pb::WorkerPosition& p : restore->workers()) {
+    for (const petrel::pb::WorkerPosition& p : start.manifest.workers()) {
       if (p.rank() == rank) options.resume = p;
     }
     if (!options.resume.has_value()) {
@@ -236,7 +216,8 @@ class WorkerDaemon : public petrel::NodeDaemon {
     }
     job_ = TrainConfigFromFlags();
     if (!job_.ok()) return job_.status();
-    restore_ = ReadRestore(*job_, settings.postoffice.num_workers);
+    restore_ = petrel::FindStartCheckpoint(job_->checkpoint(),
+                                           settings.postoffice.num_workers);
     return restore_.status();
   }
   absl::Status Build(petrel::NodeRuntime& runtime) override {
@@ -265,7 +246,7 @@ class WorkerDaemon : public petrel::NodeDaemon {
 
  private:
   std::unique_ptr<petrel::WorkerControl> control_;
-  absl::StatusOr<std::optional<petrel::pb::CheckpointManifest>> restore_;
+  absl::StatusOr<petrel::StartCheckpoint> restore_;
   absl::StatusOr<petrel::CheckJobOptions> options_;
   absl::StatusOr<petrel::pb::JobConfig> job_;
 };
