@@ -9,15 +9,14 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
+#include "kv/kv_store_internal.h"
+
 namespace petrel {
 namespace {
 
-// How many keys ahead a lookup or a row is prefetched: about one memory
-// latency's worth of keys at a few ns each.
-constexpr size_t kPrefetchDistance = 16;
-// A slab holds the fewest rows (a power of two) that fill 2 MiB, one huge
-// page; slabs start 2 MiB-aligned, so a 64-byte row is one cache line.
-constexpr size_t kSlabBytes = HugePageMemory::kHugePageBytes;
+using kv_store_internal::CopyRow;
+using kv_store_internal::HomeRing;
+using kv_store_internal::kPrefetchDistance;
 
 // out[i] = a[i] + b[i]; `out` may be `a`. Written with 32-byte vectors
 // because -O2 does not vectorize the plain loop (it would need an
@@ -83,15 +82,6 @@ inline void AddFixed(Val* dst, const Val* src) {
   }
 }
 
-template <typename Val>
-inline void CopyRow(Val* dst, const Val* src, size_t n) {
-  if (n == 1) {
-    *dst = *src;
-  } else {
-    std::memcpy(dst, src, n * sizeof(Val));
-  }
-}
-
 // Row ids handed out per pool are uint32; ids stop one short of the top.
 constexpr uint64_t kMaxRowsPerPool = UINT32_MAX;
 
@@ -106,60 +96,7 @@ absl::Status NoRowIds(uint32_t width) {
 constexpr uintptr_t kCopyBit = 1;
 constexpr uintptr_t kLargeBit = 2;
 
-// The index homes of a batch of keys, each computed once: Next(i) returns
-// key i's and prefetches the slot of key i + kPrefetchDistance.
-class HomeRing {
- public:
-  HomeRing(const RowIndex& index, absl::Span<const Key> keys)
-      : index_(index), keys_(keys) {
-    for (size_t i = 0; i < kPrefetchDistance && i < keys.size(); ++i) {
-      Fill(i);
-    }
-  }
-  size_t Next(size_t i) {
-    const size_t home = ring_[i % kPrefetchDistance];
-    if (i + kPrefetchDistance < keys_.size()) Fill(i + kPrefetchDistance);
-    return home;
-  }
-
- private:
-  void Fill(size_t i) {
-    const size_t home = index_.Home(keys_[i]);
-    index_.Prefetch(home);
-    ring_[i % kPrefetchDistance] = home;
-  }
-
-  const RowIndex& index_;
-  const absl::Span<const Key> keys_;
-  size_t ring_[kPrefetchDistance];
-};
-
 }  // namespace
-
-// The slab rows of one width.
-template <typename Val>
-struct KVStore<Val>::Pool {
-  explicit Pool(uint32_t w) : width(w) {
-    while ((size_t{1} << slab_shift) * w * sizeof(Val) < kSlabBytes) {
-      ++slab_shift;
-    }
-  }
-  size_t slab_bytes() const {
-    return (size_t{1} << slab_shift) * width * sizeof(Val);
-  }
-  // Row ids with memory: 0 .. capacity() - 1.
-  uint64_t capacity() const { return uint64_t{slabs.size()} << slab_shift; }
-  Val* Row(uint32_t id) const {
-    const size_t in_slab = id & ((uint32_t{1} << slab_shift) - 1);
-    return static_cast<Val*>(slabs[id >> slab_shift].data()) + in_slab * width;
-  }
-
-  const uint32_t width;
-  int slab_shift = 0;  // log2 of rows per slab
-  std::vector<HugePageMemory> slabs;
-  uint64_t used = 0;  // row ids handed out: 0 .. used - 1
-  std::vector<uint32_t> free_rows;
-};
 
 template <typename Val>
 KVStore<Val>::KVStore(Mode mode) : mode_(mode) {
@@ -189,27 +126,12 @@ typename KVStore<Val>::Pool* KVStore<Val>::NewPoolFor(uint32_t width) {
 }
 
 template <typename Val>
-inline const typename KVStore<Val>::Pool* KVStore<Val>::FindPool(
-    uint32_t width) const {
-  if (ABSL_PREDICT_TRUE(last_pool_ != nullptr && last_pool_->width == width)) {
-    return last_pool_;
-  }
-  return FindOtherPool(width);
-}
-
-template <typename Val>
 const typename KVStore<Val>::Pool* KVStore<Val>::FindOtherPool(
     uint32_t width) const {
   auto it = pool_of_width_.find(width);
   DCHECK(it != pool_of_width_.end());
   last_pool_ = it->second;
   return last_pool_;
-}
-
-template <typename Val>
-inline const Val* KVStore<Val>::RowData(const RowIndex::Slot& slot) const {
-  if (IsLarge(slot.width)) return large_rows_[slot.row].data();
-  return FindPool(slot.width)->Row(slot.row);
 }
 
 template <typename Val>
@@ -616,59 +538,6 @@ absl::Status KVStore<Val>::Push(absl::Span<const Key> keys,
   absl::Status status = PreparePush(keys, vals, lens);
   if (status.ok()) CommitPush();
   return status;
-}
-
-template <typename Val>
-KVPairs<Val> KVStore<Val>::Pull(const SArray<Key>& keys) {
-  DCHECK(!prepared_);
-  KVPairs<Val> out;
-  out.keys = keys;
-  const size_t n = keys.size();
-  if (n == 1) {
-    const RowIndex::Slot* slot = index_.Find(keys[0]);
-    if (slot == nullptr || slot->width == 0) return out;
-    // A large row is answered itself; a later push copies on write.
-    out.vals = IsLarge(slot->width)
-                   ? large_rows_[slot->row]
-                   : SArray<Val>::CopyOf(RowData(*slot), slot->width);
-    return out;
-  }
-  pulled_.resize(n);
-  size_t total = 0;
-  bool uniform = true;
-  HomeRing homes(index_, keys);
-  for (size_t i = 0; i < n; ++i) {
-    const RowIndex::Slot* slot = index_.Find(keys[i], homes.Next(i));
-    PulledRow& r = pulled_[i];
-    if (slot == nullptr || slot->width == 0) {
-      r = PulledRow{nullptr, 0};
-    } else {
-      r = PulledRow{RowData(*slot), slot->width};
-    }
-    total += r.len;
-    uniform = uniform && r.len == pulled_[0].len;
-  }
-  out.vals = SArray<Val>(total);
-  if (!uniform) out.lens = SArray<int>(n);
-  Val* dst = out.vals.data();
-  for (size_t i = 0; i < n; ++i) {
-    if (i + kPrefetchDistance < n) {
-      PrefetchLine(pulled_[i + kPrefetchDistance].data);
-    }
-    const PulledRow& r = pulled_[i];
-    if (r.len > 0) CopyRow(dst, r.data, r.len);
-    dst += r.len;
-    if (!uniform) out.lens[i] = static_cast<int>(r.len);
-  }
-  return out;
-}
-
-template <typename Val>
-std::vector<Val> KVStore<Val>::Get(Key key) const {
-  const RowIndex::Slot* slot = index_.Find(key);
-  if (slot == nullptr || slot->width == 0) return {};
-  const Val* data = RowData(*slot);
-  return std::vector<Val>(data, data + slot->width);
 }
 
 template <typename Val>

@@ -43,7 +43,11 @@
 // another width) starts as `total` zeros.
 //
 // A pull copies the rows of the keys asked into one array; a key never
-// pushed has length 0.
+// pushed has length 0. When every row in use has one width and lives in a
+// slab (the usual store), a pull looks each key up and copies its row in
+// one walk, two stages ahead: key i + 2D's index bucket and key i + D's
+// row are prefetched while key i is copied; a key without a row sends the
+// pull to two passes (resolve every key, then copy), which answer lens.
 //
 // Supported Val: float, double, int32_t, int64_t.
 //
@@ -163,6 +167,15 @@ class KVStore {
   template <size_t kWidth>
   void ApplyOnePass();
   void ApplyLarge(uint32_t row, const Val* src, size_t len, bool copy);
+  // The width of every row in use when all have one and are slab rows
+  // (0 when there is none), else -1.
+  int64_t OnlyWidth() const;
+  // Pull's one walk over `keys`, all expected to have rows of `width`
+  // values (kWidth 0: any width), copied to out[i * width]: the index
+  // bucket of key i + 2 * D and the row of key i + D are prefetched while
+  // key i is copied. False, as soon as a key has no such row.
+  template <size_t kWidth>
+  bool PullOnePass(absl::Span<const Key> keys, uint32_t width, Val* out) const;
 
   const Mode mode_;
   RowIndex index_;

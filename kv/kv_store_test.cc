@@ -121,6 +121,43 @@ TEST(KVStoreTest, MixedWidthsPullWithLens) {
   EXPECT_THAT(Lens(got), ElementsAre(3, 1, 2));
 }
 
+// A store of one width answers a pull in one walk; a key without a row
+// anywhere in the request (here after more keys than the walk prefetches
+// ahead) sends it to the general path, which answers with lens.
+TEST(KVStoreTest, OneWidthPullsMatchTheRowsAndFallBackOnMissingKeys) {
+  for (size_t width : {1, 3, 16}) {
+    SCOPED_TRACE(width);
+    Store store;
+    constexpr size_t kKeys = 1000;
+    std::vector<Key> keys;
+    std::vector<float> vals;
+    for (size_t i = 0; i < kKeys; ++i) {
+      keys.push_back(i * 7919);
+      for (size_t j = 0; j < width; ++j) vals.push_back(i * 100.0f + j);
+    }
+    ASSERT_TRUE(store.Push(keys, vals).ok());
+    // Every key, backwards, with duplicates.
+    std::vector<Key> asked;
+    std::vector<float> want;
+    for (size_t i = kKeys; i-- > 0;) {
+      for (int copy = 0; copy < (i % 5 == 0 ? 2 : 1); ++copy) {
+        asked.push_back(keys[i]);
+        for (size_t j = 0; j < width; ++j) want.push_back(i * 100.0f + j);
+      }
+    }
+    KVPairs<float> got = store.Pull(SArray<Key>::CopyOf(asked));
+    EXPECT_EQ(Vals(got), want);
+    EXPECT_TRUE(got.lens.empty());
+    // A missing key late in the request.
+    asked.insert(asked.begin() + 500, 1);
+    got = store.Pull(SArray<Key>::CopyOf(asked));
+    ASSERT_EQ(got.lens.size(), asked.size());
+    EXPECT_EQ(got.lens[500], 0);
+    EXPECT_EQ(got.lens[0], static_cast<int>(width));
+    EXPECT_EQ(Vals(got), want);
+  }
+}
+
 TEST(KVStoreTest, LargeRowsAreSharedWithOneKeyPullsAndCopiedOnWrite) {
   const size_t n = Store::kMaxSlabRowBytes / sizeof(float) + 1;
   Store store;

@@ -1,0 +1,114 @@
+// Internals shared by kv_store.cc (pushes) and kv_store_pull.cc (pulls):
+// prefetch distances, row copies, the batch of index homes, and the slab
+// pool of one width. Not part of the KV layer's interface.
+#ifndef PETREL_KV_KV_STORE_INTERNAL_H_
+#define PETREL_KV_KV_STORE_INTERNAL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "absl/base/optimization.h"
+#include "absl/types/span.h"
+
+#include "base/huge_page_memory.h"
+#include "base/row_index.h"
+#include "kv/kv_store.h"
+
+namespace petrel {
+namespace kv_store_internal {
+
+// How many keys ahead a lookup or a row is prefetched: about one memory
+// latency's worth of keys at a few ns each.
+constexpr size_t kPrefetchDistance = 16;
+// A pull's distance per stage (see PullOnePass): its two stages keep about
+// 2 * kPullDistance misses in flight.
+constexpr size_t kPullDistance = 16;
+
+// dst = src for one row of n values.
+template <typename Val>
+inline void CopyRow(Val* dst, const Val* src, size_t n) {
+  if (n == 1) {
+    *dst = *src;
+  } else {
+    std::memcpy(dst, src, n * sizeof(Val));
+  }
+}
+
+// The index homes of a batch of keys, each computed once: Next(i) returns
+// key i's and prefetches the slot of key i + kPrefetchDistance.
+class HomeRing {
+ public:
+  HomeRing(const RowIndex& index, absl::Span<const Key> keys)
+      : index_(index), keys_(keys) {
+    for (size_t i = 0; i < kPrefetchDistance && i < keys.size(); ++i) {
+      Fill(i);
+    }
+  }
+  size_t Next(size_t i) {
+    const size_t home = ring_[i % kPrefetchDistance];
+    if (i + kPrefetchDistance < keys_.size()) Fill(i + kPrefetchDistance);
+    return home;
+  }
+
+ private:
+  void Fill(size_t i) {
+    const size_t home = index_.Home(keys_[i]);
+    index_.Prefetch(home);
+    ring_[i % kPrefetchDistance] = home;
+  }
+
+  const RowIndex& index_;
+  const absl::Span<const Key> keys_;
+  size_t ring_[kPrefetchDistance];
+};
+
+}  // namespace kv_store_internal
+
+// The slab rows of one width. A slab holds the fewest rows (a power of
+// two) that fill 2 MiB, one huge page; slabs start 2 MiB-aligned, so a
+// 64-byte row is one cache line.
+template <typename Val>
+struct KVStore<Val>::Pool {
+  explicit Pool(uint32_t w) : width(w) {
+    while ((size_t{1} << slab_shift) * w * sizeof(Val) <
+           HugePageMemory::kHugePageBytes) {
+      ++slab_shift;
+    }
+  }
+  size_t slab_bytes() const {
+    return (size_t{1} << slab_shift) * width * sizeof(Val);
+  }
+  // Row ids with memory: 0 .. capacity() - 1.
+  uint64_t capacity() const { return uint64_t{slabs.size()} << slab_shift; }
+  Val* Row(uint32_t id) const {
+    const size_t in_slab = id & ((uint32_t{1} << slab_shift) - 1);
+    return static_cast<Val*>(slabs[id >> slab_shift].data()) + in_slab * width;
+  }
+
+  const uint32_t width;
+  int slab_shift = 0;  // log2 of rows per slab
+  std::vector<HugePageMemory> slabs;
+  uint64_t used = 0;  // row ids handed out: 0 .. used - 1
+  std::vector<uint32_t> free_rows;
+};
+
+template <typename Val>
+inline const typename KVStore<Val>::Pool* KVStore<Val>::FindPool(
+    uint32_t width) const {
+  if (ABSL_PREDICT_TRUE(last_pool_ != nullptr && last_pool_->width == width)) {
+    return last_pool_;
+  }
+  return FindOtherPool(width);
+}
+
+template <typename Val>
+inline const Val* KVStore<Val>::RowData(const RowIndex::Slot& slot) const {
+  if (IsLarge(slot.width)) return large_rows_[slot.row].data();
+  return FindPool(slot.width)->Row(slot.row);
+}
+
+}  // namespace petrel
+
+#endif  // PETREL_KV_KV_STORE_INTERNAL_H_

@@ -1,0 +1,174 @@
+// KVStore's pulls (and Get); pushes are in kv_store.cc.
+#include <algorithm>
+#include <cstring>
+
+#include "absl/base/attributes.h"
+#include "absl/base/optimization.h"
+
+#include "kv/kv_store.h"
+#include "kv/kv_store_internal.h"
+
+namespace petrel {
+
+using kv_store_internal::CopyRow;
+using kv_store_internal::HomeRing;
+using kv_store_internal::kPrefetchDistance;
+using kv_store_internal::kPullDistance;
+
+template <typename Val>
+int64_t KVStore<Val>::OnlyWidth() const {
+  if (large_rows_.size() != free_large_rows_.size()) return -1;
+  int64_t width = 0;
+  for (const auto& pool : pools_) {
+    if (pool->used == pool->free_rows.size()) continue;  // no row in use
+    if (width != 0) return -1;
+    width = pool->width;
+  }
+  return width;
+}
+
+template <typename Val>
+template <size_t kWidth>
+bool KVStore<Val>::PullOnePass(absl::Span<const Key> keys, uint32_t width,
+                               Val* out) const {
+  if constexpr (kWidth != 0) width = kWidth;
+  const size_t n = keys.size();
+  const Pool* const pool = FindPool(width);
+  const size_t row_bytes = width * sizeof(Val);
+  const size_t row_lines = std::min<size_t>(4, (row_bytes + 63) / 64);
+  // Two stages ahead of the copy: key i + 2D's index bucket is fetched,
+  // key i + D's slot is read and its row fetched, key i's row is copied.
+  constexpr size_t D = kPullDistance;
+  size_t homes[2 * D];
+  const Val* rows[D];
+  for (size_t j = 0; j < 2 * D && j < n; ++j) {
+    homes[j] = index_.Home(keys[j]);
+    index_.Prefetch(homes[j]);
+  }
+  // Finds key j's row (its bucket prefetched 2D keys ago), prefetches it,
+  // and fetches key j + 2D's bucket. False when key j has no row.
+  auto resolve = [&](size_t j) ABSL_ATTRIBUTE_ALWAYS_INLINE {
+    const RowIndex::Slot* slot = index_.Find(keys[j], homes[j % (2 * D)]);
+    if (j + 2 * D < n) {
+      const size_t home = index_.Home(keys[j + 2 * D]);
+      index_.Prefetch(home);
+      homes[j % (2 * D)] = home;
+    }
+    if (ABSL_PREDICT_FALSE(slot == nullptr || slot->width != width)) {
+      return false;
+    }
+    const Val* row = pool->Row(slot->row);
+    for (size_t l = 0; l < row_lines; ++l) {
+      PrefetchLine(reinterpret_cast<const char*>(row) + 64 * l);
+    }
+    rows[j % D] = row;
+    return true;
+  };
+  auto copy = [&](size_t i) ABSL_ATTRIBUTE_ALWAYS_INLINE {
+    const Val* row = rows[i % D];
+    if constexpr (kWidth == 1) {
+      out[i] = *row;
+    } else if constexpr (kWidth != 0) {
+      std::memcpy(out + i * kWidth, row, kWidth * sizeof(Val));
+    } else {
+      CopyRow(out + i * width, row, width);
+    }
+  };
+  const size_t head = std::min(n, D);
+  for (size_t j = 0; j < head; ++j) {
+    if (!resolve(j)) return false;
+  }
+  size_t i = 0;
+  for (; i + D < n; ++i) {
+    copy(i);  // before its ring entry is reused
+    if (!resolve(i + D)) return false;
+  }
+  for (; i < n; ++i) copy(i);
+  return true;
+}
+
+template <typename Val>
+KVPairs<Val> KVStore<Val>::Pull(const SArray<Key>& keys) {
+  DCHECK(!prepared_);
+  KVPairs<Val> out;
+  out.keys = keys;
+  const size_t n = keys.size();
+  if (n == 1) {
+    const RowIndex::Slot* slot = index_.Find(keys[0]);
+    if (slot == nullptr || slot->width == 0) return out;
+    // A large row is answered itself; a later push copies on write.
+    out.vals = IsLarge(slot->width)
+                   ? large_rows_[slot->row]
+                   : SArray<Val>::CopyOf(RowData(*slot), slot->width);
+    return out;
+  }
+  if (n == 0) return out;
+  // One width stored (the common case): every key asked has a row of that
+  // width, or the answer needs lens. Assume the first and look each key up
+  // and copy it out in one walk; a key without a row sends the pull to the
+  // two passes below (the walk wrote only the answer, which they redo).
+  const int64_t only = OnlyWidth();
+  if (only > 0) {
+    const uint32_t width = static_cast<uint32_t>(only);
+    out.vals = SArray<Val>(n * width);
+    bool found;
+    switch (width) {
+      case 1:
+        found = PullOnePass<1>(keys, width, out.vals.data());
+        break;
+      case 16:
+        found = PullOnePass<16>(keys, width, out.vals.data());
+        break;
+      default:
+        found = PullOnePass<0>(keys, width, out.vals.data());
+    }
+    if (found) return out;
+  }
+  pulled_.resize(n);
+  size_t total = 0;
+  bool uniform = true;
+  HomeRing homes(index_, keys);
+  for (size_t i = 0; i < n; ++i) {
+    const RowIndex::Slot* slot = index_.Find(keys[i], homes.Next(i));
+    PulledRow& r = pulled_[i];
+    if (slot == nullptr || slot->width == 0) {
+      r = PulledRow{nullptr, 0};
+    } else {
+      r = PulledRow{RowData(*slot), slot->width};
+    }
+    total += r.len;
+    uniform = uniform && r.len == pulled_[0].len;
+  }
+  if (out.vals.size() != total) out.vals = SArray<Val>(total);
+  if (!uniform) out.lens = SArray<int>(n);
+  Val* dst = out.vals.data();
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kPrefetchDistance < n) {
+      PrefetchLine(pulled_[i + kPrefetchDistance].data);
+    }
+    const PulledRow& r = pulled_[i];
+    if (r.len > 0) CopyRow(dst, r.data, r.len);
+    dst += r.len;
+    if (!uniform) out.lens[i] = static_cast<int>(r.len);
+  }
+  return out;
+}
+
+template <typename Val>
+std::vector<Val> KVStore<Val>::Get(Key key) const {
+  const RowIndex::Slot* slot = index_.Find(key);
+  if (slot == nullptr || slot->width == 0) return {};
+  const Val* data = RowData(*slot);
+  return std::vector<Val>(data, data + slot->width);
+}
+
+#define PETREL_INSTANTIATE_KV_STORE_PULL(Val)                        \
+  template KVPairs<Val> KVStore<Val>::Pull(const SArray<Key>& keys); \
+  template std::vector<Val> KVStore<Val>::Get(Key key) const;
+PETREL_INSTANTIATE_KV_STORE_PULL(float)
+PETREL_INSTANTIATE_KV_STORE_PULL(double)
+PETREL_INSTANTIATE_KV_STORE_PULL(int32_t)
+PETREL_INSTANTIATE_KV_STORE_PULL(int64_t)
+#undef PETREL_INSTANTIATE_KV_STORE_PULL
+
+}  // namespace petrel
