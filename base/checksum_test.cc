@@ -29,8 +29,8 @@ TEST(ChecksumTest, EveryByteAndLengthCounts) {
 TEST(ChecksumTest, StreamInPiecesEqualsOneShot) {
   std::string text;
   for (int i = 0; i < 300; ++i) text.push_back(static_cast<char>(i * 37 + 11));
-  for (size_t size : {size_t{0}, size_t{5}, size_t{31}, size_t{32},
-                      size_t{33}, size_t{100}, size_t{300}}) {
+  for (size_t size : {size_t{0}, size_t{5}, size_t{31}, size_t{32}, size_t{33},
+                      size_t{100}, size_t{300}}) {
     const std::string bytes = text.substr(0, size);
     for (size_t piece : {size_t{1}, size_t{3}, size_t{8}, size_t{31},
                          size_t{32}, size_t{64}, size_t{1000}}) {
