@@ -70,7 +70,7 @@ if [[ "${PETREL_FUZZ:-1}" == 1 ]] && command -v clang++ > /dev/null; then
   cmake --build build-fuzz -j"$jobs" --target wire_codec_fuzzer
   # New inputs go to build-fuzz/corpus; the seeds in the source tree stay as they are.
   mkdir -p build-fuzz/corpus
-  build-fuzz/bin/wire_codec_fuzzer -max_total_time="${PETREL_FUZZ_SECONDS:-60}" \
+  build-fuzz/bin/wire_codec_fuzzer -max_total_time="${PETREL_FUZZ_SECONDS:-30}" \
     -rss_limit_mb=2048 build-fuzz/corpus tests/fuzz/corpus/wire_codec
 fi
 echo "run-tests: all passed"
