@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ struct Case {
   int max_delay;
   int killed;
 };
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << "max_delay=" << c.max_delay << " killed=" << c.killed;
+}
 
 std::string Bin(const std::string& name) {
   return std::string(PETREL_BIN_DIR) + "/" + name;
