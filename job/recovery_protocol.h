@@ -9,12 +9,16 @@
 //   kDone         worker -> sched     WorkerProgress    RecoveryReply (*)
 //   kDropWorker   sched -> server     worker rank       the server's last
 //                                                        clock of it
+//   kFailed       worker -> sched     reason            ""  (***)
 //
 // (*) A worker sends kDone once it trained every piece it holds and left
 // the bounded-delay clock. The scheduler answers when it has more pieces
 // for it (reassigned from a dead worker), or, with finished = true, once
 // every worker is done or dead.
 // (**) Only pieces newly assigned to the worker (none: empty).
+// (***) The worker's training failed (bad data, a deadline): the job ends
+// as failed at once, instead of going on without it once its heartbeats
+// stop.
 //
 // Thread safety: the functions are thread-safe (pure).
 #ifndef PETREL_JOB_RECOVERY_PROTOCOL_H_
@@ -36,6 +40,7 @@ enum RecoveryHead : int {
   kProgress = 1,
   kDone = 2,
   kDropWorker = 3,
+  kFailed = 4,
 };
 
 // How often a training worker reports its progress (while it trains

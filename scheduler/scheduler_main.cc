@@ -123,8 +123,10 @@ class SchedulerDaemon : public petrel::NodeDaemon {
     scheduler_ =
         std::make_unique<petrel::Scheduler>(runtime.postoffice(), options_);
     if (FLAGS_survive_worker_failures) {
-      recovery_ =
-          std::make_unique<petrel::WorkerRecovery>(runtime.postoffice());
+      recovery_ = std::make_unique<petrel::WorkerRecovery>(
+          runtime.postoffice(), [this](const std::string& reason) {
+            scheduler_->EndJob(absl::AbortedError(reason));
+          });
       scheduler_->set_worker_lost_hook(
           [this](int id) { return recovery_->OnWorkerLost(id); });
       absl::Status s = recovery_->Start();

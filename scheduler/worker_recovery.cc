@@ -20,8 +20,10 @@ bool Done(const pb::DataPiece& p) { return p.epoch() >= p.end_epoch(); }
 
 }  // namespace
 
-WorkerRecovery::WorkerRecovery(Postoffice* postoffice)
-    : postoffice_(postoffice), app_(kRecoveryApp, 0, postoffice) {}
+WorkerRecovery::WorkerRecovery(Postoffice* postoffice, FailJob fail_job)
+    : postoffice_(postoffice),
+      fail_job_(std::move(fail_job)),
+      app_(kRecoveryApp, 0, postoffice) {}
 
 WorkerRecovery::~WorkerRecovery() { Stop(); }
 
@@ -55,7 +57,8 @@ bool WorkerRecovery::OnWorkerLost(int node_id) {
   const int rank = IdToRank(node_id);
   absl::MutexLock lock(&mu_);
   if (rank < 0 || rank >= static_cast<int>(workers_.size()) ||
-      !workers_[rank].reported || workers_[rank].dead || finished_) {
+      !workers_[rank].reported || workers_[rank].dead ||
+      workers_[rank].failed || finished_) {
     return false;
   }
   int live = 0;
@@ -87,6 +90,25 @@ void WorkerRecovery::Update(int rank, const pb::WorkerProgress& progress) {
 }
 
 void WorkerRecovery::Handle(const SimpleData& d, SimpleApp* app) {
+  if (d.head == kFailed && IsWorkerId(d.sender)) {
+    if (d.duplicate) {
+      app->Response(d).IgnoreError();
+      return;
+    }
+    const std::string reason =
+        absl::StrCat("worker ", IdToRank(d.sender), " failed: ", d.body);
+    {
+      absl::MutexLock lock(&mu_);
+      const int rank = IdToRank(d.sender);
+      if (rank < static_cast<int>(workers_.size())) {
+        workers_[rank].failed = true;
+      }
+    }
+    LOG(ERROR) << reason;
+    if (fail_job_) fail_job_(reason);
+    app->Response(d).IgnoreError();  // once the job is failing
+    return;
+  }
   pb::WorkerProgress progress;
   const int rank = IdToRank(d.sender);
   absl::MutexLock lock(&mu_);

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -40,8 +41,12 @@ namespace petrel {
 
 class WorkerRecovery {
  public:
+  // Ends the job as failed (a worker reported that its training failed).
+  // Called on the van thread, without this object's lock.
+  using FailJob = std::function<void(const std::string& reason)>;
+
   // `postoffice` (the scheduler's, not started) must outlive this object.
-  explicit WorkerRecovery(Postoffice* postoffice);
+  WorkerRecovery(Postoffice* postoffice, FailJob fail_job);
   ~WorkerRecovery();
   WorkerRecovery(const WorkerRecovery&) = delete;
   WorkerRecovery& operator=(const WorkerRecovery&) = delete;
@@ -63,6 +68,7 @@ class WorkerRecovery {
   struct Worker {
     bool reported = false;
     bool dead = false;
+    bool failed = false;  // its training failed (kFailed): not survived
     int64_t clock = 0;
     int64_t examples_trained = 0;
     int32_t batch_size = 0;
@@ -84,6 +90,7 @@ class WorkerRecovery {
   std::string Summary() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Postoffice* const postoffice_;
+  const FailJob fail_job_;
   SimpleApp app_;
   std::thread thread_;
 

@@ -23,7 +23,11 @@ constexpr int kBatch = 100;
 // WorkerRecovery under test.
 class RecoveryControl : public ClusterControl {
  public:
-  explicit RecoveryControl(Postoffice* po) : join_(po), recovery_(po) {
+  explicit RecoveryControl(Postoffice* po)
+      : join_(po), recovery_(po, [this](const std::string& reason) {
+          absl::MutexLock lock(&mu_);
+          failures_.push_back(reason);
+        }) {
     EXPECT_TRUE(recovery_.Start().ok());
   }
   absl::Status Run() override { return join_.Run(); }
@@ -31,8 +35,14 @@ class RecoveryControl : public ClusterControl {
     join_.Interrupt(reason);
   }
   WorkerRecovery* recovery() { return &recovery_; }
+  std::vector<std::string> failures() {
+    absl::MutexLock lock(&mu_);
+    return failures_;
+  }
 
  private:
+  absl::Mutex mu_;
+  std::vector<std::string> failures_ ABSL_GUARDED_BY(mu_);
   JoinResponder join_;
   WorkerRecovery recovery_;
 };
@@ -69,7 +79,8 @@ class WorkerRecoveryTest : public ::testing::Test {
     };
     cluster_ = std::make_unique<VanCluster>(o);
     ASSERT_TRUE(cluster_->Start().ok());
-    recovery_ = static_cast<RecoveryControl*>(cluster_->control())->recovery();
+    control_ = static_cast<RecoveryControl*>(cluster_->control());
+    recovery_ = control_->recovery();
     // Server i last saw worker 2 at clock 12 + 2i.
     for (int i = 0; i < 2; ++i) {
       servers_.push_back(
@@ -108,6 +119,7 @@ class WorkerRecoveryTest : public ::testing::Test {
   }
 
   std::unique_ptr<VanCluster> cluster_;
+  RecoveryControl* control_ = nullptr;
   WorkerRecovery* recovery_ = nullptr;
   std::vector<std::unique_ptr<SimpleApp>> servers_;
   std::vector<std::unique_ptr<SimpleApp>> workers_;
@@ -192,6 +204,23 @@ TEST_F(WorkerRecoveryTest, TheLastLiveWorkerIsNotLetGo) {
   // Worker 2's piece went to worker 0, then worker 1's to worker 0 too.
   EXPECT_EQ(recovery_->deaths()[1].reassigned_to_size(), 1);
   EXPECT_EQ(recovery_->deaths()[1].reassigned_to(0), 0);
+}
+
+// A worker whose training failed (bad data, a deadline) fails the job at
+// once, and its death is not survived.
+TEST_F(WorkerRecoveryTest, AFailedWorkerFailsTheJob) {
+  for (int r = 0; r < 3; ++r) {
+    Send(r, kProgress, Progress(1, {Piece(r, 0, 100, 1, 100)}));
+  }
+  SimpleApp* app = workers_[1].get();
+  ASSERT_TRUE(
+      app->Wait(app->Request(kFailed, "train.svm:7: bad label", kSchedulerId),
+                kTimeout)
+          .ok());
+  EXPECT_EQ(
+      control_->failures(),
+      std::vector<std::string>{"worker 1 failed: train.svm:7: bad label"});
+  EXPECT_FALSE(recovery_->OnWorkerLost(WorkerRankToId(1)));
 }
 
 }  // namespace

@@ -46,6 +46,12 @@ std::vector<pb::DataPiece> RecoveryClient::TakeAssigned() {
   return out;
 }
 
+bool RecoveryClient::ReportFailure(const std::string& reason,
+                                   absl::Duration timeout) {
+  const int ts = app_.Request(kFailed, reason, kSchedulerId);
+  return app_.Wait(ts, timeout).ok();
+}
+
 absl::StatusOr<pb::RecoveryReply> RecoveryClient::Done(
     const pb::WorkerProgress& progress, absl::Duration timeout) {
   const int ts = app_.Request(kDone, ProtoToBody(progress), kSchedulerId);

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -51,6 +52,10 @@ class RecoveryClient {
   // DeadlineExceeded when the scheduler did not answer in time.
   absl::StatusOr<pb::RecoveryReply> Done(const pb::WorkerProgress& progress,
                                          absl::Duration timeout);
+  // Tells the scheduler that this worker's training failed with `reason`
+  // (kFailed), so that the job fails now rather than go on without it.
+  // Waits up to `timeout` for the acknowledgement; false without one.
+  bool ReportFailure(const std::string& reason, absl::Duration timeout);
 
  private:
   void HandleReply(const SimpleData& d);

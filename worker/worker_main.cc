@@ -181,7 +181,15 @@ absl::Status RunTrain(petrel::NodeRuntime& runtime,
   }
   absl::StatusOr<petrel::TrainResult> result =
       petrel::RunTrainer(options, runtime.postoffice());
-  if (!result.ok()) return result.status();
+  if (!result.ok()) {
+    // Not a death the job should survive: it fails now, with the reason.
+    if (!absl::IsAborted(result.status()) &&
+        !runtime.postoffice()->nodes().empty()) {
+      recovery->ReportFailure(std::string(result.status().message()),
+                              absl::Seconds(5));
+    }
+    return result.status();
+  }
   // The scheduler takes the final checkpoint before it ends the job.
   return runtime.postoffice()->Finish(job.checkpoint().dir().empty()
                                           ? options.timeout

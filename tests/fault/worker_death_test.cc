@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -58,7 +59,8 @@ std::string WorkersOutput(const Job& job) {
   return out;
 }
 
-class WorkerDeathTest : public ::testing::TestWithParam<Case> {
+// A job on generated data: 2 servers, kWorkers workers, LR.
+class JobTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = absl::StrCat(
@@ -73,6 +75,10 @@ class WorkerDeathTest : public ::testing::TestWithParam<Case> {
     ASSERT_TRUE(gen.ok()) << gen.status();
     absl::StatusOr<int> code = (*gen)->Wait(kTimeout);
     ASSERT_TRUE(code.ok() && *code == 0) << (*gen)->Output();
+  }
+
+  // Writes the job config, with consistency.max_delay `max_delay`.
+  void WriteConfig(int max_delay) {
     config_ = dir_ + "/job.textproto";
     std::ofstream(config_) << absl::StrCat(
         "num_servers: 2 num_workers: ", kWorkers,
@@ -81,7 +87,7 @@ class WorkerDeathTest : public ::testing::TestWithParam<Case> {
         "tables { id: 0 dim: 1 optimizer { kind: KIND_FTRL ftrl_alpha: 0.1 "
         "ftrl_beta: 1.0 ftrl_l1: 0.5 ftrl_l2: 5.0 } }\n"
         "consistency { max_delay: ",
-        GetParam().max_delay,
+        max_delay,
         " }\n"
         "data { format: FORMAT_LIBSVM train: \"",
         dir_, "/train.svm\" test: \"", dir_,
@@ -137,7 +143,11 @@ class WorkerDeathTest : public ::testing::TestWithParam<Case> {
   std::string config_;
 };
 
+class WorkerDeathTest : public JobTest,
+                        public ::testing::WithParamInterface<Case> {};
+
 TEST_P(WorkerDeathTest, TheJobEndsNormallyWithoutTheKilledWorker) {
+  WriteConfig(GetParam().max_delay);
   Job plain = Start();
   ASSERT_EQ(plain.workers.size(), static_cast<size_t>(kWorkers));
   ExpectClean(plain);
@@ -185,6 +195,32 @@ INSTANTIATE_TEST_SUITE_P(Consistency, WorkerDeathTest,
                                info.param.max_delay < 0 ? "Asp" : "Ssp",
                                "KillsWorker", info.param.killed);
                          });
+
+// A worker whose training fails (a malformed line in its share) is not a
+// death to survive: the job fails at once with its reason.
+TEST_F(JobTest, AWorkerThatFailsFailsTheJobWithItsReason) {
+  WriteConfig(2);
+  // A malformed line in the middle of the file: worker 1's share.
+  const std::string train = dir_ + "/train.svm";
+  std::string text;
+  {
+    std::ifstream in(train);
+    text.assign(std::istreambuf_iterator<char>(in),
+                std::istreambuf_iterator<char>());
+  }
+  text.insert(text.find('\n', text.size() / 2) + 1, "not libsvm\n");
+  std::ofstream(train) << text;
+  Job job = Start();
+  // (The other workers may wait out a pull before they exit: the test ends
+  // with the scheduler's verdict, and the cluster kills the rest.)
+  absl::StatusOr<int> code = job.cluster->scheduler()->Wait(kTimeout);
+  ASSERT_TRUE(code.ok()) << code.status() << job.cluster->Output();
+  EXPECT_EQ(*code, 1) << job.cluster->Output();
+  const std::string out = job.cluster->scheduler()->Output();
+  EXPECT_TRUE(absl::StrContains(out, "worker 1 failed: ")) << out;
+  EXPECT_TRUE(absl::StrContains(out, "train.svm:")) << out;
+  EXPECT_FALSE(absl::StrContains(out, "worker failures:")) << out;
+}
 
 }  // namespace
 }  // namespace petrel
