@@ -182,9 +182,11 @@ absl::Status RunTrain(petrel::NodeRuntime& runtime,
   absl::StatusOr<petrel::TrainResult> result =
       petrel::RunTrainer(options, runtime.postoffice());
   if (!result.ok()) {
-    // Not a death the job should survive: it fails now, with the reason.
-    if (!absl::IsAborted(result.status()) &&
-        !runtime.postoffice()->nodes().empty()) {
+    // Not a death the job should survive: it fails now, with the reason
+    // (unless it was stopped, or has ended already).
+    petrel::Postoffice* po = runtime.postoffice();
+    if (!absl::IsAborted(result.status()) && !po->nodes().empty() &&
+        absl::IsDeadlineExceeded(po->WaitForTerminate(absl::ZeroDuration()))) {
       recovery->ReportFailure(std::string(result.status().message()),
                               absl::Seconds(5));
     }
