@@ -6,27 +6,24 @@
 #include "absl/strings/strip.h"
 
 namespace petrel {
-namespace {
 
-std::string ToBase64(const google::protobuf::Message& message) {
+std::string ProtoToBody(const google::protobuf::Message& message) {
   return absl::Base64Escape(message.SerializeAsString());
 }
 
-bool FromBase64(absl::string_view text, google::protobuf::Message* message) {
+bool ProtoFromBody(absl::string_view body, google::protobuf::Message* message) {
   std::string bytes;
-  return absl::Base64Unescape(text, &bytes) && message->ParseFromString(bytes);
+  return absl::Base64Unescape(body, &bytes) && message->ParseFromString(bytes);
 }
 
-}  // namespace
-
 std::string EncodeWorkerPosition(const pb::WorkerPosition& position) {
-  return ToBase64(position);
+  return ProtoToBody(position);
 }
 
 absl::StatusOr<pb::WorkerPosition> DecodeWorkerPosition(
     const std::string& body) {
   pb::WorkerPosition position;
-  if (!FromBase64(body, &position)) {
+  if (!ProtoFromBody(body, &position)) {
     return absl::InvalidArgumentError("malformed worker position");
   }
   return position;
@@ -35,7 +32,7 @@ absl::StatusOr<pb::WorkerPosition> DecodeWorkerPosition(
 // "OK <base64>" or "ERROR <code> <message>".
 std::string EncodeSaveReply(
     const absl::StatusOr<pb::CheckpointManifest>& reply) {
-  if (reply.ok()) return absl::StrCat("OK ", ToBase64(*reply));
+  if (reply.ok()) return absl::StrCat("OK ", ProtoToBody(*reply));
   return absl::StrCat("ERROR ", static_cast<int>(reply.status().code()), " ",
                       reply.status().message());
 }
@@ -44,7 +41,7 @@ absl::StatusOr<pb::CheckpointManifest> DecodeSaveReply(
     const std::string& body) {
   absl::string_view text = body;
   pb::CheckpointManifest manifest;
-  if (absl::ConsumePrefix(&text, "OK ") && FromBase64(text, &manifest)) {
+  if (absl::ConsumePrefix(&text, "OK ") && ProtoFromBody(text, &manifest)) {
     return manifest;
   }
   text = body;

@@ -29,7 +29,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "google/protobuf/message.h"
 
 #include "proto/checkpoint.pb.h"
 
@@ -52,6 +54,11 @@ enum ControlHead : int {
   kCheckpoint = 5,
   kStopJob = 6,
 };
+
+// A proto as a body (base64 of its binary form), and back: false when
+// `body` is not one.
+std::string ProtoToBody(const google::protobuf::Message& message);
+bool ProtoFromBody(absl::string_view body, google::protobuf::Message* message);
 
 std::string EncodeWorkerPosition(const pb::WorkerPosition& position);
 // InvalidArgument when `body` is not one.

@@ -194,7 +194,11 @@ absl::Status CheckpointCoordinator::Checkpoint(const std::string& reason) {
 
 absl::StatusOr<std::vector<SimpleData>> CheckpointCoordinator::Ask(
     int head, const std::string& body, int group) {
-  int ts = app_.Request(head, body, group);
+  // Workers that died are not asked (scheduler/worker_recovery.h).
+  std::vector<int> recipients = {group};
+  if (group == kWorkerGroup && live_workers_) recipients = live_workers_();
+  std::vector<int> requests;
+  for (int id : recipients) requests.push_back(app_.Request(head, body, id));
   // Resumes and stops are answered at once; pauses and saves may take long.
   const absl::Duration timeout =
       head == kPause || head == kSave
@@ -203,17 +207,23 @@ absl::StatusOr<std::vector<SimpleData>> CheckpointCoordinator::Ask(
   const absl::Time deadline = absl::Now() + timeout;
   absl::Status s;
   // Sliced, so that Stop is not held up by a wait.
-  while (true) {
-    s = app_.Wait(ts, absl::Milliseconds(100));
-    if (s.ok() || !absl::IsDeadlineExceeded(s) || absl::Now() > deadline) {
-      break;
+  for (int ts : requests) {
+    while (true) {
+      s = app_.Wait(ts, absl::Milliseconds(100));
+      if (s.ok() || !absl::IsDeadlineExceeded(s) || absl::Now() > deadline) {
+        break;
+      }
+      absl::MutexLock lock(&mu_);
+      if (stop_) break;
     }
-    absl::MutexLock lock(&mu_);
-    if (stop_) break;
+    if (!s.ok()) break;
   }
   absl::MutexLock lock(&mu_);
-  std::vector<SimpleData> replies = std::move(replies_[ts]);
-  replies_.erase(ts);
+  std::vector<SimpleData> replies;
+  for (int ts : requests) {
+    for (SimpleData& d : replies_[ts]) replies.push_back(std::move(d));
+    replies_.erase(ts);
+  }
   if (absl::IsDeadlineExceeded(s)) {
     return absl::DeadlineExceededError(
         absl::StrCat(head == kPause  ? "the workers did not pause"

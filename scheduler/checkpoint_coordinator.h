@@ -64,6 +64,14 @@ class CheckpointCoordinator {
   CheckpointCoordinator(const CheckpointCoordinator&) = delete;
   CheckpointCoordinator& operator=(const CheckpointCoordinator&) = delete;
 
+  // When set (before Start), requests to the workers go to the node ids it
+  // returns (the live ones, Scheduler::live_workers) instead of the whole
+  // worker group, so that a dead worker does not hold a checkpoint up.
+  // Called on the coordinator's thread.
+  void set_live_workers(std::function<std::vector<int>()> live_workers) {
+    live_workers_ = std::move(live_workers);
+  }
+
   // Registers the control app and starts the thread. REQUIRES: before the
   // Postoffice starts.
   absl::Status Start();
@@ -107,6 +115,7 @@ class CheckpointCoordinator {
   Postoffice* const postoffice_;
   const CheckpointCoordinatorOptions options_;
   const EndJob end_job_;
+  std::function<std::vector<int>()> live_workers_;
   SimpleApp app_;
   std::thread thread_;
   uint64_t next_id_ = 0;  // coordinator thread only; 0: not yet listed

@@ -1,6 +1,7 @@
 #include "scheduler/checkpoint_coordinator.h"
 
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +36,7 @@ class CheckpointCoordinatorTest : public ::testing::Test {
       auto app =
           std::make_unique<SimpleApp>(kControlApp, 0, cluster_.worker(r));
       app->set_request_handler([this, r](const SimpleData& d, SimpleApp* a) {
+        if (r == silent_) return;  // a dead worker
         std::string body;
         if (d.head == kPause) {
           pb::WorkerPosition p;
@@ -93,7 +95,8 @@ class CheckpointCoordinatorTest : public ::testing::Test {
   void StartCoordinator(const std::string& root,
                         pb::CheckpointConfig::OnFailure on_failure =
                             pb::CheckpointConfig::ON_FAILURE_CONTINUE,
-                        float every_seconds = 0) {
+                        float every_seconds = 0,
+                        std::function<std::vector<int>()> live = nullptr) {
     CheckpointCoordinatorOptions o;
     o.job.mutable_checkpoint()->set_dir(root);
     o.job.mutable_checkpoint()->set_every_seconds(every_seconds);
@@ -105,6 +108,7 @@ class CheckpointCoordinatorTest : public ::testing::Test {
           end_ = s;
           ended_.Notify();
         });
+    if (live) coordinator_->set_live_workers(std::move(live));
     ASSERT_TRUE(coordinator_->Start().ok());
   }
 
@@ -113,11 +117,28 @@ class CheckpointCoordinatorTest : public ::testing::Test {
   std::unique_ptr<CheckpointCoordinator> coordinator_;
   std::string root_;
   std::atomic<bool> save_fails_{false};
+  std::atomic<int> silent_{-1};
   absl::Mutex mu_;
   std::vector<std::string> stops_ ABSL_GUARDED_BY(mu_);
   absl::Notification ended_;
   absl::Status end_;
 };
+
+// A worker that died (it answers nothing) is not asked: the checkpoint
+// records the live workers only.
+TEST_F(CheckpointCoordinatorTest, SkipsWorkersThatDied) {
+  silent_ = 1;
+  StartCoordinator(root_, pb::CheckpointConfig::ON_FAILURE_CONTINUE, 0,
+                   [] { return std::vector<int>{WorkerRankToId(0)}; });
+  coordinator_->RequestCheckpoint("on_demand");
+  ASSERT_TRUE(coordinator_->WaitForAttempts(1, absl::Seconds(10)));
+  EXPECT_EQ(coordinator_->completed(), 1);
+  absl::StatusOr<pb::CheckpointManifest> m =
+      ReadManifest(CheckpointPath(root_, 1));
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->workers_size(), 1);
+  EXPECT_EQ(m->workers(0).rank(), 0);
+}
 
 TEST_F(CheckpointCoordinatorTest, RecordsEveryWorkersPositionAndTheRanges) {
   StartCoordinator(root_);

@@ -1,5 +1,7 @@
 #include "scheduler/scheduler.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "glog/logging.h"
@@ -64,6 +66,11 @@ void Scheduler::EndJob(const absl::Status& result) {
 std::vector<DeadNode> Scheduler::dead_nodes() const {
   absl::MutexLock lock(&mu_);
   return dead_;
+}
+
+std::vector<int> Scheduler::live_workers() const {
+  absl::MutexLock lock(&mu_);
+  return LiveMembers(kWorkerGroup);
 }
 
 std::vector<pb::Node> Scheduler::nodes() const {
@@ -251,7 +258,7 @@ void Scheduler::FormCluster() {
 void Scheduler::HandleBarrier(const Message& msg) {
   int group = msg.meta.control().barrier_group();
   uint64_t epoch = msg.meta.control().barrier_epoch();
-  std::vector<int> members = postoffice_->GetNodeIds(group);
+  std::vector<int> members = LiveMembers(group);
   int sender = msg.meta.sender();
   if (!formed_ || !IsGroupId(group) ||
       std::find(members.begin(), members.end(), sender) == members.end()) {
@@ -259,32 +266,74 @@ void Scheduler::HandleBarrier(const Message& msg) {
         << "ignoring barrier of group " << group << " from node " << sender;
     return;
   }
-  auto& arrived = barriers_[{group, epoch}];
-  arrived.insert(sender);
-  if (arrived.size() < members.size()) return;
-  barriers_.erase({group, epoch});
-  VLOG(1) << "barrier of group " << group << " epoch " << epoch << " passed";
-  pb::Control reply;
-  reply.set_cmd(pb::COMMAND_BARRIER);
-  reply.set_barrier_group(group);
-  reply.set_barrier_epoch(epoch);
-  for (int id : members) SendControl(id, reply);
+  barriers_[{group, epoch}].insert(sender);
+  PassBarriers(group);
+}
+
+std::vector<int> Scheduler::LiveMembers(int group) const {
+  std::vector<int> members = postoffice_->GetNodeIds(group);
+  members.erase(std::remove_if(members.begin(), members.end(),
+                               [this](int id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                 return lost_workers_.contains(id);
+                               }),
+                members.end());
+  return members;
+}
+
+void Scheduler::PassBarriers(int group) {
+  const std::vector<int> members = LiveMembers(group);
+  for (auto it = barriers_.begin(); it != barriers_.end();) {
+    auto& [key, arrived] = *it;
+    bool all = key.first == group &&
+               std::all_of(members.begin(), members.end(),
+                           [&](int id) { return arrived.contains(id); });
+    if (!all) {
+      ++it;
+      continue;
+    }
+    VLOG(1) << "barrier of group " << group << " epoch " << key.second
+            << " passed";
+    pb::Control reply;
+    reply.set_cmd(pb::COMMAND_BARRIER);
+    reply.set_barrier_group(group);
+    reply.set_barrier_epoch(key.second);
+    for (int id : members) SendControl(id, reply);
+    it = barriers_.erase(it);
+  }
 }
 
 void Scheduler::HandleWorkerDone(int sender) {
   if (!formed_ || !IsWorkerId(sender)) return;
   done_workers_.insert(sender);
   LOG(INFO) << Describe(sender) << " finished (" << done_workers_.size()
-            << " of " << postoffice_->num_workers() << ")";
-  if (static_cast<int>(done_workers_.size()) == postoffice_->num_workers() &&
-      !result_.has_value()) {
-    if (workers_done_hook_) {
-      workers_done_hook_();
-      return;
-    }
-    TerminateAll(false, "");
-    result_ = absl::OkStatus();
+            << " of " << postoffice_->num_workers() - lost_workers_.size()
+            << (lost_workers_.empty() ? "" : " live") << ")";
+  MaybeEndTraining();
+}
+
+void Scheduler::MaybeEndTraining() {
+  if (static_cast<int>(done_workers_.size() + lost_workers_.size()) <
+          postoffice_->num_workers() ||
+      result_.has_value()) {
+    return;
   }
+  if (workers_done_hook_) {
+    workers_done_hook_();
+    return;
+  }
+  TerminateAll(false, "");
+  result_ = absl::OkStatus();
+}
+
+void Scheduler::LoseWorker(int id) {
+  lost_workers_.insert(id);
+  LOG(WARNING) << "the job goes on without " << Describe(id) << " ("
+               << postoffice_->num_workers() - lost_workers_.size()
+               << " workers left)";
+  for (int group = 1; group <= kAllGroup; ++group) {
+    if (group & kWorkerGroup) PassBarriers(group);
+  }
+  MaybeEndTraining();
 }
 
 void Scheduler::TerminateAll(bool failed, const std::string& reason) {
@@ -311,7 +360,10 @@ void Scheduler::OnTick(absl::Time now) {
     return;
   }
   for (const pb::Node& n : table_) {
-    if (n.id() == kSchedulerId || done_workers_.contains(n.id())) continue;
+    if (n.id() == kSchedulerId || done_workers_.contains(n.id()) ||
+        lost_workers_.contains(n.id())) {
+      continue;
+    }
     absl::Duration silent = now - last_seen_[n.id()];
     if (silent < options_.heartbeat_timeout) continue;
     bool known =
@@ -326,6 +378,12 @@ void Scheduler::OnTick(absl::Time now) {
     std::string what = absl::StrCat(Describe(n.id()), " sent no heartbeat for ",
                                     absl::FormatDuration(silent));
     LOG(ERROR) << what << "; declared dead";
+    if (n.role() == pb::ROLE_WORKER && worker_lost_hook_ &&
+        worker_lost_hook_(n.id())) {
+      LoseWorker(n.id());
+      if (result_.has_value()) return;
+      continue;
+    }
     if (options_.fail_on_dead_node) {
       TerminateAll(true, what);
       result_ = absl::AbortedError(what);

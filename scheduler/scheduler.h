@@ -69,6 +69,18 @@ class Scheduler {
     workers_done_hook_ = std::move(hook);
   }
 
+  // When set (before Run), a worker declared dead is offered to `hook`
+  // (van thread, with the scheduler's lock held: it must not block or call
+  // back into the Scheduler). When it returns true the job goes on without
+  // the worker: barriers and the end of training count only the live
+  // workers (scheduler/worker_recovery.h reassigns its data).
+  void set_worker_lost_hook(std::function<bool(int node_id)> hook) {
+    worker_lost_hook_ = std::move(hook);
+  }
+
+  // The node ids of the workers not lost (all of them until one is).
+  std::vector<int> live_workers() const;
+
   // Nodes declared dead so far.
   std::vector<DeadNode> dead_nodes() const;
   // The node table, once the cluster formed (empty before).
@@ -79,6 +91,14 @@ class Scheduler {
   void HandleJoin(const Message& msg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleBarrier(const Message& msg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleWorkerDone(int sender) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job goes on without worker `id`.
+  void LoseWorker(int id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Passes the barriers of `group` that every live member reached.
+  void PassBarriers(int group) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends the job when every worker finished or was lost.
+  void MaybeEndTraining() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<int> LiveMembers(int group) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnTick(absl::Time now);
   absl::Status CheckJoin(const pb::Node& node, const std::string& token)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -92,6 +112,7 @@ class Scheduler {
   Postoffice* const postoffice_;
   const SchedulerOptions options_;
   std::function<void()> workers_done_hook_;
+  std::function<bool(int)> worker_lost_hook_;
 
   mutable absl::Mutex mu_;
   std::vector<pb::Node> pending_ ABSL_GUARDED_BY(mu_);  // join order
@@ -101,6 +122,7 @@ class Scheduler {
   std::map<std::pair<int, uint64_t>, absl::flat_hash_set<int>> barriers_
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<int> done_workers_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<int> lost_workers_ ABSL_GUARDED_BY(mu_);
   std::vector<DeadNode> dead_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Status> result_ ABSL_GUARDED_BY(mu_);
 };

@@ -6,6 +6,8 @@
 //   petrel-scheduler --port=9000 --num_servers=2 --num_workers=4
 //   petrel-scheduler --port=9000 --config=job.textproto
 //
+// A training worker that dies does not fail the job (unless
+// --survive_worker_failures=false): its data goes to the live workers.
 // SIGUSR1 takes a checkpoint now; SIGTERM/SIGINT checkpoints (with a
 // checkpoint directory), stops the workers and ends the job; a second
 // signal ends the scheduler at once.
@@ -24,6 +26,7 @@
 #include "checkpoint/start_checkpoint.h"
 #include "scheduler/checkpoint_coordinator.h"
 #include "scheduler/scheduler.h"
+#include "scheduler/worker_recovery.h"
 #include "van/daemon_main.h"
 
 DEFINE_int32(heartbeat_timeout_s, 30,
@@ -33,6 +36,10 @@ DEFINE_int32(virtual_nodes, 32, "Key ranges per server (1..4096). Default 32.");
 DEFINE_bool(
     fail_on_dead_node, true,
     "End the job as failed when a node is declared dead. Default true.");
+DEFINE_bool(survive_worker_failures, true,
+            "A training worker that dies does not fail the job: its data "
+            "goes to the live workers (docs/design.md, \"Worker "
+            "failures\"). Default true.");
 DEFINE_string(config, "",
               "The job config (protobuf text format, proto/job.proto): its "
               "cluster sizes are the defaults of --num_servers/--num_workers "
@@ -115,6 +122,16 @@ class SchedulerDaemon : public petrel::NodeDaemon {
   absl::Status Build(petrel::NodeRuntime& runtime) override {
     scheduler_ =
         std::make_unique<petrel::Scheduler>(runtime.postoffice(), options_);
+    if (FLAGS_survive_worker_failures) {
+      recovery_ = std::make_unique<petrel::WorkerRecovery>(
+          runtime.postoffice(), [this](const std::string& reason) {
+            scheduler_->EndJob(absl::AbortedError(reason));
+          });
+      scheduler_->set_worker_lost_hook(
+          [this](int id) { return recovery_->OnWorkerLost(id); });
+      absl::Status s = recovery_->Start();
+      if (!s.ok()) return s;
+    }
     if (FLAGS_config.empty()) return absl::OkStatus();
     petrel::CheckpointCoordinatorOptions copts;
     copts.job = job_;
@@ -124,12 +141,15 @@ class SchedulerDaemon : public petrel::NodeDaemon {
         [this](const absl::Status& result) { scheduler_->EndJob(result); });
     scheduler_->set_workers_done_hook(
         [this] { coordinator_->OnWorkersDone(); });
+    coordinator_->set_live_workers(
+        [this] { return scheduler_->live_workers(); });
     return coordinator_->Start();
   }
   absl::Status Run(petrel::NodeRuntime& runtime) override {
     absl::Status status = runtime.Start();
     if (status.ok()) status = scheduler_->Run();
     if (coordinator_ != nullptr) coordinator_->Stop();
+    if (recovery_ != nullptr) recovery_->Stop();
     if (status.ok()) LOG(INFO) << "job finished";
     return status;
   }
@@ -155,6 +175,8 @@ class SchedulerDaemon : public petrel::NodeDaemon {
   petrel::pb::JobConfig job_;
   petrel::SchedulerOptions options_;
   std::unique_ptr<petrel::Scheduler> scheduler_;
+  // After scheduler_, so destroyed first: the scheduler's hook calls it.
+  std::unique_ptr<petrel::WorkerRecovery> recovery_;
   // After scheduler_, so destroyed first: its thread calls scheduler_.
   std::unique_ptr<petrel::CheckpointCoordinator> coordinator_;
 };

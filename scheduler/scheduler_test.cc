@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -30,13 +31,17 @@ class Harness {
     absl::Status start_status;
   };
 
-  Harness(int servers, int workers, SchedulerOptions options = {})
+  Harness(int servers, int workers, SchedulerOptions options = {},
+          std::function<bool(int)> worker_lost_hook = nullptr)
       : servers_(servers), workers_(workers) {
     scheduler_po_ = std::make_unique<Postoffice>(
         TestNodeOptions(pb::ROLE_SCHEDULER, servers, workers, 0),
         std::make_unique<LoopbackVan>(&network_, TestVanOptions(), &metrics_),
         &metrics_);
     scheduler_ = std::make_unique<Scheduler>(scheduler_po_.get(), options);
+    if (worker_lost_hook) {
+      scheduler_->set_worker_lost_hook(std::move(worker_lost_hook));
+    }
     EXPECT_TRUE(scheduler_po_->Start().ok());
     run_thread_ = std::thread([this] {
       run_status_ = scheduler_->Run();
@@ -215,7 +220,9 @@ TEST(SchedulerTest, RejectsWrongAuthToken) {
 
 // A formed cluster of `servers` and `workers`.
 struct Formed {
-  Formed(int s, int w, SchedulerOptions options = {}) : h(s, w, options) {
+  Formed(int s, int w, SchedulerOptions options = {},
+         std::function<bool(int)> worker_lost_hook = nullptr)
+      : h(s, w, options, std::move(worker_lost_hook)) {
     servers = h.Join(pb::ROLE_SERVER, std::vector<int>(s, -1));
     workers = h.Join(pb::ROLE_WORKER, std::vector<int>(w, -1));
     for (auto* n : servers) EXPECT_TRUE(h.StartResult(n).ok());
@@ -359,6 +366,47 @@ TEST(SchedulerTest, RunWaitsForEveryWorker) {
   EXPECT_TRUE(f.workers[1]->po->Finish(absl::Seconds(10)).ok());
   first.join();
   EXPECT_TRUE(f.h.WaitRun().ok());
+}
+
+// A worker that the hook lets go: the barrier it misses passes without it
+// and the job ends once the live workers finished.
+TEST(SchedulerTest, AWorkerLostByTheHookNoLongerCounts) {
+  SchedulerOptions options;
+  options.heartbeat_timeout = absl::Milliseconds(500);
+  absl::Mutex mu;
+  std::vector<int> offered;
+  Formed f(1, 3, options, [&](int id) {
+    absl::MutexLock lock(&mu);
+    offered.push_back(id);
+    return true;
+  });
+  // Worker 2 (node 13) is gone; the others wait for it at a barrier.
+  f.workers[2]->po->Stop();
+  std::vector<Postoffice*> live = {f.workers[0]->po.get(),
+                                   f.workers[1]->po.get()};
+  for (const absl::Status& s : BarrierAll(live, kWorkerGroup)) {
+    EXPECT_TRUE(s.ok()) << s;
+  }
+  std::thread finisher(
+      [&] { EXPECT_TRUE(f.workers[0]->po->Finish(absl::Seconds(10)).ok()); });
+  EXPECT_TRUE(f.workers[1]->po->Finish(absl::Seconds(10)).ok());
+  finisher.join();
+  EXPECT_TRUE(f.h.WaitRun().ok());
+  EXPECT_EQ(f.h.scheduler()->dead_nodes().size(), 1u);
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(offered, std::vector<int>{13});
+}
+
+// The hook refusing (e.g. a worker that never reported) fails the job as
+// before.
+TEST(SchedulerTest, AWorkerTheHookRefusesFailsTheJob) {
+  SchedulerOptions options;
+  options.heartbeat_timeout = absl::Milliseconds(500);
+  Formed f(1, 2, options, [](int) { return false; });
+  f.workers[1]->po->Stop();
+  absl::Status s = f.h.WaitRun();
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(s.message(), HasSubstr("worker 1"));
 }
 
 }  // namespace

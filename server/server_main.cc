@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -30,6 +31,7 @@
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/start_checkpoint.h"
 #include "job/checkpoint_protocol.h"
+#include "job/recovery_protocol.h"
 #include "kv/kv_server.h"
 #include "server/table_server.h"
 #include "van/daemon_main.h"
@@ -149,6 +151,12 @@ class ServerDaemon : public petrel::NodeDaemon {
                                             petrel::SimpleApp* app) {
             HandleControl(po, d, app);
           });
+      recovery_ = std::make_unique<petrel::SimpleApp>(petrel::kRecoveryApp, 0,
+                                                      runtime.postoffice());
+      recovery_->set_request_handler(
+          [this](const petrel::SimpleData& d, petrel::SimpleApp* app) {
+            HandleRecovery(d, app);
+          });
     }
     server_ = std::make_unique<petrel::KVServer<float>>(/*app_id=*/0,
                                                         runtime.postoffice());
@@ -159,6 +167,7 @@ class ServerDaemon : public petrel::NodeDaemon {
     if (tables_ != nullptr) {
       server_->set_request_handler(tables_->handler());
       status = control_->Start();
+      if (status.ok()) status = recovery_->Start();
       // A checkpoint is loaded once the key-range map is known (after the
       // join), before the shard threads start.
       if (status.ok() && load_.dir.empty()) status = tables_->Start();
@@ -251,9 +260,23 @@ class ServerDaemon : public petrel::NodeDaemon {
     app->Response(d, petrel::EncodeSaveReply(m)).IgnoreError();
   }
 
+  // kDropWorker from the scheduler: a worker died; it leaves the clock.
+  // Runs on the van thread, like the KV handler.
+  void HandleRecovery(const petrel::SimpleData& d, petrel::SimpleApp* app) {
+    int rank = -1;
+    if (d.duplicate || d.head != petrel::kDropWorker ||
+        d.sender != petrel::kSchedulerId || !absl::SimpleAtoi(d.body, &rank)) {
+      app->Response(d).IgnoreError();
+      return;
+    }
+    app->Response(d, std::to_string(tables_->DropWorker(rank, server_.get())))
+        .IgnoreError();
+  }
+
   petrel::pb::JobConfig job_;
   petrel::StartCheckpoint load_;
   std::unique_ptr<petrel::SimpleApp> control_;
+  std::unique_ptr<petrel::SimpleApp> recovery_;
   int num_workers_ = 1;
   std::unique_ptr<Handler> handler_;
   std::unique_ptr<petrel::TableServer> tables_;

@@ -250,6 +250,25 @@ void TableServer::HandleClock(const KVMeta& meta, KVServer<float>* server) {
   server->Response(meta).IgnoreError();
 }
 
+int64_t TableServer::DropWorker(int rank, KVServer<float>* server) {
+  if (rank < 0 || rank >= num_workers_) return -1;
+  int64_t before;
+  int64_t min_clock;
+  {
+    absl::MutexLock lock(&mu_);
+    before = clocks_[rank];
+    clocks_[rank] = -1;
+    min_clock = min_clock_ = ComputeMinClock();
+    if (min_clock_gauge_ != nullptr) {
+      min_clock_gauge_->Set(static_cast<double>(min_clock));
+    }
+  }
+  LOG(INFO) << "worker " << rank << " died at clock " << before
+            << "; min clock now " << min_clock;
+  ReleaseHeld(server, min_clock);
+  return before;
+}
+
 void TableServer::ReleaseHeld(KVServer<float>* server, int64_t min_clock) {
   std::vector<HeldPull> ready;
   {

@@ -96,6 +96,12 @@ class TableServer {
   void Handle(const KVMeta& meta, const KVPairs<float>& data,
               KVServer<float>* server);
 
+  // Worker `rank` died (the scheduler's kDropWorker): it leaves the clock
+  // as if it had sent clock -1, and the held pulls that only it held back
+  // are answered through `server`. Returns its clock before (-1 when it
+  // had left, or for a rank not in 0..num_workers-1). Runs like Handle.
+  int64_t DropWorker(int rank, KVServer<float>* server);
+
   // The smallest clock of the workers still in the job.
   int64_t min_clock() const;
   size_t num_held_pulls() const;

@@ -341,6 +341,31 @@ TEST(TableServerTest, AWorkerThatLeavesReleasesAndNeverBlocks) {
   EXPECT_EQ(c.nodes[0]->tables->min_clock(), TableServer::kAllWorkersLeft);
 }
 
+// A worker that died (the scheduler's kDropWorker) releases what it held
+// back, like one that left, and its late clocks do not bring it back.
+TEST(TableServerTest, ADroppedWorkerReleasesTheHeldPulls) {
+  Cluster c(Job("consistency { max_delay: 1 }"), 1, 2);
+  KVWorker<float>& w0 = *c.kv[0];
+  ASSERT_TRUE(c.kv[1]->Wait(c.kv[1]->Clock(2), kTimeout).ok());
+  ASSERT_TRUE(w0.Wait(w0.Clock(4), kTimeout).ok());
+  SArray<float> out;
+  int64_t min_clock = -1;
+  std::atomic<bool> answered{false};
+  // Worker 1 is at clock 2: a pull for clock 4 (tau 1) waits.
+  int ts = w0.Pull(SArray<Key>{1, 2}, &out, Table(0, 4, &min_clock),
+                   [&] { answered = true; });
+  ASSERT_TRUE(c.nodes[0]->AwaitHeld(1));
+  EXPECT_FALSE(answered.load());
+  // Quiet now (the pull is held), so not concurrent with Handle.
+  EXPECT_EQ(c.nodes[0]->tables->DropWorker(1, c.nodes[0]->kv.get()), 2);
+  ASSERT_TRUE(w0.Wait(ts, kTimeout).ok());
+  EXPECT_EQ(min_clock, 4);
+  EXPECT_EQ(c.nodes[0]->tables->DropWorker(1, c.nodes[0]->kv.get()), -1);
+  EXPECT_EQ(c.nodes[0]->tables->DropWorker(7, c.nodes[0]->kv.get()), -1);
+  ASSERT_TRUE(c.kv[1]->Wait(c.kv[1]->Clock(3), kTimeout).ok());
+  EXPECT_EQ(c.nodes[0]->tables->min_clock(), 4);
+}
+
 TEST(TableServerTest, RejectsBadConfigNamingTheField) {
   auto made = TableServer::Create(
       Job("tables { optimizer { learning_rate: -1 } }"), 1, nullptr);

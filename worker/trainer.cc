@@ -6,9 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 #include "base/status_macros.h"
 #include "job/checkpoint_protocol.h"
+#include "job/recovery_protocol.h"
 #include "kernels/device.h"
 #include "kv/kv_worker.h"
 #include "van/simple_app.h"
@@ -29,7 +31,17 @@ constexpr int kStatsApp = 1;
 // One batch on its way through the pipeline.
 struct Step {
   std::unique_ptr<PreparedBatch> prepared;
+  int source = 0;  // index into Trainer::sources_
   ModelRows rows;
+};
+
+// A piece of the training data this worker trains (its own share, or one
+// reassigned from a dead worker) and the batches read from it.
+struct Source {
+  pb::DataPiece piece;  // where the trained (counted) batches stand
+  std::unique_ptr<BatchPrefetcher> batches;
+  bool exhausted = false;  // Next returned the end
+  int in_flight = 0;       // prepared, not yet counted
 };
 
 class Trainer {
@@ -45,15 +57,21 @@ class Trainer {
 
  private:
   absl::Status Start();
+  absl::Status AddSource(const pb::DataPiece& piece);
+  absl::Status TrainLoop();
+  absl::StatusOr<pb::RecoveryReply> TrainReassigned();
   absl::StatusOr<bool> Prepare(int64_t clock, Step* step);
   absl::Status Compute(int64_t clock, Step* step);
   absl::Status WaitPulls(Step* step);
   absl::Status WaitPushes();
   absl::Status MaybePause();
-  void CountTrained(const PreparedBatch& prepared);
+  void CountTrained(const Step& step);
   pb::WorkerPosition Position() const;
+  pb::WorkerProgress Progress() const;
   void MaybeReportProgress(bool force);
-  absl::Status GatherStats(TrainResult* result);
+  absl::Status GatherStats(const pb::RecoveryReply& end, TrainResult* result);
+  void PrintFinal(const pb::RecoveryReply& end, const EvalResult& eval,
+                  const TrainResult& result);
   void Print(const std::string& line) { options_.print(line); }
 
   const TrainerOptions& options_;
@@ -68,7 +86,11 @@ class Trainer {
   SimpleApp stats_;
   std::unique_ptr<ComputeDevice> device_;
   std::unique_ptr<Model> model_;
-  std::unique_ptr<BatchPrefetcher> batches_in_;
+  std::vector<Source> sources_;  // [0]: this worker's own share
+  size_t next_source_ = 0;
+  // Inside the bounded-delay clock (until it left at the end of its data).
+  bool in_clock_ = true;
+  absl::Time last_report_;
   int epoch_ = 0;
   std::vector<int> last_pushes_;
   std::vector<float> probs_;
@@ -113,27 +135,23 @@ absl::Status Trainer::Start() {
     app->Response(d).IgnoreError();
   });
   PETREL_RETURN_IF_ERROR(stats_.Start());
-  PETREL_ASSIGN_OR_RETURN(
-      ReaderOptions ro,
-      TrainReaderOptions(job_, po_->my_rank(), po_->num_workers(),
-                         model_->needs_fields()));
-  PETREL_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, OpenReader(ro));
-  batches_in_ = std::make_unique<BatchPrefetcher>(
-      std::move(reader), job_.train().batch_size(), job_.train().epochs());
+  pb::DataPiece own;
+  own.set_id(po_->my_rank());
+  own.set_shard(po_->my_rank());
+  own.set_end_epoch(job_.train().epochs());
   if (options_.resume.has_value()) {
     const pb::WorkerPosition& p = *options_.resume;
     clock_ = batches_ = p.clock();
     pos_epoch_ = epoch_ = p.epoch();
     pos_examples_in_epoch_ = p.examples_in_epoch();
     examples_before_ = p.examples_trained();
-    batches_in_->set_start(p.epoch(), p.examples_in_epoch());
+    own.set_epoch(p.finished() ? own.end_epoch() : p.epoch());
+    own.set_examples_in_epoch(p.finished() ? 0 : p.examples_in_epoch());
     Print(absl::StrFormat(
         "worker=%d resumes at epoch=%d examples_in_epoch=%d clock=%d",
         po_->my_rank(), p.epoch() + 1, p.examples_in_epoch(), p.clock()));
   }
-  if (!options_.resume.has_value() || !options_.resume->finished()) {
-    batches_in_->Start();
-  }
+  PETREL_RETURN_IF_ERROR(AddSource(own));
   // The servers load their checkpoint before they answer anything.
   if (options_.wait_for_servers) {
     PETREL_RETURN_IF_ERROR(
@@ -143,6 +161,9 @@ absl::Status Trainer::Start() {
   if (clock_ > 0) {
     PETREL_RETURN_IF_ERROR(kv_.Wait(kv_.Clock(clock_), options_.timeout));
   }
+  // The scheduler learns what this worker trains before it can die.
+  if (options_.recovery != nullptr) options_.recovery->Report(Progress());
+  last_report_ = absl::Now();
   // Every worker has registered its apps (the stats app above) before
   // any of them can finish and report.
   PETREL_RETURN_IF_ERROR(po_->Barrier(kWorkerGroup, options_.timeout));
@@ -158,15 +179,68 @@ absl::Status Trainer::Start() {
   return absl::OkStatus();
 }
 
-// Takes the next prepared batch and sends the pulls of its unique keys for
-// clock `clock`. False when the data is exhausted.
+// Opens `piece` (a share of data.train) and starts reading it.
+absl::Status Trainer::AddSource(const pb::DataPiece& piece) {
+  Source source;
+  source.piece = piece;
+  // A reassigned piece spans its own epochs: one epoch caches nothing
+  // (data.cache AUTO), as for a one-epoch job.
+  pb::JobConfig job = job_;
+  if (!sources_.empty()) {
+    job.mutable_train()->set_epochs(
+        std::max(1, piece.end_epoch() - piece.epoch()));
+  }
+  PETREL_ASSIGN_OR_RETURN(
+      ReaderOptions ro,
+      TrainReaderOptions(job, piece.shard(), po_->num_workers(),
+                         model_->needs_fields()));
+  PETREL_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, OpenReader(ro));
+  source.batches = std::make_unique<BatchPrefetcher>(
+      std::move(reader), job_.train().batch_size(), piece.end_epoch());
+  if (piece.epoch() < piece.end_epoch()) {
+    source.batches->set_start(piece.epoch(), piece.examples_in_epoch());
+    source.batches->Start();
+  } else {
+    source.exhausted = true;
+  }
+  if (!sources_.empty()) {
+    Print(absl::StrFormat(
+        "worker=%d also trains worker %d's data: epoch=%d from example %d",
+        po_->my_rank(), piece.shard(), piece.epoch() + 1,
+        piece.examples_in_epoch()));
+  }
+  sources_.push_back(std::move(source));
+  return absl::OkStatus();
+}
+
+// Takes the next prepared batch, round robin over the pieces held, and
+// sends the pulls of its unique keys for clock `clock` (-1 outside the
+// clock). False when every piece is exhausted.
 absl::StatusOr<bool> Trainer::Prepare(int64_t clock, Step* step) {
-  PETREL_ASSIGN_OR_RETURN(step->prepared, batches_in_->Next());
-  if (step->prepared == nullptr) return false;
-  epoch_ = step->prepared->epoch;
-  SendModelPulls(&kv_, model_->tables(), step->prepared->unique, clock,
-                 &step->rows);
-  return true;
+  if (options_.recovery != nullptr) {
+    for (const pb::DataPiece& p : options_.recovery->TakeAssigned()) {
+      PETREL_RETURN_IF_ERROR(AddSource(p));
+    }
+  }
+  for (size_t tries = 0; tries < sources_.size(); ++tries) {
+    const size_t i = next_source_++ % sources_.size();
+    Source& source = sources_[i];
+    if (source.exhausted) continue;
+    PETREL_ASSIGN_OR_RETURN(step->prepared, source.batches->Next());
+    if (step->prepared == nullptr) {
+      source.exhausted = true;
+      if (source.in_flight == 0)
+        source.piece.set_epoch(source.piece.end_epoch());
+      continue;
+    }
+    ++source.in_flight;
+    step->source = static_cast<int>(i);
+    if (i == 0) epoch_ = step->prepared->epoch;
+    SendModelPulls(&kv_, model_->tables(), step->prepared->unique,
+                   in_clock_ ? clock : -1, &step->rows);
+    return true;
+  }
+  return false;
 }
 
 // Waits for the pushes sent so far to be acknowledged.
@@ -227,12 +301,41 @@ absl::Status Trainer::WaitPulls(Step* step) {
   return absl::OkStatus();
 }
 
-void Trainer::CountTrained(const PreparedBatch& prepared) {
+void Trainer::CountTrained(const Step& step) {
+  const PreparedBatch& prepared = *step.prepared;
+  const int64_t n = static_cast<int64_t>(prepared.batch.size());
+  Source& source = sources_[step.source];
+  pb::DataPiece& piece = source.piece;
+  if (prepared.epoch != piece.epoch()) {
+    piece.set_epoch(prepared.epoch);
+    piece.set_examples_in_epoch(0);
+  }
+  piece.set_examples_in_epoch(piece.examples_in_epoch() + n);
+  piece.set_examples_trained(piece.examples_trained() + n);
+  if (--source.in_flight == 0 && source.exhausted) {
+    piece.set_epoch(piece.end_epoch());
+    piece.set_examples_in_epoch(0);
+  }
+  if (step.source != 0) return;
   if (prepared.epoch != pos_epoch_) {
     pos_epoch_ = prepared.epoch;
     pos_examples_in_epoch_ = 0;
   }
-  pos_examples_in_epoch_ += static_cast<int64_t>(prepared.batch.size());
+  pos_examples_in_epoch_ += n;
+}
+
+pb::WorkerProgress Trainer::Progress() const {
+  pb::WorkerProgress p;
+  p.set_clock(clock_);
+  // Counted batches only: the current one's pushes are not acknowledged.
+  int64_t trained = examples_before_;
+  for (const Source& s : sources_) {
+    *p.add_pieces() = s.piece;
+    trained += s.piece.examples_trained();
+  }
+  p.set_examples_trained(trained);
+  p.set_batch_size(job_.train().batch_size());
+  return p;
 }
 
 absl::Status Trainer::Compute(int64_t clock, Step* step) {
@@ -256,16 +359,23 @@ absl::Status Trainer::Compute(int64_t clock, Step* step) {
   loss_.AddSum(loss, static_cast<int64_t>(batch.size()));
   // At most one batch of pushes in flight: wait for the previous one.
   PETREL_RETURN_IF_ERROR(WaitPushes());
+  // Every batch counted so far is acknowledged: a good time to report.
+  const absl::Time now = absl::Now();
+  if (options_.recovery != nullptr &&
+      (!in_clock_ || now - last_report_ >= kProgressInterval)) {
+    options_.recovery->Report(Progress());
+    last_report_ = now;
+  }
   for (size_t t = 0; t < tables.size(); ++t) {
     KVRequestOptions opts;
     opts.table_id = tables[t].id;
     last_pushes_.push_back(kv_.Push(step->rows.keys[t],
                                     SArray<float>(std::move(grads_[t])), opts));
   }
-  last_pushes_.push_back(kv_.Clock(clock + 1));
+  if (in_clock_) last_pushes_.push_back(kv_.Clock(clock + 1));
   ++batches_;
   clock_ = clock + 1;
-  CountTrained(*step->prepared);
+  CountTrained(*step);
   const int64_t every = job_.checkpoint().every_batches();
   if (every > 0 && po_->my_rank() == 0 && options_.control != nullptr &&
       batches_ % every == 0) {
@@ -293,37 +403,41 @@ void Trainer::MaybeReportProgress(bool force) {
   }
 }
 
-absl::Status Trainer::GatherStats(TrainResult* result) {
-  if (po_->my_rank() != 0) {
+// The evaluating worker (the leader: worker 0, or the lowest live rank
+// when workers died) gathers every live worker's counts.
+absl::Status Trainer::GatherStats(const pb::RecoveryReply& end,
+                                  TrainResult* result) {
+  if (po_->my_rank() != end.leader()) {
     int ts = stats_.Request(
         0, absl::StrCat(result->train_examples, " ", result->train_seconds),
-        WorkerRankToId(0));
+        WorkerRankToId(end.leader()));
     return stats_.Wait(ts, options_.timeout);
   }
+  const int others = po_->num_workers() - 1 - end.deaths_size();
   absl::MutexLock lock(&stats_mu_);
-  auto all = [this]() ABSL_SHARED_LOCKS_REQUIRED(stats_mu_) -> bool {
-    return stats_reports_ >= po_->num_workers() - 1;
+  auto all = [this, others]() ABSL_SHARED_LOCKS_REQUIRED(stats_mu_) -> bool {
+    return stats_reports_ >= others;
   };
   if (!stats_mu_.AwaitWithTimeout(absl::Condition(&all), options_.timeout)) {
     return absl::DeadlineExceededError("workers did not report their counts");
   }
   result->total_train_examples = result->train_examples + stats_examples_;
+  // The dead workers' examples up to their last report count too.
+  for (const pb::WorkerDeath& d : end.deaths()) {
+    result->total_train_examples += d.examples_trained();
+  }
   double seconds = std::max(result->train_seconds, stats_max_seconds_);
   result->examples_per_s =
       seconds > 0 ? result->total_train_examples / seconds : 0;
   return absl::OkStatus();
 }
 
-absl::StatusOr<TrainResult> Trainer::Run() {
-  PETREL_RETURN_IF_ERROR(Start());
-  start_ = last_progress_ = absl::Now();
+// Trains until every piece held is exhausted and its pushes acknowledged.
+absl::Status Trainer::TrainLoop() {
   Step* cur = &step_a_;
   Step* next = &step_b_;
   int64_t clock = clock_;
-  bool have = false;
-  if (!options_.resume.has_value() || !options_.resume->finished()) {
-    PETREL_ASSIGN_OR_RETURN(have, Prepare(clock, cur));
-  }
+  PETREL_ASSIGN_OR_RETURN(bool have, Prepare(clock, cur));
   while (have) {
     PETREL_ASSIGN_OR_RETURN(bool have_next, Prepare(clock + 1, next));
     PETREL_RETURN_IF_ERROR(Compute(clock, cur));
@@ -340,18 +454,64 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     std::swap(cur, next);
     have = have_next;
   }
-  PETREL_RETURN_IF_ERROR(WaitPushes());
+  return WaitPushes();
+}
+
+// Out of the clock: asks the scheduler for more (data of workers that
+// died) and trains it, until the scheduler says the job is finished.
+absl::StatusOr<pb::RecoveryReply> Trainer::TrainReassigned() {
+  pb::RecoveryReply end;
+  if (options_.recovery == nullptr) return end;  // leader 0, nobody died
+  in_clock_ = false;
+  while (true) {
+    PETREL_ASSIGN_OR_RETURN(
+        end, options_.recovery->Done(Progress(), options_.timeout));
+    if (end.finished() || end.pieces_size() == 0) return end;
+    for (const pb::DataPiece& p : end.pieces()) {
+      PETREL_RETURN_IF_ERROR(AddSource(p));
+    }
+    PETREL_RETURN_IF_ERROR(TrainLoop());
+  }
+}
+
+void Trainer::PrintFinal(const pb::RecoveryReply& end, const EvalResult& eval,
+                         const TrainResult& result) {
+  std::string deaths;
+  if (end.deaths_size() > 0) {
+    std::vector<std::string> ranks;
+    int64_t twice = 0;
+    for (const pb::WorkerDeath& d : end.deaths()) {
+      ranks.push_back(absl::StrCat(d.rank()));
+      twice += d.trained_twice();
+    }
+    deaths = absl::StrCat(" dead_workers=", absl::StrJoin(ranks, ","),
+                          " redistributed=", end.redistributed(),
+                          " trained_twice=", twice);
+  }
+  Print(absl::StrFormat(
+      "final test_logloss=%.4f test_auc=%.4f examples_per_s=%.0f "
+      "train_examples=%d test_examples=%d train_logloss=%.4f%s",
+      eval.logloss, eval.auc, result.examples_per_s,
+      result.total_train_examples, eval.examples, result.train_logloss,
+      deaths));
+}
+
+absl::StatusOr<TrainResult> Trainer::Run() {
+  PETREL_RETURN_IF_ERROR(Start());
+  start_ = last_progress_ = absl::Now();
+  PETREL_RETURN_IF_ERROR(TrainLoop());
   if (options_.control != nullptr) options_.control->SetFinished(Position());
+  // Leave the clock so nobody waits for this worker any more.
+  PETREL_RETURN_IF_ERROR(kv_.Wait(kv_.Clock(-1), options_.timeout));
+  PETREL_ASSIGN_OR_RETURN(pb::RecoveryReply end, TrainReassigned());
   TrainResult result;
   result.train_examples = examples_before_ + loss_.total_examples();
   result.train_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
   result.train_logloss = loss_.total_logloss();
   MaybeReportProgress(true);
-  // Leave the clock so nobody waits for this worker any more.
-  PETREL_RETURN_IF_ERROR(kv_.Wait(kv_.Clock(-1), options_.timeout));
-  PETREL_RETURN_IF_ERROR(GatherStats(&result));
+  PETREL_RETURN_IF_ERROR(GatherStats(end, &result));
   PETREL_RETURN_IF_ERROR(po_->Barrier(kWorkerGroup, options_.timeout));
-  if (po_->my_rank() != 0) return result;
+  if (po_->my_rank() != end.leader()) return result;
   PETREL_ASSIGN_OR_RETURN(EvalResult eval,
                           Evaluate(job_, &kv_, model_.get(), options_.timeout));
   result.test_logloss = eval.logloss;
@@ -363,11 +523,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
                              result.total_train_examples, result.examples_per_s,
                              result.train_logloss, eval.logloss, eval.auc);
   }
-  Print(absl::StrFormat(
-      "final test_logloss=%.4f test_auc=%.4f examples_per_s=%.0f "
-      "train_examples=%d test_examples=%d train_logloss=%.4f",
-      eval.logloss, eval.auc, result.examples_per_s,
-      result.total_train_examples, eval.examples, result.train_logloss));
+  PrintFinal(end, eval, result);
   return result;
 }
 

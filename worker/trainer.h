@@ -8,6 +8,15 @@
 //   final test_logloss=0.4563 test_auc=0.7871 examples_per_s=812345
 //   train_examples=1000000
 //
+// Worker failures (options.recovery): the trainer reads batches round
+// robin from every piece of data it holds (its own share first, then the
+// pieces the scheduler reassigned from dead workers), reports its
+// progress every kProgressInterval, and when everything is trained leaves
+// the clock and asks the scheduler for more (kDone). Pieces that arrive
+// after it left the clock are trained outside bounded delay (pulls with
+// clock -1). The final line then also names the dead workers:
+//   ... dead_workers=2 redistributed=14336 trained_twice=1024
+//
 // Checkpoints (options.control): at each batch boundary, and while waiting
 // for a pull, a requested pause is taken once the pushes sent so far are
 // acknowledged (job/checkpoint_protocol.h). Worker 0 asks the scheduler for
@@ -29,6 +38,7 @@
 #include "proto/checkpoint.pb.h"
 #include "proto/job.pb.h"
 #include "van/postoffice.h"
+#include "worker/recovery_client.h"
 #include "worker/worker_control.h"
 
 namespace petrel {
@@ -43,6 +53,12 @@ struct TrainerOptions {
   // joined; must outlive the run. Default null: no checkpoints, no
   // graceful stop.
   WorkerControl* control = nullptr;
+  // The worker's end of the recovery protocol (job/recovery_protocol.h),
+  // started before the node joined; must outlive the run. With it the job
+  // survives the death of other workers: this worker reports its progress,
+  // trains the data reassigned to it and, at the end, the lowest live rank
+  // evaluates. Default null: every worker must live to the end.
+  RecoveryClient* recovery = nullptr;
   // Continue from this position of a checkpoint (restore): the epoch and
   // the examples of it already trained are skipped, the clock and the
   // trained-example count continue. Default none: from the beginning.
@@ -58,7 +74,8 @@ struct TrainResult {
   int64_t train_examples = 0;
   double train_seconds = 0;
   double train_logloss = 0;  // this worker's running logloss at the end
-  // Worker 0 only (after evaluation):
+  // The evaluating worker only (worker 0, or the lowest live rank when
+  // workers died), after evaluation:
   double test_logloss = 0;
   double test_auc = 0;
   int64_t test_examples = 0;

@@ -13,7 +13,8 @@
 //          --test, --epochs, --batch_size override it) on this worker's share
 //          of the training files; worker 0 evaluates on the test files and
 //          prints "final test_logloss=... test_auc=... examples_per_s=...".
-//          Takes part in checkpoints (job/checkpoint_protocol.h);
+//          Takes part in checkpoints (job/checkpoint_protocol.h) and in
+//          recovery from worker failures (job/recovery_protocol.h);
 //          --restore_from continues from a checkpoint's worker position.
 //
 // SIGTERM/SIGINT during training asks the scheduler to stop the job (after
@@ -41,6 +42,7 @@
 #include "kv/kv_worker.h"
 #include "van/daemon_main.h"
 #include "worker/check_job.h"
+#include "worker/recovery_client.h"
 #include "worker/trainer.h"
 #include "worker/worker_control.h"
 
@@ -155,14 +157,17 @@ absl::StatusOr<petrel::CheckJobOptions> JobOptionsFromFlags() {
 absl::Status RunTrain(petrel::NodeRuntime& runtime,
                       const petrel::pb::JobConfig& job,
                       petrel::WorkerControl* control,
+                      petrel::RecoveryClient* recovery,
                       const petrel::StartCheckpoint& start) {
   absl::Status s = control->Start();
+  if (s.ok()) s = recovery->Start();
   if (s.ok()) s = runtime.Start();
   if (!s.ok()) return s;
   petrel::TrainerOptions options;
   options.job = job;
   options.timeout = absl::Seconds(FLAGS_timeout_s);
   options.control = control;
+  options.recovery = recovery;
   options.wait_for_servers = !start.dir.empty();
   if (start.restore) {
     const int rank = runtime.postoffice()->my_rank();
@@ -176,7 +181,17 @@ absl::Status RunTrain(petrel::NodeRuntime& runtime,
   }
   absl::StatusOr<petrel::TrainResult> result =
       petrel::RunTrainer(options, runtime.postoffice());
-  if (!result.ok()) return result.status();
+  if (!result.ok()) {
+    // Not a death the job should survive: it fails now, with the reason
+    // (unless it was stopped, or has ended already).
+    petrel::Postoffice* po = runtime.postoffice();
+    if (!absl::IsAborted(result.status()) && !po->nodes().empty() &&
+        absl::IsDeadlineExceeded(po->WaitForTerminate(absl::ZeroDuration()))) {
+      recovery->ReportFailure(std::string(result.status().message()),
+                              absl::Seconds(5));
+    }
+    return result.status();
+  }
   // The scheduler takes the final checkpoint before it ends the job.
   return runtime.postoffice()->Finish(job.checkpoint().dir().empty()
                                           ? options.timeout
@@ -223,13 +238,15 @@ class WorkerDaemon : public petrel::NodeDaemon {
   absl::Status Build(petrel::NodeRuntime& runtime) override {
     if (FLAGS_job == "train") {
       control_ = std::make_unique<petrel::WorkerControl>(runtime.postoffice());
+      recovery_ =
+          std::make_unique<petrel::RecoveryClient>(runtime.postoffice());
     }
     return absl::OkStatus();
   }
   absl::Status Run(petrel::NodeRuntime& runtime) override {
-    return FLAGS_job == "check"
-               ? RunWorker(runtime, *options_)
-               : RunTrain(runtime, *job_, control_.get(), *restore_);
+    return FLAGS_job == "check" ? RunWorker(runtime, *options_)
+                                : RunTrain(runtime, *job_, control_.get(),
+                                           recovery_.get(), *restore_);
   }
   // Training: the scheduler stops the job (after a checkpoint when there is
   // a directory); before the cluster formed there is nobody to ask.
@@ -246,6 +263,7 @@ class WorkerDaemon : public petrel::NodeDaemon {
 
  private:
   std::unique_ptr<petrel::WorkerControl> control_;
+  std::unique_ptr<petrel::RecoveryClient> recovery_;
   absl::StatusOr<petrel::StartCheckpoint> restore_;
   absl::StatusOr<petrel::CheckJobOptions> options_;
   absl::StatusOr<petrel::pb::JobConfig> job_;

@@ -176,6 +176,18 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path,
   return reply.substr(body + 4);
 }
 
+double ValueAfter(const std::string& output, const std::string& marker,
+                  const std::string& key) {
+  size_t line = output.find(marker);
+  if (line == std::string::npos) return -1;
+  size_t end = output.find('\n', line);
+  std::map<std::string, std::string> kv =
+      ParseKeyValues(output.substr(line, end - line));
+  double v = -1;
+  if (!absl::SimpleAtod(kv[key], &v)) return -1;
+  return v;
+}
+
 std::map<std::string, double> SumMetric(const std::string& text,
                                         const std::string& name,
                                         const std::string& label) {

@@ -110,6 +110,12 @@ absl::StatusOr<std::unique_ptr<Subprocess>> StartProgram(
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path,
                                     absl::Duration timeout = absl::Seconds(10));
 
+// The number after `key=` in the first line of `output` that holds
+// `marker` (e.g. ValueAfter(out, "final test_logloss", "test_logloss"));
+// -1 when there is no such line or value.
+double ValueAfter(const std::string& output, const std::string& marker,
+                  const std::string& key);
+
 // Sums the samples of Prometheus metric `name` in `text`, by the value of
 // label `label` ("" for unlabelled samples).
 std::map<std::string, double> SumMetric(const std::string& text,

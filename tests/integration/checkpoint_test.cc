@@ -36,20 +36,6 @@ std::string Bin(const std::string& name) {
   return std::string(PETREL_BIN_DIR) + "/" + name;
 }
 
-// The value of `key=` in the first line of `out` holding `marker`; -1 when
-// there is none.
-double ValueAfter(const std::string& out, const std::string& marker,
-                  const std::string& key) {
-  size_t line = out.find(marker);
-  if (line == std::string::npos) return -1;
-  size_t end = out.find('\n', line);
-  std::map<std::string, std::string> kv =
-      ParseKeyValues(out.substr(line, end - line));
-  double v = -1;
-  if (!absl::SimpleAtod(kv[key], &v)) return -1;
-  return v;
-}
-
 // One job's processes: the scheduler, 2 servers and 2 workers (ranks fixed,
 // so that a restored worker gets its own position back).
 struct Job {

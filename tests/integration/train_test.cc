@@ -28,19 +28,6 @@ std::string Bin(const std::string& name) {
   return std::string(PETREL_BIN_DIR) + "/" + name;
 }
 
-// The value of `key=` in the first line of `out` that holds `marker`.
-double ValueAfter(const std::string& out, const std::string& marker,
-                  const std::string& key) {
-  size_t line = out.find(marker);
-  if (line == std::string::npos) return -1;
-  size_t end = out.find('\n', line);
-  std::map<std::string, std::string> kv =
-      ParseKeyValues(out.substr(line, end - line));
-  double v = -1;
-  if (!absl::SimpleAtod(kv[key], &v)) return -1;
-  return v;
-}
-
 std::string RunOrDie(std::vector<std::string> argv, int* code) {
   absl::StatusOr<std::unique_ptr<Subprocess>> p = StartProgram(std::move(argv));
   if (!p.ok()) return std::string(p.status().message());

@@ -90,8 +90,11 @@ constexpr char kUsage[] =
     "PETREL_SCHEDULER set. Child output goes to stdout prefixed with\n"
     "\"[scheduler] \", \"[server i] \" or \"[worker i] \".\n"
     "With --config, SIGINT/SIGTERM stops the job gracefully (a checkpoint\n"
-    "first when it has a checkpoint directory); a second signal kills it.\n"
-    "Exit status: 0 when every process exited 0, 1 when one failed or a\n"
+    "first when it has a checkpoint directory); a second signal kills it,\n"
+    "and a worker killed by a signal does not stop the job (the others\n"
+    "train its data).\n"
+    "Exit status: 0 when every process exited 0 (a killed worker aside),\n"
+    "1 when one failed or a\n"
     "timeout passed, 2 for bad flags, 130/143 after SIGINT/SIGTERM.";
 
 constexpr int kExitUsage = 2;
@@ -146,6 +149,7 @@ absl::Status ApplyJobConfig(petrel::Launcher::Options& options) {
   options.server_args.push_back("--config=" + FLAGS_config);
   options.scheduler_args.push_back("--config=" + FLAGS_config);
   options.graceful_stop = true;
+  options.survive_worker_kills = true;
   options.stop_timeout = absl::Seconds(FLAGS_stop_timeout_s);
   std::vector<std::string> checkpoint_args;
   if (!FLAGS_checkpoint_dir.empty()) {

@@ -330,6 +330,13 @@ void Launcher::CollectExits() {
     absl::StatusOr<int> code = child.proc->Wait(absl::ZeroDuration());
     if (!code.ok()) continue;
     child.exit_code = *code;
+    if (*code > 128 && child.is_worker && options_.survive_worker_kills &&
+        !failed_.has_value()) {
+      child.lost = true;
+      PrintStatus(absl::StrCat(child.name, " was killed by signal ",
+                               *code - 128, "; the job goes on without it"));
+      continue;
+    }
     if (*code != 0 && !failed_.has_value()) failed_ = i;
   }
 }
@@ -342,7 +349,7 @@ bool Launcher::AllExited(bool workers_only) const {
 
 bool Launcher::AllSucceeded() const {
   return std::all_of(children_.begin(), children_.end(),
-                     [](const Child& c) { return c.exit_code == 0; });
+                     [](const Child& c) { return c.exit_code == 0 || c.lost; });
 }
 
 int Launcher::Finish(WaitResult result, absl::string_view deadline_message) {

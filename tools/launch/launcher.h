@@ -58,6 +58,12 @@ class Launcher {
     // stop_timeout without every process gone, kills them all. Default
     // false: SIGTERM to every process at once.
     bool graceful_stop = false;
+    // A worker killed by a signal (exit code > 128: kill -9, the OOM killer,
+    // a crash) does not stop the job: the scheduler goes on without it
+    // (petrel-scheduler --survive_worker_failures, docs/design.md "Worker
+    // failures") and the job's exit code is the other processes'. A worker
+    // that exits with an error code still stops the job. Default false.
+    bool survive_worker_kills = false;
     // How long a graceful stop may take. Default 120 s.
     absl::Duration stop_timeout = absl::Seconds(120);
     // Colon-separated directories to look command[0] up in before bin_dir
@@ -94,9 +100,9 @@ class Launcher {
   ~Launcher();
 
   // Runs the job to the end and returns the launcher's exit code: 0 when
-  // every process exited 0; 1 when one failed, a deadline passed or a child
-  // could not be started; 2 for invalid options; 128 + signal number when
-  // stopped by SIGINT or SIGTERM.
+  // every process exited 0 (but the workers survive_worker_kills let go); 1
+  // when one failed, a deadline passed or a child could not be started; 2 for
+  // invalid options; 128 + signal number when stopped by SIGINT or SIGTERM.
   int Run();
 
  private:
@@ -105,6 +111,7 @@ class Launcher {
     bool is_worker = false;
     std::unique_ptr<Subprocess> proc;
     std::optional<int> exit_code;
+    bool lost = false;  // a worker killed by a signal, survive_worker_kills
   };
   enum class WaitResult { kDone, kFailed, kSignal, kDeadline };
 

@@ -62,7 +62,9 @@ echo ack >&5
 echo "server stopping"
 )";
 
-// Fake worker. $1: "ok", "hang", or "fail-rank-N" (rank N exits 3).
+// Fake worker. $1: "ok", "hang", "fail-rank-N" (rank N exits 3) or
+// "kill-rank-N" (rank N kills itself with SIGKILL once the fake scheduler
+// counted it, as the real one counts a worker it lost).
 constexpr char kWorkerScript[] = R"(#!/bin/sh
 dir='DIR'
 echo "env role=$DMLC_ROLE uri=$DMLC_PS_ROOT_URI port=$DMLC_PS_ROOT_PORT" \
@@ -70,6 +72,7 @@ echo "env role=$DMLC_ROLE uri=$DMLC_PS_ROOT_URI port=$DMLC_PS_ROOT_PORT" \
   "rank=$PETREL_RANK scheduler=$PETREL_SCHEDULER"
 case "$1" in
   fail-rank-"$PETREL_RANK") echo "failing on purpose" >&2; exit 3 ;;
+  kill-rank-"$PETREL_RANK") echo done > "$dir/workers_done"; kill -9 $$ ;;
   hang) echo ready; exec sleep 1000 ;;
 esac
 echo done > "$dir/workers_done"
@@ -202,6 +205,35 @@ TEST_F(LauncherTest, FailingWorkerStopsJobAndIsNamed) {
               HasSubstr("petrel-launch: worker 1 exited with code 3; "
                         "stopping the job\n"));
   ExpectWholeLines(result.output);
+}
+
+// With survive_worker_kills (--config) a worker killed by a signal does not
+// stop the job: it ends as the scheduler says.
+TEST_F(LauncherTest, AKilledWorkerDoesNotStopAJobThatSurvivesIt) {
+  Launcher::Options options;
+  options.num_servers = 1;
+  options.num_workers = 2;
+  options.bin_dir = dir_;
+  options.command = {"petrel-fake-worker", "kill-rank-1"};
+  options.survive_worker_kills = true;
+  absl::Mutex mu;
+  std::vector<std::string> status;
+  options.print_output = [](std::string_view) {};
+  options.print_status = [&](std::string_view line) {
+    absl::MutexLock lock(&mu);
+    status.emplace_back(line);
+  };
+  EXPECT_EQ(Launcher(options).Run(), 0);
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_THAT(status, ::testing::ElementsAre(
+                            "petrel-launch: worker 1 was killed by signal 9; "
+                            "the job goes "
+                            "on without it"));
+  }
+  // Without it the job stops.
+  options.survive_worker_kills = false;
+  EXPECT_EQ(Launcher(options).Run(), 1);
 }
 
 void ExpectSignalStopsJob(std::unique_ptr<Subprocess> launch, int sig,
