@@ -53,8 +53,25 @@ def _keys(keys):
     return a.astype(np.uint64)
 
 
+# Integers up to this magnitude are exact in float32 (a 24-bit mantissa).
+_FLOAT32_EXACT_INT = 1 << 24
+
+
 def _values(values):
+    """Values as float32, the servers' type. Floating arrays are converted
+    (rounded to float32); integer arrays only when every value is exact in
+    float32, never silently rounded."""
     a = _as_numpy(values, "values")
+    if a.dtype.kind in "iub" and a.size > 0:
+        if a.dtype.kind != "b" and (
+                int(a.max()) > _FLOAT32_EXACT_INT or
+                int(a.min()) < -_FLOAT32_EXACT_INT):
+            raise TypeError(
+                f"values are float32 (what petrel-server stores), and these "
+                f"{a.dtype} values do not all fit one exactly (|v| > 2**24); "
+                f"convert them yourself if rounding is meant")
+    elif a.dtype.kind != "f" and a.size > 0:
+        raise TypeError(f"values must be numbers (float32), not {a.dtype}")
     return np.ascontiguousarray(a, dtype=np.float32)
 
 
@@ -147,7 +164,9 @@ class KVClient:
     needs no arguments at all.
 
     Keys are uint64 (int64 arrays and tensors are taken bit for bit; other
-    integer arrays are converted); values are float32. A request's keys
+    integer arrays are converted); values are float32, the one value type
+    petrel-server stores: other floating arrays are converted, integer
+    arrays only when every value is exact in float32 (else TypeError). A request's keys
     may come in any order and repeat; each key's values are contiguous and
     all keys have the same width, unless ``lens`` gives each key's count.
     C-contiguous float32 NumPy arrays and torch CPU tensors are shared with
