@@ -107,7 +107,7 @@ def test_wrong_types_raise_type_errors(kv, keyspace):
     np.testing.assert_array_equal(kv.pull(keys).reshape(-1),
                                   [2, -1, 1 - (1 << 24), 1])
     for big in (np.array([0, 0, 0, (1 << 24) + 1], np.int64),
-                np.array([0, 0, 0, -(1 << 40)], np.int64)):
+                np.array([0, 0, 0, -(1 << 40) - 1], np.int64)):
         with pytest.raises(TypeError, match="exactly"):
             kv.push(keys, big)
     with pytest.raises(TypeError, match="numbers"):
