@@ -123,7 +123,8 @@ class EmbeddingBag(torch.nn.Module):
     def prefetch(self, input):
         """Starts pulling the rows of a later batch ``input``."""
         keys, inverse = self._distinct(input)
-        ticket = self.client.pull_async(keys, table=self.table)
+        ticket = self.client.pull_async(keys, table=self.table,
+                                        dtype="float32")
         self._prefetched = (input, keys, inverse, ticket)
 
     def _rows(self, input):
@@ -138,7 +139,7 @@ class EmbeddingBag(torch.nn.Module):
         else:
             keys, inverse = self._distinct(input)
             start = time.perf_counter()
-            rows = self.client.pull(keys, table=self.table,
+            rows = self.client.pull(keys, table=self.table, dtype="float32",
                                     timeout=self.timeout)
         self.timings["pull_s"] += time.perf_counter() - start
         self.timings["pulls"] += 1
@@ -173,7 +174,8 @@ class EmbeddingBag(torch.nn.Module):
                 g = g.cpu()
             g = g.contiguous()
             start = time.perf_counter()
-            self.client.push(keys, g, table=self.table, timeout=self.timeout)
+            self.client.push(keys, g, table=self.table, dtype="float32",
+                             timeout=self.timeout)
             self.timings["push_s"] += time.perf_counter() - start
             self.timings["pushes"] += 1
             return grad
