@@ -164,15 +164,37 @@ absl::Status CheckKvFrames(const Message& msg, pb::DataType value_type,
                            int64_t max_message_bytes) {
   absl::Status layout = CheckKvLayout(msg.meta, msg.data, max_message_bytes);
   if (!layout.ok()) return layout;
+  return CheckKvValueType(msg, value_type);
+}
+
+absl::Status CheckKvValueType(const Message& msg, pb::DataType value_type) {
   // Values are frame 1 of a request (after the keys), frame 0 of an answer.
   const int values = msg.meta.request() ? 1 : 0;
   if (static_cast<int>(msg.data.size()) > values &&
       msg.meta.data_types(values) != value_type) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "kv values of type ", static_cast<int>(msg.meta.data_types(values)),
-        ", expected ", static_cast<int>(value_type)));
+        "kv values of type ", KvValueTypeName(msg.meta.data_types(values)),
+        ", expected ", KvValueTypeName(value_type),
+        " (a key-value app holds values of one type)"));
   }
   return absl::OkStatus();
+}
+
+std::string KvValueTypeName(pb::DataType type) {
+  switch (type) {
+    case pb::DATA_TYPE_FLOAT:
+      return "float32";
+    case pb::DATA_TYPE_DOUBLE:
+      return "float64";
+    case pb::DATA_TYPE_INT32:
+      return "int32";
+    case pb::DATA_TYPE_INT64:
+      return "int64";
+    case pb::DATA_TYPE_UINT64:
+      return "uint64";
+    default:
+      return absl::StrCat("data type ", static_cast<int>(type));
+  }
 }
 
 void EncodeKvResponse(const KVMeta& request, int64_t min_clock,

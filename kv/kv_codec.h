@@ -19,6 +19,7 @@
 #define PETREL_KV_KV_CODEC_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -98,6 +99,13 @@ absl::Status CheckKvLayout(const pb::Meta& meta,
 // of `value_type`, if the message has them.
 absl::Status CheckKvFrames(const Message& msg, pb::DataType value_type,
                            int64_t max_message_bytes);
+// CheckKvFrames's second half: InvalidArgument naming both types when the
+// message's values are not of `value_type`. A message that passed
+// CheckKvLayout and fails only this is well-formed: KVServer answers it
+// with this error rather than dropping it.
+absl::Status CheckKvValueType(const Message& msg, pb::DataType value_type);
+// "float32", "float64", "int32", "int64", "uint64", else "data type N".
+std::string KvValueTypeName(pb::DataType type);
 
 // Decodes the frames of a KV request into `out`, sharing its buffers.
 // Returns CheckKvFrames's error, leaving `out` untouched, on a bad layout,

@@ -35,6 +35,12 @@ void KVServer<Val>::Process(Message&& msg, bool duplicate) {
     customer_.postoffice()->van()->CountDrop(
         kKvRejectReason, absl::StrCat("request from node ", msg.meta.sender(),
                                       ": ", valid.message()));
+    // Well-formed but of another value type (a KVWorker<double> talking to
+    // a KVServer<float>): the sender gets the reason rather than waiting
+    // out its deadline. Nothing of it is applied.
+    if (CheckKvLayout(msg.meta, msg.data, max_message_bytes_).ok()) {
+      ResponseError(DecodeKvMeta(msg.meta), valid).IgnoreError();
+    }
     return;
   }
   KVMeta meta = DecodeKvMeta(msg.meta);

@@ -3,9 +3,12 @@
 // the received buffers); the handler answers with Response or ResponseError.
 // A request that fails the KV layout checks is dropped, counted in
 // petrel_van_messages_rejected_total{reason="kv_layout"} and logged (rate
-// limited). A resent push that was already applied is acknowledged without
-// calling the handler again (exactly once); a resent push-pull is handled as
-// a pull. Also KVStoreHandler, a default handler (an in-memory store).
+// limited). One whose layout is sound but whose values are of another type
+// than Val is counted the same way and answered with InvalidArgument
+// naming both types (kv_codec's CheckKvValueType), never reinterpreted. A
+// resent push that was already applied is acknowledged without calling the
+// handler again (exactly once); a resent push-pull is handled as a pull.
+// Also KVStoreHandler, a default handler (an in-memory store).
 //
 // Supported Val: float, double, int32_t, int64_t.
 //

@@ -34,7 +34,7 @@ LocalClusterOptions Nodes() {
   return o;
 }
 
-// A kv request (pull of keys 1, 2) as a raw Customer would send it.
+// A kv request (push to keys 1, 2) as a raw Customer would send it.
 Message KvRequest(int recipient, int timestamp) {
   KVMeta kv;
   kv.push = true;
@@ -171,6 +171,47 @@ TEST(KVStoreHandlerTest, RejectsAPushOfAnotherWidthWhole) {
   ASSERT_TRUE(kv.Wait(kv.Pull(SArray<Key>{1, 2}, &vals, &lens), deadline).ok());
   EXPECT_EQ(vals.ToVector(), (std::vector<float>{1, 2}));
   EXPECT_EQ(lens.ToVector(), (std::vector<int>{2, 0}));
+  EXPECT_EQ(store.num_keys(), 1u);
+  EXPECT_TRUE(cluster.Finish().ok());
+}
+
+// A worker of another value type gets InvalidArgument naming both types,
+// for a push (the server's check) and a pull (the worker's check of the
+// answer), and nothing it sent is applied or reinterpreted.
+TEST(KVServerTest, RefusesValuesOfAnotherTypeWithAnError) {
+  LocalCluster cluster(Nodes());
+  ASSERT_TRUE(cluster.Start().ok());
+  KVServer<float> server(0, cluster.server(0));
+  KVStoreHandler<float> store;
+  server.set_request_handler(std::ref(store));
+  ASSERT_TRUE(server.Start().ok());
+  KVWorker<float> floats(0, 0, cluster.worker(0));
+  KVWorker<int64_t> ints(0, 1, cluster.worker(0));
+  KVWorker<double> doubles(0, 2, cluster.worker(0));
+  ASSERT_TRUE(floats.Start().ok());
+  ASSERT_TRUE(ints.Start().ok());
+  ASSERT_TRUE(doubles.Start().ok());
+  const absl::Duration deadline = absl::Seconds(10);
+  ASSERT_TRUE(
+      floats.Wait(floats.Push(SArray<Key>{1}, SArray<float>{1.5f}), deadline)
+          .ok());
+  absl::Status s = ints.Wait(
+      ints.Push(SArray<Key>{1, 2}, SArray<int64_t>{int64_t{1} << 40, 7}),
+      deadline);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(),
+              HasSubstr("kv values of type int64, expected float32"));
+  SArray<double> wide;
+  s = doubles.Wait(doubles.PushPull(SArray<Key>{1}, SArray<double>{2.0}, &wide),
+                   deadline);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("float64, expected float32"));
+  s = doubles.Wait(doubles.Pull(SArray<Key>{1}, &wide), deadline);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("float32, expected float64"));
+  SArray<float> vals;
+  ASSERT_TRUE(floats.Wait(floats.Pull(SArray<Key>{1}, &vals), deadline).ok());
+  EXPECT_EQ(vals.ToVector(), (std::vector<float>{1.5f}));
   EXPECT_EQ(store.num_keys(), 1u);
   EXPECT_TRUE(cluster.Finish().ok());
 }

@@ -7,17 +7,28 @@
 #include "glog/logging.h"
 
 #include "base/status_macros.h"
+#include "kv/kv_typed_stores.h"
 #include "van/message.h"
 
 namespace petrel {
 namespace {
 
-// The app id of Broadcast's messages (KVWorker and KVServer use 0).
+// The app id of Broadcast's messages (the KVWorkers use KVAppOf<Val>: 0,
+// 10, 11, 12).
 constexpr int kBroadcastApp = 1;
 
 bool HasTableOptions(const KVRequestOptions& options) {
   return options.table_id != 0 || options.clock != -1;
 }
+
+template <typename Val>
+absl::Status StartWorker(Postoffice* po, std::unique_ptr<KVWorker<Val>>* kv) {
+  *kv = std::make_unique<KVWorker<Val>>(KVAppOf<Val>(), /*customer_id=*/0, po);
+  return (*kv)->Start();
+}
+
+constexpr char kLensNeedTableZero[] =
+    "lens (variable-length values) work with table 0 and no clock only";
 
 }  // namespace
 
@@ -30,9 +41,11 @@ absl::Status KVClient::Start() {
   if (started_ || closed_) {
     return absl::FailedPreconditionError("the client was started already");
   }
-  kv_ = std::make_unique<KVWorker<float>>(/*app_id=*/0, /*customer_id=*/0,
-                                          runtime_.postoffice());
-  PETREL_RETURN_IF_ERROR(kv_->Start());
+  Postoffice* po = runtime_.postoffice();
+  PETREL_RETURN_IF_ERROR(StartWorker(po, &std::get<0>(kv_)));
+  PETREL_RETURN_IF_ERROR(StartWorker(po, &std::get<1>(kv_)));
+  PETREL_RETURN_IF_ERROR(StartWorker(po, &std::get<2>(kv_)));
+  PETREL_RETURN_IF_ERROR(StartWorker(po, &std::get<3>(kv_)));
   // Started before joining, so that every worker can receive once the
   // cluster is complete.
   broadcast_ = std::make_unique<SimpleApp>(kBroadcastApp, /*customer_id=*/0,
@@ -52,8 +65,7 @@ absl::Status KVClient::Start() {
   return absl::OkStatus();
 }
 
-KVWorker<float>::Callback KVClient::Completion(
-    const std::shared_ptr<KVTicket>& t) {
+KVClient::Callback KVClient::Completion(const std::shared_ptr<KVTicket>& t) {
   // Runs on the van thread (or in the issuing call): must not block.
   return [this, t]() {
     if (!t->notify) return;
@@ -62,11 +74,10 @@ KVWorker<float>::Callback KVClient::Completion(
   };
 }
 
-void KVClient::Issue(
-    const std::shared_ptr<KVTicket>& ticket,
-    const std::function<int(KVWorker<float>*, KVWorker<float>::Callback)>&
-        send) {
-  ticket->given_out_ = ticket->out.data();
+template <typename Val>
+void KVClient::Issue(const std::shared_ptr<TypedKVTicket<Val>>& ticket,
+                     const std::function<int(KVWorker<Val>*, Callback)>& send) {
+  ticket->given_out = ticket->out.data();
   absl::ReaderMutexLock lock(&lifetime_mu_);
   if (!started_ || closed_) {
     Reject(ticket,
@@ -74,7 +85,7 @@ void KVClient::Issue(
                closed_ ? "the client is closed" : "the client has not joined"));
     return;
   }
-  ticket->timestamp_ = send(kv_.get(), Completion(ticket));
+  ticket->timestamp_ = send(worker<Val>(), Completion(ticket));
   ticket->issued_.Notify();
 }
 
@@ -91,20 +102,17 @@ void KVClient::Reject(const std::shared_ptr<KVTicket>& ticket,
   }
 }
 
-std::shared_ptr<KVTicket> KVClient::Push(const SArray<Key>& keys,
-                                         const SArray<float>& vals,
-                                         const SArray<int>& lens,
-                                         const KVRequestOptions& options,
-                                         bool notify) {
-  auto t = std::make_shared<KVTicket>();
+template <typename Val>
+std::shared_ptr<TypedKVTicket<Val>> KVClient::Push(
+    const SArray<Key>& keys, const SArray<Val>& vals, const SArray<int>& lens,
+    const KVRequestOptions& options, bool notify) {
+  auto t = std::make_shared<TypedKVTicket<Val>>();
   t->notify = notify;
   if (!lens.empty() && HasTableOptions(options)) {
-    Reject(t, absl::InvalidArgumentError("lens (variable-length values) "
-                                         "work with table 0 and no clock "
-                                         "only"));
+    Reject(t, absl::InvalidArgumentError(kLensNeedTableZero));
     return t;
   }
-  Issue(t, [&](KVWorker<float>* kv, KVWorker<float>::Callback cb) {
+  Issue<Val>(t, [&](KVWorker<Val>* kv, Callback cb) {
     if (!lens.empty())
       return kv->Push(keys, vals, lens, options.cmd, std::move(cb));
     return kv->Push(keys, vals, options, std::move(cb));
@@ -112,23 +120,21 @@ std::shared_ptr<KVTicket> KVClient::Push(const SArray<Key>& keys,
   return t;
 }
 
-std::shared_ptr<KVTicket> KVClient::Pull(const SArray<Key>& keys,
-                                         SArray<float> out, bool want_lens,
-                                         const KVRequestOptions& options,
-                                         bool notify) {
-  auto t = std::make_shared<KVTicket>();
+template <typename Val>
+std::shared_ptr<TypedKVTicket<Val>> KVClient::Pull(
+    const SArray<Key>& keys, SArray<Val> out, bool want_lens,
+    const KVRequestOptions& options, bool notify) {
+  auto t = std::make_shared<TypedKVTicket<Val>>();
   t->notify = notify;
   t->is_pull = true;
   t->out = std::move(out);
   if (want_lens && HasTableOptions(options)) {
-    Reject(t, absl::InvalidArgumentError("lens (variable-length values) "
-                                         "work with table 0 and no clock "
-                                         "only"));
+    Reject(t, absl::InvalidArgumentError(kLensNeedTableZero));
     return t;
   }
   KVRequestOptions with_clock = options;
   with_clock.min_clock = &t->min_clock;
-  Issue(t, [&](KVWorker<float>* kv, KVWorker<float>::Callback cb) {
+  Issue<Val>(t, [&](KVWorker<Val>* kv, Callback cb) {
     if (want_lens)
       return kv->Pull(keys, &t->out, &t->lens, options.cmd, std::move(cb));
     return kv->Pull(keys, &t->out, with_clock, std::move(cb));
@@ -136,18 +142,17 @@ std::shared_ptr<KVTicket> KVClient::Pull(const SArray<Key>& keys,
   return t;
 }
 
-std::shared_ptr<KVTicket> KVClient::PushPull(const SArray<Key>& keys,
-                                             const SArray<float>& vals,
-                                             SArray<float> out,
-                                             const KVRequestOptions& options,
-                                             bool notify) {
-  auto t = std::make_shared<KVTicket>();
+template <typename Val>
+std::shared_ptr<TypedKVTicket<Val>> KVClient::PushPull(
+    const SArray<Key>& keys, const SArray<Val>& vals, SArray<Val> out,
+    const KVRequestOptions& options, bool notify) {
+  auto t = std::make_shared<TypedKVTicket<Val>>();
   t->notify = notify;
   t->is_pull = true;
   t->out = std::move(out);
   KVRequestOptions with_clock = options;
   with_clock.min_clock = &t->min_clock;
-  Issue(t, [&](KVWorker<float>* kv, KVWorker<float>::Callback cb) {
+  Issue<Val>(t, [&](KVWorker<Val>* kv, Callback cb) {
     return kv->PushPull(keys, vals, &t->out, with_clock, std::move(cb));
   });
   return t;
@@ -160,16 +165,22 @@ absl::Status KVClient::Wait(KVTicket& ticket, absl::Duration timeout) {
     if (ticket.final_.has_value()) return *ticket.final_;
   }
   absl::ReaderMutexLock lifetime(&lifetime_mu_);
-  if (kv_ == nullptr) {
+  if (worker<float>() == nullptr) {
     return absl::FailedPreconditionError(
         "the client closed before the request completed");
   }
-  absl::Status s = kv_->Wait(ticket.timestamp_, timeout);
+  const int ts = ticket.timestamp_;
+  bool complete = false;
+  absl::Status s = WithWorker(ticket.value_type, [&](auto* kv) {
+    absl::Status waited = kv->Wait(ts, timeout);
+    complete = waited.ok() || kv->customer()->IsComplete(ts);
+    return waited;
+  });
   absl::MutexLock lock(&ticket.mu_);
   if (ticket.final_.has_value()) return *ticket.final_;  // another waiter
   // A Wait that timed out leaves the request outstanding; anything else
   // (including a server's own DeadlineExceeded) ends it.
-  if (!s.ok() && !kv_->customer()->IsComplete(ticket.timestamp_)) return s;
+  if (!complete) return s;
   ticket.final_ = s;
   return s;
 }
@@ -181,7 +192,10 @@ bool KVClient::Done(KVTicket& ticket) {
     if (ticket.final_.has_value()) return true;
   }
   absl::ReaderMutexLock lifetime(&lifetime_mu_);
-  return kv_ == nullptr || kv_->customer()->IsComplete(ticket.timestamp_);
+  if (worker<float>() == nullptr) return true;
+  return WithWorker(ticket.value_type, [&](auto* kv) {
+    return kv->customer()->IsComplete(ticket.timestamp_);
+  });
 }
 
 std::shared_ptr<KVTicket> KVClient::NextCompleted(absl::Duration timeout) {
@@ -263,11 +277,26 @@ void KVClient::Close() {
   absl::WriterMutexLock lock(&lifetime_mu_);
   if (closed_) return;
   closed_ = true;
-  kv_.reset();
+  kv_ = {};
   broadcast_.reset();
   runtime_.Stop();
   absl::MutexLock queue_lock(&mu_);
   completed_.clear();
 }
+
+#define PETREL_KV_CLIENT_INSTANTIATE(Val)                                    \
+  template std::shared_ptr<TypedKVTicket<Val>> KVClient::Push<Val>(          \
+      const SArray<Key>&, const SArray<Val>&, const SArray<int>&,            \
+      const KVRequestOptions&, bool);                                        \
+  template std::shared_ptr<TypedKVTicket<Val>> KVClient::Pull<Val>(          \
+      const SArray<Key>&, SArray<Val>, bool, const KVRequestOptions&, bool); \
+  template std::shared_ptr<TypedKVTicket<Val>> KVClient::PushPull<Val>(      \
+      const SArray<Key>&, const SArray<Val>&, SArray<Val>,                   \
+      const KVRequestOptions&, bool);
+PETREL_KV_CLIENT_INSTANTIATE(float)
+PETREL_KV_CLIENT_INSTANTIATE(double)
+PETREL_KV_CLIENT_INSTANTIATE(int32_t)
+PETREL_KV_CLIENT_INSTANTIATE(int64_t)
+#undef PETREL_KV_CLIENT_INSTANTIATE
 
 }  // namespace petrel

@@ -128,10 +128,26 @@ class PyTicket {
  private:
   py::object Result() {
     if (!ticket_->is_pull) return py::none();
-    const SArray<float>& vals = ticket_->out;
+    switch (ticket_->value_type) {
+      case ValueType::kFloat64:
+        return ResultOf<double>();
+      case ValueType::kInt32:
+        return ResultOf<int32_t>();
+      case ValueType::kInt64:
+        return ResultOf<int64_t>();
+      case ValueType::kFloat32:
+        break;
+    }
+    return ResultOf<float>();
+  }
+
+  template <typename Val>
+  py::object ResultOf() {
+    const auto& ticket = static_cast<const TypedKVTicket<Val>&>(*ticket_);
+    const SArray<Val>& vals = ticket.out;
     py::object result;
     if (!out_.is_none()) {
-      if (ticket_->out_replaced()) {
+      if (ticket.out_replaced()) {
         throw StatusError(absl::InvalidArgumentError(
             absl::StrCat("out has ", py::len(out_.attr("reshape")(-1)),
                          " elements but the servers answered ", vals.size(),
@@ -196,59 +212,118 @@ SArray<Key> Keys(PyClient& c, py::handle keys) {
   return ShareArray<Key>(keys, ElementKind::kUint64, false, "keys", c.queue);
 }
 
-SArray<float> Values(PyClient& c, py::handle vals, const char* what,
-                     bool writable) {
-  if (vals.is_none()) return SArray<float>();
-  return ShareArray<float>(vals, ElementKind::kFloat32, writable, what,
-                           c.queue);
+template <typename Val>
+constexpr ElementKind KindOf();
+template <>
+constexpr ElementKind KindOf<float>() {
+  return ElementKind::kFloat32;
+}
+template <>
+constexpr ElementKind KindOf<double>() {
+  return ElementKind::kFloat64;
+}
+template <>
+constexpr ElementKind KindOf<int32_t>() {
+  return ElementKind::kInt32;
+}
+template <>
+constexpr ElementKind KindOf<int64_t>() {
+  return ElementKind::kInt64;
 }
 
-PyTicket Push(const std::shared_ptr<PyClient>& c, py::handle keys,
-              py::handle vals, py::handle lens, int table_id, int cmd,
-              bool notify) {
-  c->queue->Drain();
+template <typename Val>
+SArray<Val> Values(PyClient& c, py::handle vals, const char* what,
+                   bool writable) {
+  if (vals.is_none()) return SArray<Val>();
+  return ShareArray<Val>(vals, KindOf<Val>(), writable, what, c.queue);
+}
+
+template <typename Val>
+PyTicket PushAs(const std::shared_ptr<PyClient>& c, py::handle keys,
+                py::handle vals, py::handle lens, int table_id, int cmd,
+                bool notify) {
   SArray<Key> k = Keys(*c, keys);
-  SArray<float> v = Values(*c, vals, "values", false);
+  SArray<Val> v = Values<Val>(*c, vals, "values", false);
   SArray<int> l;
   if (!lens.is_none())
     l = ShareArray<int>(lens, ElementKind::kInt32, false, "lens", c->queue);
   std::shared_ptr<KVTicket> t;
   {
     py::gil_scoped_release release;
-    t = c->client->Push(k, v, l, Options(table_id, cmd, -1), notify);
+    t = c->client->Push<Val>(k, v, l, Options(table_id, cmd, -1), notify);
   }
   return PyTicket(c, std::move(t), py::none(), k.size(), false);
 }
 
-PyTicket Pull(const std::shared_ptr<PyClient>& c, py::handle keys,
-              py::object out, bool want_lens, int table_id, int cmd,
-              int64_t clock, bool notify) {
-  c->queue->Drain();
+template <typename Val>
+PyTicket PullAs(const std::shared_ptr<PyClient>& c, py::handle keys,
+                py::object out, bool want_lens, int table_id, int cmd,
+                int64_t clock, bool notify) {
   SArray<Key> k = Keys(*c, keys);
-  SArray<float> o = Values(*c, out, "out", true);
+  SArray<Val> o = Values<Val>(*c, out, "out", true);
   std::shared_ptr<KVTicket> t;
   {
     py::gil_scoped_release release;
-    t = c->client->Pull(k, std::move(o), want_lens,
-                        Options(table_id, cmd, clock), notify);
+    t = c->client->Pull<Val>(k, std::move(o), want_lens,
+                             Options(table_id, cmd, clock), notify);
   }
   return PyTicket(c, std::move(t), std::move(out), k.size(), want_lens);
 }
 
-PyTicket PushPull(const std::shared_ptr<PyClient>& c, py::handle keys,
-                  py::handle vals, py::object out, int table_id, int cmd,
-                  int64_t clock, bool notify) {
-  c->queue->Drain();
+template <typename Val>
+PyTicket PushPullAs(const std::shared_ptr<PyClient>& c, py::handle keys,
+                    py::handle vals, py::object out, int table_id, int cmd,
+                    int64_t clock, bool notify) {
   SArray<Key> k = Keys(*c, keys);
-  SArray<float> v = Values(*c, vals, "values", false);
-  SArray<float> o = Values(*c, out, "out", true);
+  SArray<Val> v = Values<Val>(*c, vals, "values", false);
+  SArray<Val> o = Values<Val>(*c, out, "out", true);
   std::shared_ptr<KVTicket> t;
   {
     py::gil_scoped_release release;
-    t = c->client->PushPull(k, v, std::move(o), Options(table_id, cmd, clock),
-                            notify);
+    t = c->client->PushPull<Val>(k, v, std::move(o),
+                                 Options(table_id, cmd, clock), notify);
   }
   return PyTicket(c, std::move(t), std::move(out), k.size(), false);
+}
+
+// Calls f(Val{}) for the value type named `dtype` (numpy's names).
+template <typename F>
+PyTicket ForValueType(const std::string& dtype, F&& f) {
+  if (dtype == "float32") return f(float{});
+  if (dtype == "float64") return f(double{});
+  if (dtype == "int32") return f(int32_t{});
+  if (dtype == "int64") return f(int64_t{});
+  throw py::value_error(absl::StrCat(
+      "dtype must be float32, float64, int32 or int64, not ", dtype));
+}
+
+PyTicket Push(const std::shared_ptr<PyClient>& c, py::handle keys,
+              py::handle vals, py::handle lens, int table_id, int cmd,
+              bool notify, const std::string& dtype) {
+  c->queue->Drain();
+  return ForValueType(dtype, [&](auto v) {
+    return PushAs<decltype(v)>(c, keys, vals, lens, table_id, cmd, notify);
+  });
+}
+
+PyTicket Pull(const std::shared_ptr<PyClient>& c, py::handle keys,
+              py::object out, bool want_lens, int table_id, int cmd,
+              int64_t clock, bool notify, const std::string& dtype) {
+  c->queue->Drain();
+  return ForValueType(dtype, [&](auto v) {
+    return PullAs<decltype(v)>(c, keys, std::move(out), want_lens, table_id,
+                               cmd, clock, notify);
+  });
+}
+
+PyTicket PushPull(const std::shared_ptr<PyClient>& c, py::handle keys,
+                  py::handle vals, py::object out, int table_id, int cmd,
+                  int64_t clock, bool notify, const std::string& dtype) {
+  c->queue->Drain();
+  return ForValueType(dtype, [&](auto v) {
+    return PushPullAs<decltype(v)>(c, keys, vals, std::move(out), table_id, cmd,
+                                   clock, notify);
+  });
 }
 
 void TranslateStatusError(std::exception_ptr p) {
@@ -297,13 +372,14 @@ PYBIND11_MODULE(_petrel, m) {
              ThrowIfError(s);
            })
       .def("push", &Push, py::arg("keys"), py::arg("values"), py::arg("lens"),
-           py::arg("table_id"), py::arg("cmd"), py::arg("notify"))
+           py::arg("table_id"), py::arg("cmd"), py::arg("notify"),
+           py::arg("dtype") = "float32")
       .def("pull", &Pull, py::arg("keys"), py::arg("out"), py::arg("want_lens"),
            py::arg("table_id"), py::arg("cmd"), py::arg("clock"),
-           py::arg("notify"))
+           py::arg("notify"), py::arg("dtype") = "float32")
       .def("pushpull", &PushPull, py::arg("keys"), py::arg("values"),
            py::arg("out"), py::arg("table_id"), py::arg("cmd"),
-           py::arg("clock"), py::arg("notify"))
+           py::arg("clock"), py::arg("notify"), py::arg("dtype") = "float32")
       .def("next_completed",
            [](PyClient& c, double timeout_s) -> std::optional<uintptr_t> {
              std::shared_ptr<KVTicket> t;

@@ -23,6 +23,10 @@ KindInfo InfoOf(ElementKind kind) {
       return {8, "qQlLnN", "uint64 (or int64)"};
     case ElementKind::kInt32:
       return {4, "iIlL", "int32"};
+    case ElementKind::kFloat64:
+      return {8, "d", "float64"};
+    case ElementKind::kInt64:
+      return {8, "qln", "int64"};
   }
   return {0, "", ""};
 }

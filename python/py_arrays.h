@@ -45,7 +45,7 @@ class ReleaseQueue {
 };
 
 // The element types an array may hold.
-enum class ElementKind { kFloat32, kUint64, kInt32 };
+enum class ElementKind { kFloat32, kFloat64, kUint64, kInt32, kInt64 };
 
 // Shares the memory of `obj` (C-contiguous, `kind`-typed, any shape) as a
 // Buffer; `writable` asks for memory the caller may write (a pull's

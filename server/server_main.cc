@@ -4,9 +4,11 @@
 //   petrel-server --scheduler=HOST:PORT [--port=0] [--store_mode=sum]
 //   petrel-server --scheduler=HOST:PORT --config=job.textproto
 //
-// Without --config it is a plain key-value store (KVStoreHandler); with it,
-// it serves the job's tables with their optimizers and bounded delay
-// (TableServer). The job's num_servers/num_workers are the defaults of
+// Without --config it is a plain key-value store (KVStoreHandler): float
+// values on app 0, double, int32 and int64 values on apps of their own
+// (kv/kv_typed_stores.h); with it, it serves the job's float tables with
+// their optimizers and bounded delay (TableServer), and refuses values of
+// other types. The job's num_servers/num_workers are the defaults of
 // --num_servers/--num_workers (DMLC_* variables and the flags win).
 //
 // Checkpoints (with --config): the scheduler's kSave writes this server's
@@ -33,6 +35,7 @@
 #include "job/checkpoint_protocol.h"
 #include "job/recovery_protocol.h"
 #include "kv/kv_server.h"
+#include "kv/kv_typed_stores.h"
 #include "server/table_server.h"
 #include "van/daemon_main.h"
 #include "van/simple_app.h"
@@ -160,6 +163,9 @@ class ServerDaemon : public petrel::NodeDaemon {
     }
     server_ = std::make_unique<petrel::KVServer<float>>(/*app_id=*/0,
                                                         runtime.postoffice());
+    typed_ = std::make_unique<petrel::KVTypedStores>(
+        runtime.postoffice(), FLAGS_store_mode == "sum",
+        /*tables=*/tables_ != nullptr);
     return absl::OkStatus();
   }
   absl::Status Run(petrel::NodeRuntime& runtime) override {
@@ -176,6 +182,7 @@ class ServerDaemon : public petrel::NodeDaemon {
                                    /*accepts_key_slices=*/true);
     }
     if (status.ok()) status = server_->Start();
+    if (status.ok()) status = typed_->Start();
     if (status.ok()) status = runtime.Start();
     if (status.ok() && !load_.dir.empty()) status = Load(runtime);
     if (!status.ok()) return status;
@@ -281,6 +288,7 @@ class ServerDaemon : public petrel::NodeDaemon {
   std::unique_ptr<Handler> handler_;
   std::unique_ptr<petrel::TableServer> tables_;
   std::unique_ptr<petrel::KVServer<float>> server_;
+  std::unique_ptr<petrel::KVTypedStores> typed_;  // values of other types
 };
 
 }  // namespace

@@ -8,7 +8,9 @@ and the 13 numeric features lives on each worker and is averaged with
 torch.distributed (gloo), set up from the Petrel cluster. Each worker reads
 every num_workers-th training line; worker 0 evaluates the test file after
 each epoch and prints a final line like petrel-worker's. --local runs the
-same model in one process with local tables, for comparison.
+same model in one process with local tables (torch.nn.EmbeddingBag for
+the wide part, torch.nn.Embedding for the deep one), for comparison.
+--profile adds a line of where a training step's time went.
 
     petrel-datagen --format=criteo --interactions --train_out=train.tsv \\
         --test_out=test.tsv --train_examples=100000 --test_examples=20000
@@ -51,8 +53,9 @@ def read_criteo(path, rank=0, num_workers=1):
 
 
 class WideDeep(torch.nn.Module):
-    """``wide``/``deep``: Petrel embeddings (keys in), or with --local
-    torch.nn.Embedding (indices in)."""
+    """``wide``: an EmbeddingBag of dim 1 summing the fields' weights;
+    ``deep``: an Embedding of dim DIM. Petrel's (keys in), or with --local
+    torch.nn's (indices in)."""
 
     def __init__(self, wide, deep, hidden=(256, 128)):
         super().__init__()
@@ -65,13 +68,13 @@ class WideDeep(torch.nn.Module):
         self.mlp = torch.nn.Sequential(*layers, torch.nn.Linear(width, 1))
 
     def prefetch(self, keys):
-        if isinstance(self.wide, pt.Embedding):
+        if isinstance(self.wide, pt.EmbeddingBag):
             self.wide.prefetch(keys)
             self.deep.prefetch(keys)
 
     def forward(self, numeric, keys):
         emb = self.deep(keys).reshape(len(keys), -1)
-        wide = self.wide(keys).sum(dim=1)
+        wide = self.wide(keys)  # (N, 1): the sum over the fields
         return (self.mlp(torch.cat([emb, numeric], dim=1)) + wide).squeeze(1)
 
 
@@ -108,14 +111,16 @@ def evaluate(model, data, batch_size):
 
 
 class LocalTables:
-    """--local: the same tables in this process, for comparison: a
-    torch.nn.Embedding row per distinct key of the data, initialized and
-    trained (Adagrad, sparse gradients) as wide_deep.textproto says."""
+    """--local: the same tables in this process, for comparison: a row
+    per distinct key of the data in a torch.nn.EmbeddingBag (wide) and a
+    torch.nn.Embedding (deep), initialized and trained (Adagrad, sparse
+    gradients) as wide_deep.textproto says."""
 
     def __init__(self, train_keys, test_keys):
         self.vocab = torch.unique(torch.cat([train_keys.reshape(-1),
                                              test_keys.reshape(-1)]))
-        self.wide = torch.nn.Embedding(len(self.vocab), 1, sparse=True)
+        self.wide = torch.nn.EmbeddingBag(len(self.vocab), 1, mode="sum",
+                                          sparse=True)
         self.deep = torch.nn.Embedding(len(self.vocab), DIM, sparse=True)
         torch.nn.init.zeros_(self.wide.weight)
         torch.nn.init.normal_(self.deep.weight, std=0.01)
@@ -126,9 +131,33 @@ class LocalTables:
         return torch.searchsorted(self.vocab, keys)
 
 
-def train_and_evaluate(args, model, train, test, rank, workers, step_hook):
+class StepProfile:
+    """--profile: the seconds of the training steps and of their parts:
+    Petrel's pulls and pushes (the modules' timings) and ``step_hook``
+    (the all-reduce, or the local tables' optimizer)."""
+
+    def __init__(self, modules):
+        self.modules = [m for m in modules if isinstance(m, pt.EmbeddingBag)]
+        self.steps, self.step_s, self.hook_s = 0, 0.0, 0.0
+        for m in self.modules:
+            m.reset_timings()
+
+    def line(self, hook_name):
+        ms = 1e3 / max(self.steps, 1)
+        pull = sum(m.timings["pull_s"] for m in self.modules)
+        push = sum(m.timings["push_s"] for m in self.modules)
+        rest = self.step_s - pull - push - self.hook_s
+        return (f"profile steps={self.steps} step_ms={self.step_s * ms:.2f} "
+                f"pull_ms={pull * ms:.2f} push_ms={push * ms:.2f} "
+                f"{hook_name}_ms={self.hook_s * ms:.2f} "
+                f"compute_ms={rest * ms:.2f}")
+
+
+def train_and_evaluate(args, model, train, test, rank, workers, step_hook,
+                       profile):
     """Trains for args.epochs (worker 0 evaluating after each); returns
-    (train examples, seconds, train logloss, test logloss, test AUC)."""
+    (train examples, training seconds (evaluation excluded), train
+    logloss, test logloss, test AUC)."""
     opt = torch.optim.Adam(model.mlp.parameters(), lr=args.lr)
     labels, numeric, keys = train
     # Every worker takes the same number of steps (all-reduce).
@@ -137,9 +166,10 @@ def train_and_evaluate(args, model, train, test, rank, workers, step_hook):
         n = torch.tensor([steps])
         torch.distributed.all_reduce(n, torch.distributed.ReduceOp.MIN)
         steps = int(n)
-    start, examples = time.perf_counter(), 0
+    seconds, examples = 0.0, 0
     train_loss = test_loss = test_auc = float("nan")
     for epoch in range(args.epochs):
+        start = time.perf_counter()
         model.prefetch(keys[:args.batch_size])
         epoch_loss = 0.0
         for s in range(steps):
@@ -151,18 +181,22 @@ def train_and_evaluate(args, model, train, test, rank, workers, step_hook):
                 model(numeric[b], keys[b]), labels[b])
             opt.zero_grad()
             loss.backward()  # Petrel: pushes the rows' gradients
+            hook_start = time.perf_counter()
             step_hook()
+            profile.hook_s += time.perf_counter() - hook_start
             opt.step()
             epoch_loss += loss.item()
             examples += len(labels[b])
+        seconds += time.perf_counter() - start
+        profile.steps += steps
+        profile.step_s = seconds
         train_loss = epoch_loss / max(steps, 1)
         if rank == 0:
             test_loss, test_auc = evaluate(model, test, 4096)
             print(f"epoch {epoch + 1} train_logloss={train_loss:.5f} "
                   f"test_logloss={test_loss:.5f} test_auc={test_auc:.5f}",
                   flush=True)
-    return examples, time.perf_counter() - start, train_loss, test_loss, \
-        test_auc
+    return examples, seconds, train_loss, test_loss, test_auc
 
 
 def report(examples, seconds, train_loss, test_loss, test_auc, test, workers):
@@ -183,8 +217,11 @@ def run_local(args):
         tables.opt.step()
         tables.opt.zero_grad()
 
-    report(*train_and_evaluate(args, model, train, test, 0, 1, step), test,
-           1)
+    profile = StepProfile([])
+    report(*train_and_evaluate(args, model, train, test, 0, 1, step,
+                               profile), test, 1)
+    if args.profile:
+        print(profile.line("tables"), flush=True)
 
 
 def run_petrel(args):
@@ -194,7 +231,7 @@ def run_petrel(args):
             pt.init_process_group(kv, backend="gloo")
         train = read_criteo(args.train, rank, workers)
         test = read_criteo(args.test) if rank == 0 else None
-        model = WideDeep(pt.Embedding(kv, table=0, dim=1),
+        model = WideDeep(pt.EmbeddingBag(kv, table=0, dim=1, mode="sum"),
                          pt.Embedding(kv, table=1, dim=DIM))
         if workers > 1:
             pt.broadcast_parameters(model.mlp.parameters())
@@ -203,10 +240,13 @@ def run_petrel(args):
             if workers > 1:
                 pt.allreduce_gradients(model.mlp.parameters())
 
+        profile = StepProfile([model.wide, model.deep])
         result = train_and_evaluate(args, model, train, test, rank, workers,
-                                    step)
+                                    step, profile)
         if rank == 0:
             report(*result, test, workers)
+        if args.profile:
+            print(profile.line("allreduce"), flush=True)
         if workers > 1:
             torch.distributed.destroy_process_group()
 
@@ -222,6 +262,9 @@ def main():
     p.add_argument("--local", action="store_true",
                    help="no Petrel: the same model in this process, with "
                    "local embedding tables (for comparison)")
+    p.add_argument("--profile", action="store_true",
+                   help="print the mean time per training step and its "
+                   "parts (Petrel's pulls and pushes, the all-reduce)")
     args = p.parse_args()
     torch.manual_seed(0)
     if args.local:

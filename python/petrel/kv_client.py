@@ -1,4 +1,5 @@
-"""KVClient: push and pull float32 rows to and from Petrel's servers."""
+"""KVClient: push and pull rows (float32, float64, int32 or int64 values)
+to and from Petrel's servers."""
 
 import atexit
 import sys
@@ -53,9 +54,50 @@ def _keys(keys):
     return a.astype(np.uint64)
 
 
-def _values(values):
+# The value types the servers store, each in rows of its own.
+VALUE_TYPES = ("float32", "float64", "int32", "int64")
+
+
+def _dtype_name(dtype):
+    """The name in VALUE_TYPES of a NumPy or torch dtype (or its name)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(dtype, torch.dtype):
+        name = str(dtype).replace("torch.", "")
+    else:
+        try:
+            name = np.dtype(dtype).name
+        except TypeError:
+            raise TypeError(f"dtype must be one of {', '.join(VALUE_TYPES)}, "
+                            f"not {dtype!r}") from None
+    if name not in VALUE_TYPES:
+        raise ValueError(f"dtype must be one of {', '.join(VALUE_TYPES)}, "
+                         f"not {name}")
+    return name
+
+
+def _values(values, dtype):
+    """Values as the request's ``dtype`` (a VALUE_TYPES name): shared when
+    they are of it already; floating values converted to a floating dtype
+    (rounded, as NumPy does); anything else only when every value converts
+    exactly, never silently rounded, truncated or wrapped."""
     a = _as_numpy(values, "values")
-    return np.ascontiguousarray(a, dtype=np.float32)
+    target = np.dtype(dtype)
+    if a.dtype == target:
+        return np.ascontiguousarray(a)
+    if a.dtype.kind not in "fiub":
+        raise TypeError(f"values must be numbers ({dtype}), not {a.dtype}")
+    with np.errstate(invalid="ignore", over="ignore"):
+        converted = np.ascontiguousarray(a, dtype=target)
+        if a.dtype.kind == "f" and target.kind == "f":
+            return converted
+        exact = (np.array_equal(converted.astype(a.dtype), a) and
+                 np.array_equal(converted < 0, a < 0))
+    if not exact:
+        raise TypeError(
+            f"these {a.dtype} values do not all convert exactly to {dtype}, "
+            f"the request's dtype; pass dtype= for their type, or convert "
+            f"them yourself if rounding is meant")
+    return converted
 
 
 def _lens(lens):
@@ -75,7 +117,7 @@ def _out(out):
             raise TypeError("out must be a CPU tensor")
         return t.detach().numpy(), out
     if not isinstance(out, np.ndarray):
-        raise TypeError("out must be a float32 NumPy array or CPU tensor, "
+        raise TypeError("out must be a NumPy array or CPU tensor, "
                         f"not {type(out).__name__}")
     return out, out
 
@@ -147,11 +189,19 @@ class KVClient:
     needs no arguments at all.
 
     Keys are uint64 (int64 arrays and tensors are taken bit for bit; other
-    integer arrays are converted); values are float32. A request's keys
+    integer arrays are converted). Values are float32, float64, int32 or
+    int64: ``dtype`` (the client's, else each request's ``dtype=``) says
+    which, and the servers keep each type's rows apart (a key pushed as
+    int64 and as float32 has two rows; nothing is ever reinterpreted).
+    Values of another dtype are converted: floating to floating as NumPy
+    rounds, anything else only when every value converts exactly (else
+    TypeError, nothing sent). A pull's ``out`` must be of the dtype.
+    Servers with job tables (--config) hold float32 only and answer other
+    dtypes with FailedPreconditionError. A request's keys
     may come in any order and repeat; each key's values are contiguous and
     all keys have the same width, unless ``lens`` gives each key's count.
-    C-contiguous float32 NumPy arrays and torch CPU tensors are shared with
-    the C++ client, never copied; anything else is converted first.
+    C-contiguous NumPy arrays and torch CPU tensors of the dtype are shared
+    with the C++ client, never copied; anything else is converted first.
     Do not modify an array while a request that uses it is in flight.
 
     Every blocking call takes ``timeout`` in seconds (default: the client's
@@ -177,15 +227,18 @@ class KVClient:
     def __init__(self, scheduler=None, *, num_servers=None, num_workers=None,
                  rank=None, bind=None, port=None, advertise_host=None,
                  interface=None, auth_token=None, join_timeout=None,
-                 heartbeat_interval=None, metrics_port=None, timeout=60.0):
+                 heartbeat_interval=None, metrics_port=None, timeout=60.0,
+                 dtype="float32"):
         """Joins the job. ``scheduler``: "HOST:PORT"; ``rank``: the worker
         rank to ask for (None: join order decides); ``bind``/``port``: the
         address to listen on (default all interfaces, a free port);
         ``advertise_host``: the address other nodes reach this one at;
         ``join_timeout``/``heartbeat_interval`` in seconds;
         ``metrics_port``: serve /metrics there (0: a free port; default
-        none); ``timeout``: the default deadline of blocking calls."""
+        none); ``timeout``: the default deadline of blocking calls;
+        ``dtype``: the default value type of requests (VALUE_TYPES)."""
         self.timeout = timeout
+        self.dtype = _dtype_name(dtype)
         self._callbacks = {}
         self._callback_lock = threading.Lock()
         self._callback_thread = None
@@ -217,59 +270,62 @@ class KVClient:
         return self._c.num_workers
 
     # -- blocking requests --------------------------------------------------
-    def push(self, keys, values, lens=None, *, table=0, cmd=0,
+    def push(self, keys, values, lens=None, *, table=0, cmd=0, dtype=None,
              timeout=_DEFAULT):
         """Sends ``values`` for ``keys``; the servers add them (or apply
         the table's optimizer). Returns once every server acknowledged."""
-        self.push_async(keys, values, lens, table=table, cmd=cmd).wait(
-            timeout)
+        self.push_async(keys, values, lens, table=table, cmd=cmd,
+                        dtype=dtype).wait(timeout)
 
     def pull(self, keys, out=None, *, lens=False, table=0, cmd=0, clock=-1,
-             timeout=_DEFAULT):
+             dtype=None, timeout=_DEFAULT):
         """Fetches the values of ``keys``, in their order. Without ``out``
-        returns a new float32 array of shape (len(keys), width) (a tensor
-        when ``keys`` is one); with ``out`` (a float32 array or CPU tensor
-        of exactly the answer's size) fills it in place and returns it.
-        ``lens=True`` returns (values, per-key counts) for variable-length
-        values."""
+        returns a new array of the dtype, of shape (len(keys), width) (a
+        tensor when ``keys`` is one); with ``out`` (an array or CPU tensor
+        of the dtype and of exactly the answer's size) fills it in place
+        and returns it. ``lens=True`` returns (values, per-key counts) for
+        variable-length values."""
         return self.pull_async(keys, out, lens=lens, table=table, cmd=cmd,
-                               clock=clock).wait(timeout)
+                               clock=clock, dtype=dtype).wait(timeout)
 
     def pushpull(self, keys, values, out=None, *, table=0, cmd=0, clock=-1,
-                 timeout=_DEFAULT):
+                 dtype=None, timeout=_DEFAULT):
         """Pushes ``values``, then pulls the updated values, in one round
         trip. Returns what pull returns."""
         return self.pushpull_async(keys, values, out, table=table, cmd=cmd,
-                                   clock=clock).wait(timeout)
+                                   clock=clock, dtype=dtype).wait(timeout)
 
     # -- asynchronous requests ----------------------------------------------
     def push_async(self, keys, values, lens=None, *, table=0, cmd=0,
-                   callback=None):
+                   dtype=None, callback=None):
         """As push, without waiting: returns a Ticket."""
-        k, v, n = _keys(keys), _values(values), _lens(lens)
+        d = self._dtype(dtype)
+        k, v, n = _keys(keys), _values(values, d), _lens(lens)
         return self._issue(
-            lambda notify: self._c.push(k, v, n, table, cmd, notify), None,
+            lambda notify: self._c.push(k, v, n, table, cmd, notify, d), None,
             False, callback)
 
     def pull_async(self, keys, out=None, *, lens=False, table=0, cmd=0,
-                   clock=-1, callback=None):
+                   clock=-1, dtype=None, callback=None):
         """As pull, without waiting: returns a Ticket. ``out`` must stay
         alive and untouched until the request is over."""
+        d = self._dtype(dtype)
         o, given = _out(out)
         k = _keys(keys)
         return self._issue(
             lambda notify: self._c.pull(k, o, bool(lens), table, cmd, clock,
-                                        notify), given,
+                                        notify, d), given,
             _torch_tensor(keys) is not None, callback)
 
     def pushpull_async(self, keys, values, out=None, *, table=0, cmd=0,
-                       clock=-1, callback=None):
+                       clock=-1, dtype=None, callback=None):
         """As pushpull, without waiting: returns a Ticket."""
+        d = self._dtype(dtype)
         o, given = _out(out)
-        k, v = _keys(keys), _values(values)
+        k, v = _keys(keys), _values(values, d)
         return self._issue(
             lambda notify: self._c.pushpull(k, v, o, table, cmd, clock,
-                                            notify), given,
+                                            notify, d), given,
             _torch_tensor(keys) is not None, callback)
 
     def wait(self, tickets, timeout=_DEFAULT):
@@ -323,6 +379,9 @@ class KVClient:
         return False
 
     # -- internals ------------------------------------------------------------
+    def _dtype(self, dtype):
+        return self.dtype if dtype is None else _dtype_name(dtype)
+
     def _seconds(self, timeout):
         if timeout is _DEFAULT:
             timeout = self.timeout

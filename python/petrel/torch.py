@@ -25,6 +25,7 @@ DistributedDataParallel on the dense part of the model.
 """
 
 import datetime
+import time
 
 import torch
 import torch.distributed as dist
@@ -87,6 +88,11 @@ class EmbeddingBag(torch.nn.Module):
     that same input then uses it (its rows predate the pushes made in
     between, as in any asynchronous parameter server).
 
+    ``timings`` holds what the module spent waiting for Petrel:
+    ``pull_s`` (blocking pulls and waits for prefetched ones), ``push_s``
+    (the pushes in backward, which wait for the servers' acknowledgement),
+    and the counts ``pulls`` and ``pushes``; ``reset_timings()`` zeroes it.
+
     Thread safety: one module per training thread.
     """
 
@@ -100,6 +106,12 @@ class EmbeddingBag(torch.nn.Module):
         self.mode = mode
         self.timeout = client.timeout if timeout is None else timeout
         self._prefetched = None  # (input, distinct keys, inverse, ticket)
+        self.reset_timings()
+
+    def reset_timings(self):
+        """Zeroes ``timings``."""
+        self.timings = {"pull_s": 0.0, "push_s": 0.0, "pulls": 0,
+                        "pushes": 0}
 
     def _distinct(self, input):
         ids = input.reshape(-1)
@@ -111,7 +123,8 @@ class EmbeddingBag(torch.nn.Module):
     def prefetch(self, input):
         """Starts pulling the rows of a later batch ``input``."""
         keys, inverse = self._distinct(input)
-        ticket = self.client.pull_async(keys, table=self.table)
+        ticket = self.client.pull_async(keys, table=self.table,
+                                        dtype="float32")
         self._prefetched = (input, keys, inverse, ticket)
 
     def _rows(self, input):
@@ -121,11 +134,15 @@ class EmbeddingBag(torch.nn.Module):
                                torch.equal(p[0], input))):
             self._prefetched = None
             _, keys, inverse, ticket = p
+            start = time.perf_counter()
             rows = ticket.wait(self.timeout)
         else:
             keys, inverse = self._distinct(input)
-            rows = self.client.pull(keys, table=self.table,
+            start = time.perf_counter()
+            rows = self.client.pull(keys, table=self.table, dtype="float32",
                                     timeout=self.timeout)
+        self.timings["pull_s"] += time.perf_counter() - start
+        self.timings["pulls"] += 1
         if rows.shape != (keys.numel(), self.dim):
             raise ValueError(f"table {self.table} answered rows of shape "
                              f"{tuple(rows.shape)}, not ({keys.numel()}, "
@@ -155,8 +172,12 @@ class EmbeddingBag(torch.nn.Module):
             g = grad.detach()
             if g.device.type != "cpu":
                 g = g.cpu()
-            self.client.push(keys, g.contiguous(), table=self.table,
+            g = g.contiguous()
+            start = time.perf_counter()
+            self.client.push(keys, g, table=self.table, dtype="float32",
                              timeout=self.timeout)
+            self.timings["push_s"] += time.perf_counter() - start
+            self.timings["pushes"] += 1
             return grad
 
         return push

@@ -101,6 +101,19 @@ def test_wrong_types_raise_type_errors(kv, keyspace):
     # Other value types are converted (copied) before sending.
     kv.push(keys, np.ones(4, np.float64))
     np.testing.assert_array_equal(kv.pull(keys), np.ones((4, 1)))
+    # Integers exact in float32 too; larger ones are refused, not rounded,
+    # and nothing of the request is sent.
+    kv.push(keys, np.array([1, -2, -(1 << 24), 0], np.int64))
+    np.testing.assert_array_equal(kv.pull(keys).reshape(-1),
+                                  [2, -1, 1 - (1 << 24), 1])
+    for big in (np.array([0, 0, 0, (1 << 24) + 1], np.int64),
+                np.array([0, 0, 0, -(1 << 40) - 1], np.int64)):
+        with pytest.raises(TypeError, match="exactly"):
+            kv.push(keys, big)
+    with pytest.raises(TypeError, match="numbers"):
+        kv.push(keys, np.array(["a", "b", "c", "d"]))
+    np.testing.assert_array_equal(kv.pull(keys).reshape(-1),
+                                  [2, -1, 1 - (1 << 24), 1])
 
 
 def test_mismatched_sizes_raise_invalid_argument(kv, keyspace):
