@@ -5,12 +5,18 @@
 // keep a packed B micro-panel (kKc x kNr) in L1 and the packed A block
 // (kMc x kKc) in L2. On x86-64 GCC the macro-kernel is compiled twice
 // (target_clones): for x86-64-v3 (AVX2 + FMA) and for the baseline, picked
-// at load time. Figures in dense_benchmark.cc.
+// at load time. CPUs with AVX-512 take gemm_avx512_cpu.cc instead. beta is
+// applied when the first k-slice is stored (beta == 0 never reads C).
+// Figures in dense_benchmark.cc.
 #include "kernels/internal/dense_cpu.h"
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
+
+#include "glog/logging.h"
+
+#include "kernels/internal/gemm_avx512_cpu.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define PETREL_GEMM_CLONES \
@@ -74,10 +80,12 @@ void PackB(bool trans, const float* b, size_t n, size_t k, size_t p0, size_t kc,
   }
 }
 
-// C[mc x nc] (row stride ldc) += alpha * Ap Bp over a kc-deep slice.
+// C[mc x nc] (row stride ldc) = alpha * Ap Bp + beta * C over a kc-deep
+// slice; beta == 0 never reads C.
 PETREL_GEMM_CLONES
 void MacroKernel(size_t mc, size_t nc, size_t kc, const float* ap_block,
-                 const float* bp_block, float alpha, float* c, size_t ldc) {
+                 const float* bp_block, float alpha, float beta, float* c,
+                 size_t ldc) {
   for (size_t jr = 0; jr < nc; jr += kNr) {
     const float* bp_panel = bp_block + (jr / kNr) * kc * kNr;
     const size_t cols = std::min(kNr, nc - jr);
@@ -100,7 +108,15 @@ void MacroKernel(size_t mc, size_t nc, size_t kc, const float* ap_block,
       std::memcpy(tile, acc, sizeof(tile));
       for (size_t r = 0; r < rows; ++r) {
         float* dst = c + (ir + r) * ldc + jr;
-        for (size_t q = 0; q < cols; ++q) dst[q] += alpha * tile[r][q];
+        if (beta == 0.0f) {
+          for (size_t q = 0; q < cols; ++q) dst[q] = alpha * tile[r][q];
+        } else if (beta == 1.0f) {
+          for (size_t q = 0; q < cols; ++q) dst[q] += alpha * tile[r][q];
+        } else {
+          for (size_t q = 0; q < cols; ++q) {
+            dst[q] = alpha * tile[r][q] + beta * dst[q];
+          }
+        }
       }
     }
   }
@@ -111,17 +127,10 @@ struct Buffers {
   std::vector<float> a, b;
 };
 
-}  // namespace
-
-void GemmCpu(bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
-             float alpha, absl::Span<const float> a, absl::Span<const float> b,
-             float beta, absl::Span<float> c) {
-  if (beta == 0.0f) {
-    std::fill(c.begin(), c.end(), 0.0f);
-  } else if (beta != 1.0f) {
-    for (float& x : c) x *= beta;
-  }
-  if (m == 0 || n == 0 || k == 0 || alpha == 0.0f) return;
+// The portable path; m, n, k > 0 and alpha != 0.
+void GemmPortable(bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
+                  float alpha, const float* a, const float* b, float beta,
+                  float* c) {
   thread_local Buffers buffers;
   buffers.a.resize(kMc * kKc);
   buffers.b.resize(std::min(kNc, (n + kNr - 1) / kNr * kNr) * kKc);
@@ -129,14 +138,57 @@ void GemmCpu(bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
     const size_t nc = std::min(kNc, n - j0);
     for (size_t p0 = 0; p0 < k; p0 += kKc) {
       const size_t kc = std::min(kKc, k - p0);
-      PackB(trans_b, b.data(), n, k, p0, kc, j0, nc, buffers.b.data());
+      const float slice_beta = p0 == 0 ? beta : 1.0f;
+      PackB(trans_b, b, n, k, p0, kc, j0, nc, buffers.b.data());
       for (size_t i0 = 0; i0 < m; i0 += kMc) {
         const size_t mc = std::min(kMc, m - i0);
-        PackA(trans_a, a.data(), m, k, i0, mc, p0, kc, buffers.a.data());
+        PackA(trans_a, a, m, k, i0, mc, p0, kc, buffers.a.data());
         MacroKernel(mc, nc, kc, buffers.a.data(), buffers.b.data(), alpha,
-                    c.data() + i0 * n + j0, n);
+                    slice_beta, c + i0 * n + j0, n);
       }
     }
+  }
+}
+
+}  // namespace
+
+bool GemmKernelAvailable(GemmKernel kernel) {
+  switch (kernel) {
+    case GemmKernel::kPortable:
+      return true;
+    case GemmKernel::kAvx512:
+      return Avx512GemmAvailable();
+  }
+  return false;
+}
+
+void GemmCpu(bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
+             float alpha, absl::Span<const float> a, absl::Span<const float> b,
+             float beta, absl::Span<float> c) {
+  const GemmKernel kernel =
+      Avx512GemmAvailable() ? GemmKernel::kAvx512 : GemmKernel::kPortable;
+  GemmCpuWith(kernel, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+}
+
+void GemmCpuWith(GemmKernel kernel, bool trans_a, bool trans_b, size_t m,
+                 size_t n, size_t k, float alpha, absl::Span<const float> a,
+                 absl::Span<const float> b, float beta, absl::Span<float> c) {
+  CHECK(GemmKernelAvailable(kernel));
+  if (m == 0 || n == 0) return;
+  if (k == 0 || alpha == 0.0f) {  // c = beta * c
+    if (beta == 0.0f) {
+      std::fill(c.begin(), c.end(), 0.0f);
+    } else if (beta != 1.0f) {
+      for (float& x : c) x *= beta;
+    }
+    return;
+  }
+  if (kernel == GemmKernel::kAvx512) {
+    GemmAvx512(trans_a, trans_b, m, n, k, alpha, a.data(), b.data(), beta,
+               c.data());
+  } else {
+    GemmPortable(trans_a, trans_b, m, n, k, alpha, a.data(), b.data(), beta,
+                 c.data());
   }
 }
 

@@ -9,12 +9,14 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
+#include "kernels/internal/dense_cpu.h"
 #include "kernels/testing/gradient_check.h"
 #include "kernels/testing/random_batch.h"
 #include "kernels/testing/traced_rng.h"
@@ -54,25 +56,40 @@ void ReferenceGemm(bool trans_a, bool trans_b, const Shape& s, double alpha,
   }
 }
 
+// Through Gemm on the CPU, or through one CPU kernel when `kernel` is set.
 void CheckGemm(const Shape& s, bool trans_a, bool trans_b, float beta,
-               std::mt19937_64* rng) {
+               std::mt19937_64* rng,
+               std::optional<internal::GemmKernel> kernel = std::nullopt) {
   SCOPED_TRACE(absl::StrCat("m=", s.m, " n=", s.n, " k=", s.k, " trans_a=",
                             trans_a, " trans_b=", trans_b, " beta=", beta));
   const auto a = RandomNonZero(s.m * s.k, 0.01f, 1.0f, rng);
   const auto b = RandomNonZero(s.k * s.n, 0.01f, 1.0f, rng);
   const float alpha = RandomNonZero(1, 0.5f, 2.0f, rng)[0];
-  std::vector<float> c = RandomNonZero(s.m * s.n, 0.01f, 1.0f, rng);
-  std::vector<double> want(c.begin(), c.end()), scale;
+  // C is followed by guard entries that must stay as they are.
+  constexpr size_t kGuard = 40;
+  std::vector<float> c = RandomNonZero(s.m * s.n + kGuard, 0.01f, 1.0f, rng);
+  std::vector<double> want(c.begin(), c.end() - kGuard), scale;
+  const std::vector<float> guard(c.end() - kGuard, c.end());
   // beta == 0 must ignore C, NaN included.
-  if (beta == 0.0f) c.assign(c.size(), std::numeric_limits<float>::quiet_NaN());
-  ASSERT_TRUE(Gemm(kCpu, trans_a, trans_b, s.m, s.n, s.k, alpha, a, b, beta,
-                   absl::MakeSpan(c))
-                  .ok());
+  if (beta == 0.0f) {
+    std::fill(c.begin(), c.end() - kGuard,
+              std::numeric_limits<float>::quiet_NaN());
+  }
+  const auto c_span = absl::MakeSpan(c).subspan(0, s.m * s.n);
+  if (kernel.has_value()) {
+    internal::GemmCpuWith(*kernel, trans_a, trans_b, s.m, s.n, s.k, alpha, a, b,
+                          beta, c_span);
+  } else {
+    ASSERT_TRUE(
+        Gemm(kCpu, trans_a, trans_b, s.m, s.n, s.k, alpha, a, b, beta, c_span)
+            .ok());
+  }
   ReferenceGemm(trans_a, trans_b, s, alpha, a, b, beta, &want, &scale);
-  for (size_t q = 0; q < c.size(); ++q) {
+  for (size_t q = 0; q < want.size(); ++q) {
     ASSERT_LE(std::fabs(c[q] - want[q]), Gamma(2 * s.k + 4) * scale[q])
         << "entry " << q;
   }
+  ASSERT_EQ(std::vector<float>(c.end() - kGuard, c.end()), guard);
 }
 
 TEST(GemmTest, MatchesFloat64ReferenceForAllTransposes) {
@@ -93,6 +110,43 @@ TEST(GemmTest, MatchesFloat64ReferenceForAllTransposes) {
     }
   }
 }
+
+// Each CPU kernel this machine has, at shapes around its tile (6 x 16 for
+// the portable one, 12 x 32 for AVX-512) and blocks (rows of 72 or 144,
+// depth of 256): full tiles, one row or column short or over, and
+// degenerate ones.
+class GemmKernelTest : public ::testing::TestWithParam<internal::GemmKernel> {};
+
+TEST_P(GemmKernelTest, MatchesFloat64ReferenceAtTileEdges) {
+  if (!internal::GemmKernelAvailable(GetParam())) {
+    GTEST_SKIP() << "this build or CPU lacks the kernel";
+  }
+  testing::TracedRng rng;
+  std::uniform_int_distribution<size_t> dim(1, 70);
+  std::vector<Shape> shapes = {
+      {12, 32, 1},   {11, 31, 7},  {13, 33, 2},  {24, 64, 256}, {25, 63, 257},
+      {6, 16, 3},    {5, 17, 255}, {145, 40, 9}, {73, 1, 300},  {1, 95, 513},
+      {150, 20, 40}, {2, 1, 1},    {1, 16, 17}};
+  for (int i = 0; i < 6; ++i) shapes.push_back({dim(rng), dim(rng), dim(rng)});
+  const float betas[] = {0.0f, 1.0f, RandomNonZero(1, 0.5f, 2.0f, &rng)[0]};
+  for (const Shape& s : shapes) {
+    for (int t = 0; t < 4; ++t) {
+      for (float beta : betas) {
+        CheckGemm(s, t & 1, t & 2, beta, &rng, GetParam());
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kernels, GemmKernelTest,
+    ::testing::Values(internal::GemmKernel::kPortable,
+                      internal::GemmKernel::kAvx512),
+    [](const ::testing::TestParamInfo<internal::GemmKernel>& info) {
+      return info.param == internal::GemmKernel::kAvx512 ? "Avx512"
+                                                         : "Portable";
+    });
 
 TEST(GemmTest, EmptyProductScalesC) {
   std::vector<float> c = {1.0f, -2.0f};

@@ -10,9 +10,20 @@
 namespace petrel {
 namespace internal {
 
+// GemmCpu runs the fastest kernel this CPU has; tests run each of them.
+enum class GemmKernel {
+  kPortable,  // GCC vector extensions (AVX2 + FMA clone on x86-64 GCC)
+  kAvx512,    // x86-64 GCC/Clang builds on CPUs with AVX-512 F/BW/DQ/VL
+};
+bool GemmKernelAvailable(GemmKernel kernel);
+
 void GemmCpu(bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
              float alpha, absl::Span<const float> a, absl::Span<const float> b,
              float beta, absl::Span<float> c);
+// GemmCpu through `kernel`, which must be available.
+void GemmCpuWith(GemmKernel kernel, bool trans_a, bool trans_b, size_t m,
+                 size_t n, size_t k, float alpha, absl::Span<const float> a,
+                 absl::Span<const float> b, float beta, absl::Span<float> c);
 void AddBiasCpu(size_t rows, size_t cols, absl::Span<const float> bias,
                 absl::Span<float> y);
 void BiasGradCpu(size_t rows, size_t cols, absl::Span<const float> dy,

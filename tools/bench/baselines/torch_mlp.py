@@ -27,7 +27,8 @@ For a fair baseline use OpenBLAS, e.g. without installing it system-wide:
   apt-get download libopenblas0-pthread && dpkg-deb -x libopenblas0-*.deb ob
   LD_LIBRARY_PATH=$PWD/ob/usr/lib/x86_64-linux-gnu/openblas-pthread \
       OPENBLAS_NUM_THREADS=1 /usr/bin/python3 tools/bench/baselines/...
-(about 60 GFLOP/s per core). Say which BLAS gave a reported figure.
+(about 60 GFLOP/s per core with AVX2, 140 with AVX-512; OPENBLAS_VERBOSE=2
+prints the kernel set it picked). Say which BLAS gave a reported figure.
 
 Prints one line: torch_mlp examples_per_s=N train_examples=N threads=T
 test_logloss=L test_auc=A seconds=S epochs=E (test_* are nan without --test).
