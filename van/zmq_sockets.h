@@ -32,9 +32,12 @@ namespace petrel {
 inline constexpr char kThreadSocketSeparator[] = "#";
 
 // A DEALER connected to `address` with `routing_id`; null with `*error`
-// set when ZeroMQ refuses.
+// set when ZeroMQ refuses. With a `monitor_endpoint`, the socket publishes
+// its connection events (connected, disconnected, closed) there
+// (zmq_socket_monitor) from before it connects, so none is missed.
 void* NewDealer(void* context, const std::string& routing_id,
-                const std::string& address, std::string* error);
+                const std::string& address, std::string* error,
+                const char* monitor_endpoint = nullptr);
 
 // Sends `frames` (header, data...) as one message without copying; each
 // frame's Buffer stays alive until ZeroMQ is done with it. Never blocks.

@@ -87,15 +87,20 @@ absl::Status ZmqVan::Start(MessageHandler on_message, TickHandler on_tick) {
   size_t last_len = sizeof(last);
   zmq_getsockopt(router_, ZMQ_LAST_ENDPOINT, last, &last_len);
   absl::string_view bound(last);
-  if (!absl::SimpleAtoi(bound.substr(bound.rfind(':') + 1), &port_)) {
+  int port = 0;
+  if (!absl::SimpleAtoi(bound.substr(bound.rfind(':') + 1), &port)) {
     return absl::InternalError(absl::StrCat("cannot parse endpoint ", bound));
   }
+  port_ = port;
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   resume_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   if (wake_fd_ < 0 || stop_fd_ < 0 || resume_fd_ < 0) {
     return absl::UnavailableError(
         absl::StrCat("cannot create an eventfd or timerfd: ", strerror(errno)));
+  }
+  if (on_connection_lost_) {
+    watch_ = std::make_unique<ConnectionWatch>(watch_grace_);
   }
   stop_ = false;
   running_ = true;
@@ -165,6 +170,8 @@ std::shared_ptr<ZmqThreadSockets> ZmqVan::ThisThreadSockets() {
 }
 
 void ZmqVan::CloseSockets() {
+  for (auto& [dealer, monitor] : monitors_) zmq_close(monitor.pair);
+  monitors_.clear();
   absl::flat_hash_set<void*> sockets;
   for (auto& [id, peer] : peers_) sockets.insert(peer.socket);
   for (void* socket : sockets) zmq_close(socket);
@@ -341,9 +348,10 @@ void ZmqVan::ArmResumeTimer(absl::Duration after) {
 
 void ZmqVan::RunTickIfDue(absl::Time* next_tick) {
   if (absl::Now() < *next_tick) return;
-  if (on_tick_) {
+  if (on_tick_ || watch_ != nullptr) {
     absl::MutexLock lock(&handler_mu_);
-    on_tick_();
+    if (watch_ != nullptr) CheckConnections();
+    if (on_tick_) on_tick_();
   }
   *next_tick = absl::Now() + options().tick_interval;
 }
@@ -407,6 +415,7 @@ bool ZmqVan::ReceiveUntil(const std::function<bool()>& done,
 void ZmqVan::DoConnect(const pb::Node& node) {
   BindIdentity(node.transport_id(), node.id());
   std::string address = absl::StrCat("tcp://", node.host(), ":", node.port());
+  if (watch_ != nullptr) watch_->Watch(node.id(), address);
   auto it = peers_.find(node.id());
   if (it != peers_.end()) {
     if (it->second.address == address) return;
@@ -426,11 +435,14 @@ void ZmqVan::DoConnect(const pb::Node& node) {
     }
   }
   std::string error;
-  void* socket = NewDealer(context_, transport_id(), address, &error);
+  const std::string monitor = NextMonitorEndpoint();
+  void* socket = NewDealer(context_, transport_id(), address, &error,
+                           monitor.empty() ? nullptr : monitor.c_str());
   if (socket == nullptr) {
     CountDrop("connect_failed", error);
     return;
   }
+  if (!monitor.empty()) AddMonitor(socket, monitor, address);
   VLOG(1) << "node " << my_id() << " connected to node " << node.id() << " at "
           << address;
   peers_[node.id()] = Peer{socket, address};
@@ -440,6 +452,7 @@ void ZmqVan::ReleaseSocket(void* socket) {
   for (const auto& [id, peer] : peers_) {
     if (peer.socket == socket) return;  // still used under another id
   }
+  RemoveMonitor(socket);
   zmq_close(socket);
 }
 
@@ -518,6 +531,90 @@ bool ZmqVan::ReceiveOne() {
   absl::MutexLock lock(&handler_mu_);
   Deliver(from, header, std::move(frames));
   return true;
+}
+
+void ZmqVan::WatchConnections(absl::Duration grace,
+                              ConnectionLostHandler handler) {
+  CHECK(!running_) << "WatchConnections after Start";
+  CHECK_GT(grace, absl::ZeroDuration());
+  watch_grace_ = grace;
+  on_connection_lost_ = std::move(handler);
+}
+
+std::string ZmqVan::NextMonitorEndpoint() {
+  if (watch_ == nullptr) return "";
+  return absl::StrCat("inproc://petrel-monitor-", instance_, "-",
+                      next_monitor_++);
+}
+
+void ZmqVan::AddMonitor(void* dealer, const std::string& endpoint,
+                        const std::string& address) {
+  void* pair = zmq_socket(context_, ZMQ_PAIR);
+  if (pair == nullptr || zmq_connect(pair, endpoint.c_str()) != 0) {
+    // Only the fast detection is lost; heartbeats still catch the peer.
+    LOG(WARNING) << "cannot watch the connection to " << address << ": "
+                 << zmq_strerror(errno);
+    if (pair != nullptr) zmq_close(pair);
+    return;
+  }
+  SetIntOption(pair, ZMQ_LINGER, 0);
+  monitors_[dealer] = Monitor{pair, address};
+}
+
+void ZmqVan::RemoveMonitor(void* dealer) {
+  auto it = monitors_.find(dealer);
+  if (it == monitors_.end()) return;
+  zmq_socket_monitor(dealer, nullptr, 0);
+  zmq_close(it->second.pair);
+  monitors_.erase(it);
+}
+
+void ZmqVan::CheckConnections() {
+  const absl::Time now = absl::Now();
+  for (auto& [dealer, monitor] : monitors_) {
+    while (true) {
+      // Two frames per event: 6 bytes (uint16 event, uint32 value), then
+      // the endpoint, which we do not need: the address is the monitor's.
+      zmq_msg_t frame;
+      zmq_msg_init(&frame);
+      if (zmq_msg_recv(&frame, monitor.pair, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&frame);
+        break;
+      }
+      uint16_t event = 0;
+      if (zmq_msg_size(&frame) >= sizeof(event)) {
+        std::memcpy(&event, zmq_msg_data(&frame), sizeof(event));
+      }
+      bool more = zmq_msg_more(&frame);
+      zmq_msg_close(&frame);
+      while (more) {
+        zmq_msg_init(&frame);
+        if (zmq_msg_recv(&frame, monitor.pair, ZMQ_DONTWAIT) < 0)
+          more = false;
+        else
+          more = zmq_msg_more(&frame);
+        zmq_msg_close(&frame);
+      }
+      VLOG(1) << "connection to " << monitor.address << ": event " << event;
+      if (event == ZMQ_EVENT_CONNECTED) {
+        watch_->OnEvent(monitor.address, ConnectionWatch::Event::kConnected,
+                        now);
+      } else if (event == ZMQ_EVENT_DISCONNECTED) {
+        watch_->OnEvent(monitor.address, ConnectionWatch::Event::kDisconnected,
+                        now);
+      } else if (event == ZMQ_EVENT_CLOSED) {
+        watch_->OnEvent(monitor.address, ConnectionWatch::Event::kConnectFailed,
+                        now);
+      }
+    }
+  }
+  for (const ConnectionWatch::Lost& lost : watch_->TakeLost(now)) {
+    on_connection_lost_(lost.node_id,
+                        absl::StrCat(lost.reason, " (down for ",
+                                     absl::FormatDuration(absl::Trunc(
+                                         lost.down_for, absl::Milliseconds(1))),
+                                     ")"));
+  }
 }
 
 }  // namespace petrel

@@ -1,0 +1,92 @@
+#include "van/connection_watch.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace petrel {
+namespace {
+
+using Event = ConnectionWatch::Event;
+
+const absl::Time kT0 = absl::FromUnixSeconds(1000);
+constexpr absl::Duration kGrace = absl::Milliseconds(300);
+
+std::vector<int> Ids(const std::vector<ConnectionWatch::Lost>& lost) {
+  std::vector<int> ids;
+  for (const auto& l : lost) ids.push_back(l.node_id);
+  return ids;
+}
+
+TEST(ConnectionWatchTest, DeclaresNodesLostOnlyAfterTheGracePeriod) {
+  ConnectionWatch w(kGrace);
+  w.Watch(8, "tcp://h:1");
+  w.OnEvent("tcp://h:1", Event::kConnected, kT0);
+  w.OnEvent("tcp://h:1", Event::kDisconnected, kT0 + absl::Seconds(1));
+  EXPECT_TRUE(w.TakeLost(kT0 + absl::Milliseconds(1299)).empty());
+  std::vector<ConnectionWatch::Lost> lost =
+      w.TakeLost(kT0 + absl::Milliseconds(1300));
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].node_id, 8);
+  EXPECT_EQ(lost[0].address, "tcp://h:1");
+  EXPECT_EQ(lost[0].reason, "connection closed");
+  EXPECT_EQ(lost[0].down_for, absl::Milliseconds(300));
+  // Reported once.
+  EXPECT_TRUE(w.TakeLost(kT0 + absl::Seconds(5)).empty());
+}
+
+TEST(ConnectionWatchTest, AReconnectWithinTheGraceIsNoLoss) {
+  ConnectionWatch w(kGrace);
+  w.Watch(8, "tcp://h:1");
+  w.OnEvent("tcp://h:1", Event::kConnected, kT0);
+  w.OnEvent("tcp://h:1", Event::kDisconnected, kT0 + absl::Milliseconds(10));
+  w.OnEvent("tcp://h:1", Event::kConnected, kT0 + absl::Milliseconds(80));
+  EXPECT_TRUE(w.TakeLost(kT0 + absl::Seconds(10)).empty());
+  // A later loss starts its own grace period.
+  w.OnEvent("tcp://h:1", Event::kDisconnected, kT0 + absl::Seconds(10));
+  EXPECT_TRUE(w.TakeLost(kT0 + absl::Milliseconds(10200)).empty());
+  EXPECT_THAT(Ids(w.TakeLost(kT0 + absl::Milliseconds(10300))),
+              ::testing::ElementsAre(8));
+}
+
+TEST(ConnectionWatchTest, MapsAnAddressToEveryNodeRoutedThere) {
+  ConnectionWatch w(kGrace);
+  w.Watch(8, "tcp://h:1");
+  w.Watch(9, "tcp://h:2");
+  w.Watch(-1, "tcp://h:2");  // a temporary route: never reported
+  w.Watch(11, "tcp://h:2");  // one node reached under two ids
+  for (const char* a : {"tcp://h:1", "tcp://h:2"}) {
+    w.OnEvent(a, Event::kConnected, kT0);
+  }
+  w.OnEvent("tcp://h:2", Event::kDisconnected, kT0);
+  w.OnEvent("tcp://h:2", Event::kConnectFailed, kT0 + absl::Milliseconds(50));
+  std::vector<ConnectionWatch::Lost> lost = w.TakeLost(kT0 + kGrace);
+  EXPECT_THAT(Ids(lost), ::testing::ElementsAre(9, 11));
+  EXPECT_EQ(lost[0].reason, "connection closed and reconnecting was refused");
+}
+
+TEST(ConnectionWatchTest, IgnoresConnectionsThatNeverCameUp) {
+  ConnectionWatch w(kGrace);
+  w.Watch(8, "tcp://h:1");
+  w.OnEvent("tcp://h:1", Event::kConnectFailed, kT0);
+  w.OnEvent("tcp://h:1", Event::kDisconnected, kT0);
+  EXPECT_TRUE(w.TakeLost(kT0 + absl::Minutes(1)).empty());
+}
+
+TEST(ConnectionWatchTest, ForgetsNodesAndFollowsNewAddresses) {
+  ConnectionWatch w(kGrace);
+  w.Watch(8, "tcp://h:1");
+  w.Watch(9, "tcp://h:1");
+  w.Forget(9);
+  w.Watch(8, "tcp://h:3");  // moved: the old address no longer counts
+  w.OnEvent("tcp://h:1", Event::kConnected, kT0);
+  w.OnEvent("tcp://h:1", Event::kDisconnected, kT0);
+  EXPECT_TRUE(w.TakeLost(kT0 + absl::Minutes(1)).empty());
+  // Events may precede the route (the connection came up first).
+  w.OnEvent("tcp://h:4", Event::kConnected, kT0);
+  w.OnEvent("tcp://h:4", Event::kDisconnected, kT0);
+  w.Watch(12, "tcp://h:4");
+  EXPECT_THAT(Ids(w.TakeLost(kT0 + kGrace)), ::testing::ElementsAre(12));
+}
+
+}  // namespace
+}  // namespace petrel
