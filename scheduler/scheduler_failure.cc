@@ -40,6 +40,7 @@ void Scheduler::DeclareDead(const pb::Node& node, const std::string& reason,
                    {{"cause", cause}})
       ->Increment();
   LOG(ERROR) << what << "; declared dead";
+  postoffice_->van()->MarkPeerDead(node.id());
   // Before any TERMINATE, on the same connections: a node's waits on the
   // dead one fail with this reason rather than the job's.
   pb::Control notice;

@@ -123,11 +123,10 @@ absl::Status Customer::Wait(int timestamp, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   if (postoffice_->van()->AwaitResponse(&mu_, absl::Condition(&done),
                                         deadline)) {
+    // Kept, not consumed: a caller that waits again (to read the status
+    // after a sliced wait) must not see the failed request succeed.
     auto failed = failures_.find(timestamp);
-    if (failed == failures_.end()) return absl::OkStatus();
-    absl::Status failure = std::move(failed->second);
-    failures_.erase(failed);
-    return failure;
+    return failed == failures_.end() ? absl::OkStatus() : failed->second;
   }
   std::vector<int> missing;
   for (uint64_t key : pending_[timestamp].waiting) {

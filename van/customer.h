@@ -196,8 +196,8 @@ class Customer {
   absl::Mutex mu_;
   int next_timestamp_ ABSL_GUARDED_BY(mu_) = 0;
   absl::btree_map<int, Pending> pending_ ABSL_GUARDED_BY(mu_);
-  // Failed requests whose Wait has not returned yet, by timestamp; the
-  // oldest go past kMaxFailures (nobody waits for them).
+  // Failed requests, by timestamp, for Wait (which may ask again); the
+  // oldest go past kMaxFailures.
   absl::btree_map<int, absl::Status> failures_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int, uint64_t> next_seq_ ABSL_GUARDED_BY(mu_);
   // Keyed by (sender node, sending customer).

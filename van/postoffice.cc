@@ -338,6 +338,7 @@ void Postoffice::HandleNodeDead(const pb::Control& control) {
     if (id == my_id() || !dead_.emplace(id, status).second) return;
     any_dead_.store(true, std::memory_order_release);
   }
+  van_->MarkPeerDead(id);
   LOG(WARNING) << RoleName(options_.role) << " " << my_id()
                << ": the scheduler declared " << control.reason();
   ForEachCustomer([&](Customer* c) { c->FailRequestsTo(id, status); });

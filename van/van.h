@@ -76,6 +76,10 @@ class Van {
     (void)grace;
     (void)handler;
   }
+  // The cluster declared node `node_id` dead: messages still queued for it
+  // are dropped when the van stops, rather than held for the linger time
+  // (ZmqVan: 2 s), so a node whose job failed exits at once. Thread-safe.
+  virtual void MarkPeerDead(int node_id) { (void)node_id; }
   // Sends `msg` to msg.meta.recipient(). Returns FailedPrecondition before
   // Start or after Stop. Delivery failures later are counted and logged.
   virtual absl::Status Send(Message msg) = 0;

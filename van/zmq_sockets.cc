@@ -84,11 +84,16 @@ absl::Status ZmqThreadSockets::Send(const std::string& address,
   return SendFrames(socket, frames);
 }
 
-void ZmqThreadSockets::CloseAll() {
+void DropQueued(void* socket) { SetIntOption(socket, ZMQ_LINGER, 0); }
+
+void ZmqThreadSockets::CloseAll(const absl::flat_hash_set<std::string>& drop) {
   absl::MutexLock lock(&mu_);
   if (closed_) return;
   closed_ = true;
-  for (auto& [address, socket] : sockets_) zmq_close(socket);
+  for (auto& [address, socket] : sockets_) {
+    if (drop.contains(address)) DropQueued(socket);
+    zmq_close(socket);
+  }
   sockets_.clear();
 }
 

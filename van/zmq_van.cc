@@ -144,12 +144,20 @@ void ZmqVan::Wake() {
 
 void ZmqVan::CloseThreadSockets() {
   std::vector<std::shared_ptr<ZmqThreadSockets>> sockets;
+  absl::flat_hash_set<std::string> dead;
   {
     absl::MutexLock lock(&direct_mu_);
     direct_open_ = false;
     sockets.swap(thread_sockets_);
+    dead = dead_addresses_;
   }
-  for (auto& s : sockets) s->CloseAll();
+  for (auto& s : sockets) s->CloseAll(dead);
+}
+
+void ZmqVan::MarkPeerDead(int node_id) {
+  absl::MutexLock lock(&direct_mu_);
+  auto it = addresses_.find(node_id);
+  if (it != addresses_.end()) dead_addresses_.insert(it->second);
 }
 
 std::shared_ptr<ZmqThreadSockets> ZmqVan::ThisThreadSockets() {
@@ -173,8 +181,18 @@ void ZmqVan::CloseSockets() {
   for (auto& [dealer, monitor] : monitors_) zmq_close(monitor.pair);
   monitors_.clear();
   absl::flat_hash_set<void*> sockets;
-  for (auto& [id, peer] : peers_) sockets.insert(peer.socket);
-  for (void* socket : sockets) zmq_close(socket);
+  absl::flat_hash_set<void*> dead;
+  {
+    absl::MutexLock lock(&direct_mu_);
+    for (auto& [id, peer] : peers_) {
+      sockets.insert(peer.socket);
+      if (dead_addresses_.contains(peer.address)) dead.insert(peer.socket);
+    }
+  }
+  for (void* socket : sockets) {
+    if (dead.contains(socket)) DropQueued(socket);
+    zmq_close(socket);
+  }
   peers_.clear();
   if (router_ != nullptr) zmq_close(router_);
   router_ = nullptr;

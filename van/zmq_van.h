@@ -43,6 +43,7 @@ class ZmqVan : public Van {
   absl::Status Send(Message msg) override;
   void WatchConnections(absl::Duration grace,
                         ConnectionLostHandler handler) override;
+  void MarkPeerDead(int node_id) override;
   // The lending step of AwaitResponse (see Van::ReceiveUntil); public so
   // that tests can check when it lends.
   bool ReceiveUntil(const std::function<bool()>& done,
@@ -128,6 +129,9 @@ class ZmqVan : public Van {
   bool direct_open_ ABSL_GUARDED_BY(direct_mu_) = false;
   // Peer addresses by node id, for other threads' sockets.
   absl::flat_hash_map<int, std::string> addresses_ ABSL_GUARDED_BY(direct_mu_);
+  // Addresses of peers declared dead (MarkPeerDead): what is queued for
+  // them is dropped at Stop.
+  absl::flat_hash_set<std::string> dead_addresses_ ABSL_GUARDED_BY(direct_mu_);
   std::vector<std::shared_ptr<ZmqThreadSockets>> thread_sockets_
       ABSL_GUARDED_BY(direct_mu_);
 
