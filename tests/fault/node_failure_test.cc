@@ -2,14 +2,17 @@
 // a server killed with SIGKILL under a pushing petrel-worker is declared
 // dead from its closed connection (well before the heartbeat timeout), and
 // the worker's wait on it returns at once naming the server, not after the
-// request timeout; a server stopped with SIGSTOP keeps its connections and
-// is caught by the heartbeats instead.
+// request timeout (also for a training worker); a server stopped with
+// SIGSTOP keeps its connections and is caught by the heartbeats instead.
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include <signal.h>
+#include <unistd.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -93,6 +96,57 @@ TEST(NodeFailureTest, KilledServerFailsTheWorkersWaitAtOnceNamingIt) {
   EXPECT_TRUE(absl::StrContains(sched, "declared dead")) << sched;
   std::fprintf(stderr, "the worker failed %s after the kill\n",
                absl::FormatDuration(took).c_str());
+}
+
+// The same for a training worker (petrel-worker --job=train), which waits
+// on pulls, pushes and clocks of its own.
+TEST(NodeFailureTest, KilledServerEndsATrainingWorkerAtOnce) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "petrel_node_failure_", getpid());
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  absl::StatusOr<std::unique_ptr<Subprocess>> gen =
+      StartProgram({std::string(PETREL_BIN_DIR) + "/petrel-datagen",
+                    "--train_out=" + dir + "/train", "--train_examples=2000",
+                    "--test_out=" + dir + "/test", "--test_examples=200"});
+  ASSERT_TRUE(gen.ok()) << gen.status();
+  ASSERT_EQ(*(*gen)->Wait(absl::Seconds(30)), 0) << (*gen)->Output();
+  const std::string config = dir + "/lr.textproto";
+  std::ofstream(config) << "model { kind: KIND_LR }\n"
+                           "tables { id: 0 dim: 1 }\n"
+                           "data { format: FORMAT_LIBSVM }\n"
+                           "train { batch_size: 256 epochs: 1000000 }\n";
+  DaemonCluster::Options o;
+  o.bin_dir = PETREL_BIN_DIR;
+  o.flags = {"--join_timeout_s=30", "--config=" + config};
+  o.scheduler_flags = {"--heartbeat_timeout_s=60"};
+  DaemonCluster cluster(o);
+  ASSERT_TRUE(cluster.StartScheduler().ok()) << cluster.Output();
+  absl::StatusOr<Subprocess*> server = cluster.StartNode("petrel-server");
+  ASSERT_TRUE(server.ok()) << server.status();
+  absl::StatusOr<Subprocess*> worker = cluster.StartNode(
+      "petrel-worker", {"--job=train", "--train=" + dir + "/train",
+                        "--test=" + dir + "/test", "--timeout_s=60"});
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  absl::StatusOr<Announce> a = cluster.WaitReady(*server);
+  ASSERT_TRUE(a.ok()) << cluster.Output();
+  // Training, not starting up: its first progress line.
+  ASSERT_TRUE(
+      (*worker)->WaitForLine("progress worker=0", absl::Seconds(30)).ok())
+      << cluster.Output();
+  const absl::Time killed = absl::Now();
+  (*server)->Signal(SIGKILL);
+  absl::StatusOr<std::string> line =
+      (*worker)->WaitForLine("petrel-worker: ", kAllowed);
+  const absl::Duration took = absl::Now() - killed;
+  ASSERT_TRUE(line.ok()) << line.status() << cluster.Output();
+  EXPECT_LT(took, kFailFast);
+  EXPECT_TRUE(absl::StrContains(
+      *line, absl::StrCat("node ", a->id, " (server 0 at 127.0.0.1:")))
+      << *line;
+  absl::StatusOr<int> code = (*worker)->Wait(kAllowed);
+  ASSERT_TRUE(code.ok()) << cluster.Output();
+  EXPECT_EQ(*code, 1);
+  std::system(("rm -rf " + dir).c_str());
 }
 
 TEST(NodeFailureTest, StoppedServerIsCaughtByTheHeartbeats) {
