@@ -96,6 +96,7 @@ absl::Status Customer::SendRequest(Message msg) {
       const int part = it->second.parts_sent[recipient]++;
       msg.meta.set_part(part);
       if (options_.resend_timeout > absl::ZeroDuration()) {
+        it->second.bytes += msg.DataBytes();
         it->second.sent[PartKey(recipient, part)] = msg;
       }
     } else if (failures_.contains(msg.meta.timestamp())) {
@@ -292,7 +293,7 @@ void Customer::Tick(absl::Time now) {
     absl::MutexLock lock(&mu_);
     for (auto& [ts, p] : pending_) {
       if (p.resends >= options_.max_resends ||
-          now - p.last_sent < ResendInterval(p.resends)) {
+          now - p.last_sent < ResendInterval(p.resends, p.bytes)) {
         continue;
       }
       p.last_sent = now;
@@ -316,13 +317,18 @@ void Customer::Tick(absl::Time now) {
   }
 }
 
-absl::Duration Customer::ResendInterval(int resends) const {
+absl::Duration Customer::ResendInterval(int resends, size_t bytes) const {
   absl::Duration interval = options_.resend_timeout;
   for (int i = 0; i < resends && interval < options_.max_resend_interval; ++i) {
     interval *= 2;
   }
-  return std::min(interval, std::max(options_.max_resend_interval,
-                                     options_.resend_timeout));
+  interval = std::min(interval, std::max(options_.max_resend_interval,
+                                         options_.resend_timeout));
+  if (options_.resend_min_bytes_per_second > 0) {
+    interval += absl::Seconds(static_cast<double>(bytes) /
+                              options_.resend_min_bytes_per_second);
+  }
+  return interval;
 }
 
 void Customer::FailRequestsTo(int node_id, const absl::Status& status) {

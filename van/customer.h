@@ -59,6 +59,10 @@ struct CustomerOptions {
   absl::Duration resend_timeout = absl::Seconds(1);
   // Longest wait between two resends of one request. Default 8 s.
   absl::Duration max_resend_interval = absl::Seconds(8);
+  // A large request may be slow without being lost: each wait before a
+  // resend grows by the request's bytes at this rate (so a 1 GiB push
+  // waits 10 s more at the default). Default 100 MB/s; 0 = no growth.
+  double resend_min_bytes_per_second = 100e6;
   // Give up resending after this many tries. Default 10.
   int max_resends = 10;
   // Longest a request that arrived ahead of a missing one is held for it.
@@ -149,6 +153,7 @@ class Customer {
     absl::flat_hash_map<uint64_t, Message> sent;  // for resending
     absl::flat_hash_map<int, int> parts_sent;     // per recipient
     absl::Time last_sent;
+    size_t bytes = 0;  // data bytes of the messages sent so far
     int resends = 0;
     CompletionHandler on_complete;
     absl::Status failure;  // set when the request failed
@@ -178,8 +183,8 @@ class Customer {
   // Fails the pending requests `fail` selects (see FailRequestsTo).
   void FailWhere(const std::function<bool(int, const Pending&)>& fail,
                  const absl::Status& status);
-  // The wait before resend number `resends` + 1 of a request.
-  absl::Duration ResendInterval(int resends) const;
+  // The wait before resend number `resends` + 1 of a request of `bytes`.
+  absl::Duration ResendInterval(int resends, size_t bytes) const;
 
   const int app_id_;
   const int customer_id_;
