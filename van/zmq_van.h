@@ -14,7 +14,9 @@
 // thread sends on DEALERs of its own (ZmqThreadSockets, routing id
 // "<transport id>#<n>"), also without a hand-off; Connect from another
 // thread is queued for the I/O thread, which an eventfd wakes. Sends never
-// block on the network (ZMQ_DONTWAIT, no high-water mark).
+// block on the network (ZMQ_DONTWAIT, no high-water mark). With
+// WatchConnections, every I/O-thread DEALER is monitored (ZeroMQ socket
+// monitor events, read on the tick; zmq_van_watch.cc).
 //
 // Thread safety: as Van. See docs/threading.md.
 #ifndef PETREL_VAN_ZMQ_VAN_H_
