@@ -145,6 +145,11 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
   for (const KVSlice& s : *slices) {
     recipients.push_back(ServerRankToId(s.server_rank));
   }
+  // A server declared dead: fail now, naming it, instead of at the deadline.
+  if (absl::Status alive = customer_.postoffice()->CheckAlive(recipients);
+      !alive.ok()) {
+    return Fail(alive, cb);
+  }
   int ts = customer_.NewRequest(recipients, [this, cb](int ts) {
     Complete(ts);
     if (cb) cb();
@@ -269,6 +274,9 @@ void KVWorker<Val>::Complete(int timestamp) {
     pulls_.erase(it);
     if (errors_.contains(timestamp)) return;
   }
+  // Failed (a server died, the job ended): the parts are incomplete and
+  // the caller's arrays stay as they were; Wait returns the failure.
+  if (!customer_.RequestFailure(timestamp).ok()) return;
   if (state->min_clock != nullptr) *state->min_clock = state->min_clock_seen;
   Buffer out = state->vals->buffer();
   absl::Status s = MergePulled(state->slices, state->parts, state->num_keys,
@@ -287,7 +295,14 @@ void KVWorker<Val>::Complete(int timestamp) {
 template <typename Val>
 absl::Status KVWorker<Val>::Wait(int timestamp, absl::Duration timeout) {
   absl::Status s = customer_.Wait(timestamp, timeout);
-  if (!s.ok()) return s;
+  if (!s.ok()) {
+    if (!absl::IsDeadlineExceeded(s)) {  // failed: its state is done with
+      absl::MutexLock lock(&mu_);
+      pulls_.erase(timestamp);
+      errors_.erase(timestamp);
+    }
+    return s;
+  }
   absl::MutexLock lock(&mu_);
   auto it = errors_.find(timestamp);
   if (it == errors_.end()) return absl::OkStatus();

@@ -94,7 +94,8 @@ class KVWorker {
                Callback cb = nullptr);
   // Waits for request `timestamp`. DeadlineExceeded names the servers that
   // did not answer; InvalidArgument reports bad arguments or a malformed
-  // answer.
+  // answer; Unavailable names a server the scheduler declared dead (at
+  // once, not at the deadline), Aborted the reason the job failed.
   absl::Status Wait(int timestamp,
                     absl::Duration timeout = absl::InfiniteDuration());
 

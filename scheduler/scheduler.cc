@@ -27,6 +27,12 @@ Scheduler::Scheduler(Postoffice* postoffice, SchedulerOptions options)
   postoffice_->set_control_handler(
       [this](Message&& msg) { HandleControl(std::move(msg)); });
   postoffice_->set_tick_hook([this](absl::Time now) { OnTick(now); });
+  if (options_.connection_grace > absl::ZeroDuration()) {
+    postoffice_->van()->WatchConnections(
+        options_.connection_grace, [this](int id, const std::string& reason) {
+          OnConnectionLost(id, reason);
+        });
+  }
 }
 
 absl::Status Scheduler::Run() {
@@ -366,29 +372,10 @@ void Scheduler::OnTick(absl::Time now) {
     }
     absl::Duration silent = now - last_seen_[n.id()];
     if (silent < options_.heartbeat_timeout) continue;
-    bool known =
-        std::any_of(dead_.begin(), dead_.end(),
-                    [&](const DeadNode& d) { return d.node.id() == n.id(); });
-    if (known) continue;
-    dead_.push_back(DeadNode{n, silent});
-    postoffice_->metrics()
-        ->GetCounter("petrel_scheduler_dead_nodes_total",
-                     "Nodes declared dead after missing heartbeats.")
-        ->Increment();
-    std::string what = absl::StrCat(Describe(n.id()), " sent no heartbeat for ",
-                                    absl::FormatDuration(silent));
-    LOG(ERROR) << what << "; declared dead";
-    if (n.role() == pb::ROLE_WORKER && worker_lost_hook_ &&
-        worker_lost_hook_(n.id())) {
-      LoseWorker(n.id());
-      if (result_.has_value()) return;
-      continue;
-    }
-    if (options_.fail_on_dead_node) {
-      TerminateAll(true, what);
-      result_ = absl::AbortedError(what);
-      return;
-    }
+    DeclareDead(
+        n, absl::StrCat("sent no heartbeat for ", absl::FormatDuration(silent)),
+        silent, "heartbeat");
+    if (result_.has_value()) return;
   }
 }
 

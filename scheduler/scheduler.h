@@ -36,11 +36,20 @@ struct SchedulerOptions {
   int virtual_nodes = 32;
   // Terminate the job (failed) when a node is declared dead. Default true.
   bool fail_on_dead_node = true;
+  // A node whose connection from the scheduler closed (its process died:
+  // kill -9, a crash) and did not come back within this long is declared
+  // dead, without waiting for heartbeat_timeout; a connection that comes
+  // back sooner (ZeroMQ reconnects) is no loss. Zero disables (heartbeats
+  // only). Default 300 ms; see docs/failures.md for the choice.
+  absl::Duration connection_grace = absl::Milliseconds(300);
 };
 
 struct DeadNode {
   pb::Node node;
+  // How long the node had been silent (heartbeats) or its connection down.
   absl::Duration silent_for;
+  // Why, e.g. "sent no heartbeat for 3s" or "connection closed".
+  std::string reason;
 };
 
 class Scheduler {
@@ -100,6 +109,15 @@ class Scheduler {
   std::vector<int> LiveMembers(int group) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnTick(absl::Time now);
+  // Failure handling (scheduler_failure.cc). The van watched the node's
+  // connection and it stayed down; van thread.
+  void OnConnectionLost(int id, const std::string& reason);
+  // Declares `node` dead (once): records and logs it with its id, role,
+  // rank and host, tells every other node (COMMAND_NODE_DEAD, so that
+  // waits on it fail at once) and, with fail_on_dead_node, ends the job.
+  void DeclareDead(const pb::Node& node, const std::string& reason,
+                   absl::Duration silent_for, const std::string& cause)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckJoin(const pb::Node& node, const std::string& token)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FormCluster() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -1,5 +1,7 @@
 // petrel-scheduler: admits the nodes of a job, runs its barriers, watches
-// heartbeats and ends the job when every worker has finished. With the job
+// heartbeats and connections (a node whose process died is declared dead
+// within --connection_grace_ms) and ends the job when every worker has
+// finished. With the job
 // config (--config) it also coordinates checkpoints (checkpoint.*,
 // --checkpoint_dir) and graceful stops:
 //
@@ -32,6 +34,11 @@
 DEFINE_int32(heartbeat_timeout_s, 30,
              "Declare a node dead after this many seconds without a "
              "heartbeat; 0 disables. Default 30.");
+DEFINE_int32(connection_grace_ms, 300,
+             "Declare a node dead when the scheduler's connection to it "
+             "closed (its process died) and did not come back within this "
+             "many milliseconds (0..60000); 0 disables, leaving heartbeats "
+             "only. Default 300.");
 DEFINE_int32(virtual_nodes, 32, "Key ranges per server (1..4096). Default 32.");
 DEFINE_bool(
     fail_on_dead_node, true,
@@ -115,6 +122,11 @@ class SchedulerDaemon : public petrel::NodeDaemon {
     options_.auth_token = settings.postoffice.auth_token;
     options_.join_timeout = settings.postoffice.join_timeout;
     options_.heartbeat_timeout = absl::Seconds(FLAGS_heartbeat_timeout_s);
+    if (FLAGS_connection_grace_ms < 0 || FLAGS_connection_grace_ms > 60000) {
+      return absl::InvalidArgumentError(
+          "--connection_grace_ms: must be in 0..60000");
+    }
+    options_.connection_grace = absl::Milliseconds(FLAGS_connection_grace_ms);
     options_.virtual_nodes = FLAGS_virtual_nodes;
     options_.fail_on_dead_node = FLAGS_fail_on_dead_node;
     return absl::OkStatus();

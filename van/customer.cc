@@ -19,6 +19,8 @@ constexpr uint64_t kMaxSeqAhead = uint64_t{1} << 16;
 constexpr size_t kMaxHeldBytes = size_t{256} << 20;
 // Counted per held request besides its data.
 constexpr size_t kHeldOverheadBytes = 512;
+// Failed requests remembered for their Wait.
+constexpr size_t kMaxFailures = 4096;
 
 size_t HeldSize(const Message& msg) {
   return msg.DataBytes() + kHeldOverheadBytes;
@@ -36,6 +38,12 @@ Customer::Customer(int app_id, int customer_id, Postoffice* postoffice,
 Customer::~Customer() { Stop(); }
 
 absl::Status Customer::Start() {
+  resent_ = postoffice_->metrics()->GetCounter(
+      "petrel_customer_resent_total",
+      "Request messages sent again because no answer came in time.");
+  duplicates_ = postoffice_->metrics()->GetCounter(
+      "petrel_customer_duplicates_total",
+      "Requests received again (resent) and not handled as new.");
   absl::Status s =
       postoffice_->AddCustomer(this, static_cast<bool>(request_handler_));
   started_ = s.ok();
@@ -50,6 +58,8 @@ void Customer::Stop() {
 
 int Customer::NewRequest(const std::vector<int>& recipients,
                          CompletionHandler on_complete) {
+  // A request to a node already declared dead fails at once.
+  const absl::Status alive = postoffice_->CheckAlive(recipients);
   CompletionHandler run_now;
   int ts;
   {
@@ -67,6 +77,9 @@ int Customer::NewRequest(const std::vector<int>& recipients,
     }
   }
   if (run_now) run_now(ts);
+  if (!alive.ok() && !recipients.empty()) {
+    FailWhere([ts](int t, const Pending&) { return t == ts; }, alive);
+  }
   return ts;
 }
 
@@ -83,8 +96,11 @@ absl::Status Customer::SendRequest(Message msg) {
       const int part = it->second.parts_sent[recipient]++;
       msg.meta.set_part(part);
       if (options_.resend_timeout > absl::ZeroDuration()) {
+        it->second.bytes += msg.DataBytes();
         it->second.sent[PartKey(recipient, part)] = msg;
       }
+    } else if (failures_.contains(msg.meta.timestamp())) {
+      return absl::OkStatus();  // failed (a dead recipient): nobody waits
     }
   }
   return postoffice_->Send(std::move(msg));
@@ -108,7 +124,10 @@ absl::Status Customer::Wait(int timestamp, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   if (postoffice_->van()->AwaitResponse(&mu_, absl::Condition(&done),
                                         deadline)) {
-    return absl::OkStatus();
+    // Kept, not consumed: a caller that waits again (to read the status
+    // after a sliced wait) must not see the failed request succeed.
+    auto failed = failures_.find(timestamp);
+    return failed == failures_.end() ? absl::OkStatus() : failed->second;
   }
   std::vector<int> missing;
   for (uint64_t key : pending_[timestamp].waiting) {
@@ -161,6 +180,7 @@ Customer::Ready Customer::SequenceRequest(Message&& msg) {
   absl::MutexLock lock(&mu_);
   SeqWindow& w = seen_[stream];
   if (seq < w.next) {
+    if (duplicates_ != nullptr) duplicates_->Increment();
     out.emplace_back(std::move(msg), true);
     return out;
   }
@@ -272,8 +292,8 @@ void Customer::Tick(absl::Time now) {
   {
     absl::MutexLock lock(&mu_);
     for (auto& [ts, p] : pending_) {
-      if (now - p.last_sent < options_.resend_timeout ||
-          p.resends >= options_.max_resends) {
+      if (p.resends >= options_.max_resends ||
+          now - p.last_sent < ResendInterval(p.resends, p.bytes)) {
         continue;
       }
       p.last_sent = now;
@@ -281,12 +301,79 @@ void Customer::Tick(absl::Time now) {
       for (auto& [recipient, m] : p.sent) resend.push_back(m);
     }
   }
+  if (!resend.empty()) {
+    if (resent_ != nullptr) resent_->Increment(resend.size());
+    LOG_EVERY_T(WARNING, 1.0)
+        << "app " << app_id_ << " customer " << customer_id_ << ": resending "
+        << resend.size() << " unanswered request message(s), e.g. to node "
+        << resend.front().meta.recipient();
+  }
   for (Message& m : resend) {
     VLOG(1) << "resending " << m.DebugString();
     absl::Status s = postoffice_->Send(std::move(m));
     if (!s.ok()) {
       LOG_EVERY_T(WARNING, 1.0) << "resend failed: " << s;
     }
+  }
+}
+
+absl::Duration Customer::ResendInterval(int resends, size_t bytes) const {
+  absl::Duration interval = options_.resend_timeout;
+  for (int i = 0; i < resends && interval < options_.max_resend_interval; ++i) {
+    interval *= 2;
+  }
+  interval = std::min(interval, std::max(options_.max_resend_interval,
+                                         options_.resend_timeout));
+  if (options_.resend_min_bytes_per_second > 0) {
+    interval += absl::Seconds(static_cast<double>(bytes) /
+                              options_.resend_min_bytes_per_second);
+  }
+  return interval;
+}
+
+void Customer::FailRequestsTo(int node_id, const absl::Status& status) {
+  FailWhere(
+      [node_id](int, const Pending& p) {
+        for (uint64_t key : p.waiting) {
+          if (static_cast<int>(key >> 32) == node_id) return true;
+        }
+        return false;
+      },
+      status);
+}
+
+void Customer::FailAll(const absl::Status& status) {
+  FailWhere([](int, const Pending&) { return true; }, status);
+}
+
+absl::Status Customer::RequestFailure(int timestamp) {
+  absl::MutexLock lock(&mu_);
+  auto it = pending_.find(timestamp);
+  return it == pending_.end() ? absl::OkStatus() : it->second.failure;
+}
+
+void Customer::FailWhere(const std::function<bool(int, const Pending&)>& fail,
+                         const absl::Status& status) {
+  std::vector<std::pair<int, CompletionHandler>> failed;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [ts, p] : pending_) {
+      if (!p.failure.ok() || !fail(ts, p)) continue;
+      p.failure = status;
+      p.waiting.clear();
+      p.sent.clear();
+      failed.emplace_back(ts, std::move(p.on_complete));
+    }
+  }
+  // As AcceptResponse completes a request: the handler first, then the
+  // entry goes and Wait returns.
+  for (auto& [ts, on_complete] : failed) {
+    if (on_complete) on_complete(ts);
+    postoffice_->van()->RequestClosed();
+    absl::MutexLock lock(&mu_);
+    failures_[ts] = status;
+    if (failures_.size() > kMaxFailures) failures_.erase(failures_.begin());
+    pending_.erase(ts);
   }
 }
 

@@ -27,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
+#include "base/metrics.h"
 #include "van/message.h"
 
 namespace petrel {
@@ -50,10 +51,20 @@ inline ReplyAddress ReplyAddressOf(const pb::Meta& request) {
 
 struct CustomerOptions {
   // Resend a request not answered within this long; zero disables resends.
-  // Default 0 (TCP delivers; a fault-injecting van in tests needs resends).
-  absl::Duration resend_timeout = absl::ZeroDuration();
-  // Give up resending after this many tries. Default 20.
-  int max_resends = 20;
+  // Each further resend of the same request waits twice as long as the one
+  // before, up to max_resend_interval. Default 1 s: TCP delivers, but a
+  // connection that drops and reconnects loses what was in flight on it;
+  // sequence numbers make a resend safe (a duplicate is acknowledged, not
+  // applied again). See docs/failures.md.
+  absl::Duration resend_timeout = absl::Seconds(1);
+  // Longest wait between two resends of one request. Default 8 s.
+  absl::Duration max_resend_interval = absl::Seconds(8);
+  // A large request may be slow without being lost: each wait before a
+  // resend grows by the request's bytes at this rate (so a 1 GiB push
+  // waits 10 s more at the default). Default 100 MB/s; 0 = no growth.
+  double resend_min_bytes_per_second = 100e6;
+  // Give up resending after this many tries. Default 10.
+  int max_resends = 10;
   // Longest a request that arrived ahead of a missing one is held for it.
   // Default 5 s.
   absl::Duration max_reorder_wait = absl::Seconds(5);
@@ -104,10 +115,11 @@ class Customer {
   // part). The application fills in the rest of the header.
   absl::Status SendResponse(const ReplyAddress& to, Message response);
   // Waits until request `timestamp` completes. DeadlineExceeded names the
-  // nodes that did not answer within `timeout`. The waiting thread may
-  // receive for the van meanwhile (Van::AwaitResponse), so handlers and
-  // callbacks of any request may run on it. REQUIRES: not called from a
-  // handler or callback.
+  // nodes that did not answer within `timeout`; the failure's status
+  // (Unavailable naming a dead node, or the job's end) when it failed. The
+  // waiting thread may receive for the van meanwhile (Van::AwaitResponse), so
+  // handlers and callbacks of any request may run on it. REQUIRES: not called
+  // from a handler or callback.
   absl::Status Wait(int timestamp,
                     absl::Duration timeout = absl::InfiniteDuration());
   bool IsComplete(int timestamp);
@@ -119,6 +131,16 @@ class Customer {
   // Called by the Postoffice on the van thread.
   void Accept(Message&& msg);
   void Tick(absl::Time now);
+  // Fails every pending request still waiting for an answer from node
+  // `node_id` (declared dead), or every pending request (the job ended
+  // as failed), with `status`: each completes at once (its completion
+  // handler runs, on this thread; RequestFailure tells it the request
+  // failed) and its Wait returns `status`. Later answers are ignored.
+  void FailRequestsTo(int node_id, const absl::Status& status);
+  void FailAll(const absl::Status& status);
+  // The failure of request `timestamp` while its completion handler runs;
+  // OK for a request that did not fail.
+  absl::Status RequestFailure(int timestamp);
 
  private:
   // Identifies one message of a request: (recipient, part).
@@ -131,8 +153,10 @@ class Customer {
     absl::flat_hash_map<uint64_t, Message> sent;  // for resending
     absl::flat_hash_map<int, int> parts_sent;     // per recipient
     absl::Time last_sent;
+    size_t bytes = 0;  // data bytes of the messages sent so far
     int resends = 0;
     CompletionHandler on_complete;
+    absl::Status failure;  // set when the request failed
   };
   // In-order delivery and duplicate detection for one sender customer's
   // sequence numbers.
@@ -156,6 +180,11 @@ class Customer {
   void SkipGap(uint64_t stream, SeqWindow& w, Ready* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Dispatch(Ready ready);
+  // Fails the pending requests `fail` selects (see FailRequestsTo).
+  void FailWhere(const std::function<bool(int, const Pending&)>& fail,
+                 const absl::Status& status);
+  // The wait before resend number `resends` + 1 of a request of `bytes`.
+  absl::Duration ResendInterval(int resends, size_t bytes) const;
 
   const int app_id_;
   const int customer_id_;
@@ -164,10 +193,17 @@ class Customer {
   RequestHandler request_handler_;
   ResponseHandler response_handler_;
   bool started_ = false;
+  // petrel_customer_resent_total and petrel_customer_duplicates_total;
+  // set by Start (null before).
+  Counter* resent_ = nullptr;
+  Counter* duplicates_ = nullptr;
 
   absl::Mutex mu_;
   int next_timestamp_ ABSL_GUARDED_BY(mu_) = 0;
   absl::btree_map<int, Pending> pending_ ABSL_GUARDED_BY(mu_);
+  // Failed requests, by timestamp, for Wait (which may ask again); the
+  // oldest go past kMaxFailures.
+  absl::btree_map<int, absl::Status> failures_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int, uint64_t> next_seq_ ABSL_GUARDED_BY(mu_);
   // Keyed by (sender node, sending customer).
   absl::flat_hash_map<uint64_t, SeqWindow> seen_ ABSL_GUARDED_BY(mu_);

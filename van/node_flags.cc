@@ -24,6 +24,10 @@ DEFINE_string(
     "Host other nodes use to reach this one. Default: DMLC_NODE_HOST, "
     "else the address of --interface, else the local address that "
     "routes to the scheduler.");
+DEFINE_int32(advertise_port, 0,
+             "Port other nodes use to reach this one, when it differs from "
+             "the bound port (port forwarding, a proxy); 0: the bound port. "
+             "Default 0.");
 DEFINE_string(interface, "",
               "Network interface whose IPv4 address to advertise (e.g. eth0). "
               "Default: DMLC_INTERFACE.");
@@ -90,6 +94,11 @@ absl::Status ApplyAdvertiseHost(const LegacyEnv& env, PostofficeOptions& po) {
     po.advertise_host = *address;
   }
   if (FlagIsSet("advertise_host")) po.advertise_host = FLAGS_advertise_host;
+  if (FLAGS_advertise_port < 0 || FLAGS_advertise_port > 65535) {
+    return Invalid("advertise_port",
+                   absl::StrCat(FLAGS_advertise_port, " is not in 0..65535"));
+  }
+  po.advertise_port = FLAGS_advertise_port;
   return absl::OkStatus();
 }
 

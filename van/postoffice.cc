@@ -80,7 +80,8 @@ pb::Node Postoffice::SelfNode() const {
   node.set_role(options_.role);
   node.set_id(my_id());
   node.set_host(advertise_host());
-  node.set_port(van_->port());
+  node.set_port(options_.advertise_port > 0 ? options_.advertise_port
+                                            : van_->port());
   node.set_requested_rank(options_.requested_rank);
   node.set_transport_id(van_->transport_id());
   return node;
@@ -97,7 +98,8 @@ absl::Status Postoffice::Start() {
                   [this] { OnTick(); }));
   started_ = true;
   LOG(INFO) << RoleName(options_.role) << " bound port " << van_->port()
-            << ", advertised as " << advertise_host();
+            << ", advertised as " << advertise_host() << ":"
+            << SelfNode().port();
   if (is_scheduler()) return absl::OkStatus();
   return Join();
 }
@@ -282,18 +284,64 @@ void Postoffice::HandleControl(Message&& msg) {
       break;
     }
     case pb::COMMAND_TERMINATE: {
-      absl::MutexLock lock(&mu_);
-      if (!terminated_.has_value()) {
+      absl::Status failed;
+      {
+        absl::MutexLock lock(&mu_);
+        if (terminated_.has_value()) break;
         terminated_ = control.failed()
                           ? absl::AbortedError(absl::StrCat("the job failed: ",
                                                             control.reason()))
                           : absl::OkStatus();
+        failed = *terminated_;
+      }
+      // Nothing will answer any more: pending requests end now, with the
+      // job's reason, rather than at their deadline.
+      if (!failed.ok()) {
+        ForEachCustomer([&](Customer* c) { c->FailAll(failed); });
       }
       break;
     }
+    case pb::COMMAND_NODE_DEAD:
+      HandleNodeDead(control);
+      break;
     default:
       break;
   }
+}
+
+absl::Status Postoffice::CheckAlive(const std::vector<int>& ids) const {
+  if (!any_dead_.load(std::memory_order_acquire)) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  for (int id : ids) {
+    auto it = dead_.find(id);
+    if (it != dead_.end()) return it->second;
+  }
+  return absl::OkStatus();
+}
+
+void Postoffice::ForEachCustomer(const std::function<void(Customer*)>& fail) {
+  absl::MutexLock dispatch(&dispatch_mu_);
+  std::vector<Customer*> customers;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [key, c] : customers_) customers.push_back(c);
+  }
+  for (Customer* c : customers) fail(c);
+}
+
+void Postoffice::HandleNodeDead(const pb::Control& control) {
+  if (control.nodes_size() != 1) return;
+  const int id = control.nodes(0).id();
+  const absl::Status status = absl::UnavailableError(control.reason());
+  {
+    absl::MutexLock lock(&mu_);
+    if (id == my_id() || !dead_.emplace(id, status).second) return;
+    any_dead_.store(true, std::memory_order_release);
+  }
+  van_->MarkPeerDead(id);
+  LOG(WARNING) << RoleName(options_.role) << " " << my_id()
+               << ": the scheduler declared " << control.reason();
+  ForEachCustomer([&](Customer* c) { c->FailRequestsTo(id, status); });
 }
 
 void Postoffice::HandleJoinReply(const pb::Control& control) {

@@ -12,6 +12,8 @@
 #ifndef PETREL_VAN_POSTOFFICE_H_
 #define PETREL_VAN_POSTOFFICE_H_
 
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +41,9 @@ struct PostofficeOptions {
   // Address peers use to reach this node; empty: the address this host uses
   // to reach the scheduler.
   std::string advertise_host;
+  // Port peers use to reach this node (a forwarded port, a proxy's); 0:
+  // the bound port. Default 0.
+  int advertise_port = 0;
   int num_servers = 1;
   int num_workers = 1;
   // Rank to ask for; -1: any (join order decides).
@@ -92,6 +97,11 @@ class Postoffice {
   // Wakes Finish/WaitForTerminate/Barrier with Aborted(reason) (signals).
   void Interrupt(const std::string& reason);
 
+  // OK when no node of `ids` was declared dead; else Unavailable with the
+  // scheduler's reason for the first dead one ("node 8 (server 0 at
+  // host:port) died: connection closed"). Cheap while nobody died.
+  absl::Status CheckAlive(const std::vector<int>& ids) const;
+
   // Registers `customer` for responses to its requests and, when
   // `handles_requests`, as the one that handles requests to its app.
   // AlreadyExists when either place is taken. RemoveCustomer returns once
@@ -134,6 +144,11 @@ class Postoffice {
   void HandleMessage(Message&& msg);
   void HandleControl(Message&& msg);
   void HandleJoinReply(const pb::Control& control);
+  // COMMAND_NODE_DEAD: remembers the node as dead and fails the
+  // customers' requests waiting for it.
+  void HandleNodeDead(const pb::Control& control);
+  // Calls `fail` on every customer (van thread).
+  void ForEachCustomer(const std::function<void(Customer*)>& fail);
   void OnTick();
   absl::Status Join();
   absl::Status ResolveAdvertiseHost();
@@ -160,6 +175,9 @@ class Postoffice {
   bool join_acked_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<absl::Status> join_error_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Status> terminated_ ABSL_GUARDED_BY(mu_);
+  // Nodes the scheduler declared dead, with the reason as a status.
+  absl::flat_hash_map<int, absl::Status> dead_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> any_dead_{false};  // !dead_.empty(), read without mu_
   absl::flat_hash_map<int, uint64_t> barrier_sent_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int, uint64_t> barrier_done_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, Customer*> customers_ ABSL_GUARDED_BY(mu_);

@@ -61,6 +61,25 @@ class Van {
   // node.transport_id() is set, accepts messages from that identity as
   // sender node.id(). Replaces an earlier route to another address.
   virtual void Connect(const pb::Node& node) = 0;
+  // Called once per node whose connection this van watches was lost (see
+  // WatchConnections), with the node's id and the reason (e.g.
+  // "connection closed"). Runs on the receive thread, from the tick.
+  using ConnectionLostHandler =
+      std::function<void(int node_id, const std::string& reason)>;
+  // Watches this van's connections to its peers (those made by Connect)
+  // and calls `handler` once for every node whose established connection
+  // closed and did not come back within `grace` (van/connection_watch.h
+  // says why a grace). ZmqVan does (ZeroMQ socket monitor events); vans
+  // without connections ignore it. REQUIRES: before Start; grace > 0.
+  virtual void WatchConnections(absl::Duration grace,
+                                ConnectionLostHandler handler) {
+    (void)grace;
+    (void)handler;
+  }
+  // The cluster declared node `node_id` dead: messages still queued for it
+  // are dropped when the van stops, rather than held for the linger time
+  // (ZmqVan: 2 s), so a node whose job failed exits at once. Thread-safe.
+  virtual void MarkPeerDead(int node_id) { (void)node_id; }
   // Sends `msg` to msg.meta.recipient(). Returns FailedPrecondition before
   // Start or after Stop. Delivery failures later are counted and logged.
   virtual absl::Status Send(Message msg) = 0;

@@ -24,7 +24,8 @@ void SetIntOption(void* socket, int option, int value) {
 }  // namespace
 
 void* NewDealer(void* context, const std::string& routing_id,
-                const std::string& address, std::string* error) {
+                const std::string& address, std::string* error,
+                const char* monitor_endpoint) {
   void* socket = zmq_socket(context, ZMQ_DEALER);
   if (socket == nullptr) {
     *error = zmq_strerror(errno);
@@ -35,6 +36,14 @@ void* NewDealer(void* context, const std::string& routing_id,
   SetIntOption(socket, ZMQ_SNDHWM, 0);
   SetIntOption(socket, ZMQ_RECONNECT_IVL, 50);
   SetIntOption(socket, ZMQ_RECONNECT_IVL_MAX, 1000);
+  if (monitor_endpoint != nullptr &&
+      zmq_socket_monitor(socket, monitor_endpoint,
+                         ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED |
+                             ZMQ_EVENT_CLOSED) != 0) {
+    *error = absl::StrCat("monitor ", address, ": ", zmq_strerror(errno));
+    zmq_close(socket);
+    return nullptr;
+  }
   if (zmq_connect(socket, address.c_str()) != 0) {
     *error = absl::StrCat(address, ": ", zmq_strerror(errno));
     zmq_close(socket);
@@ -75,11 +84,16 @@ absl::Status ZmqThreadSockets::Send(const std::string& address,
   return SendFrames(socket, frames);
 }
 
-void ZmqThreadSockets::CloseAll() {
+void DropQueued(void* socket) { SetIntOption(socket, ZMQ_LINGER, 0); }
+
+void ZmqThreadSockets::CloseAll(const absl::flat_hash_set<std::string>& drop) {
   absl::MutexLock lock(&mu_);
   if (closed_) return;
   closed_ = true;
-  for (auto& [address, socket] : sockets_) zmq_close(socket);
+  for (auto& [address, socket] : sockets_) {
+    if (drop.contains(address)) DropQueued(socket);
+    zmq_close(socket);
+  }
   sockets_.clear();
 }
 

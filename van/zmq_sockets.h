@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 
@@ -32,9 +33,16 @@ namespace petrel {
 inline constexpr char kThreadSocketSeparator[] = "#";
 
 // A DEALER connected to `address` with `routing_id`; null with `*error`
-// set when ZeroMQ refuses.
+// set when ZeroMQ refuses. Its linger is 2 s (see DropQueued). With a
+// `monitor_endpoint`, the socket publishes
+// its connection events (connected, disconnected, closed) there
+// (zmq_socket_monitor) from before it connects, so none is missed.
 void* NewDealer(void* context, const std::string& routing_id,
-                const std::string& address, std::string* error);
+                const std::string& address, std::string* error,
+                const char* monitor_endpoint = nullptr);
+
+// Sets `socket`'s linger to 0, so that closing it drops what it queued.
+void DropQueued(void* socket);
 
 // Sends `frames` (header, data...) as one message without copying; each
 // frame's Buffer stays alive until ZeroMQ is done with it. Never blocks.
@@ -53,9 +61,10 @@ class ZmqThreadSockets {
   // sending fails.
   absl::Status Send(const std::string& address,
                     const std::vector<Buffer>& frames);
-  // Closes every socket (queued messages leave within the linger time).
+  // Closes every socket (queued messages leave within the linger time,
+  // except those to an address in `drop`, which are dropped at once).
   // Idempotent.
-  void CloseAll();
+  void CloseAll(const absl::flat_hash_set<std::string>& drop = {});
 
  private:
   void* const context_;

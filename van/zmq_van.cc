@@ -87,15 +87,20 @@ absl::Status ZmqVan::Start(MessageHandler on_message, TickHandler on_tick) {
   size_t last_len = sizeof(last);
   zmq_getsockopt(router_, ZMQ_LAST_ENDPOINT, last, &last_len);
   absl::string_view bound(last);
-  if (!absl::SimpleAtoi(bound.substr(bound.rfind(':') + 1), &port_)) {
+  int port = 0;
+  if (!absl::SimpleAtoi(bound.substr(bound.rfind(':') + 1), &port)) {
     return absl::InternalError(absl::StrCat("cannot parse endpoint ", bound));
   }
+  port_ = port;
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   resume_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   if (wake_fd_ < 0 || stop_fd_ < 0 || resume_fd_ < 0) {
     return absl::UnavailableError(
         absl::StrCat("cannot create an eventfd or timerfd: ", strerror(errno)));
+  }
+  if (on_connection_lost_) {
+    watch_ = std::make_unique<ConnectionWatch>(watch_grace_);
   }
   stop_ = false;
   running_ = true;
@@ -139,12 +144,14 @@ void ZmqVan::Wake() {
 
 void ZmqVan::CloseThreadSockets() {
   std::vector<std::shared_ptr<ZmqThreadSockets>> sockets;
+  absl::flat_hash_set<std::string> dead;
   {
     absl::MutexLock lock(&direct_mu_);
     direct_open_ = false;
     sockets.swap(thread_sockets_);
+    dead = dead_addresses_;
   }
-  for (auto& s : sockets) s->CloseAll();
+  for (auto& s : sockets) s->CloseAll(dead);
 }
 
 std::shared_ptr<ZmqThreadSockets> ZmqVan::ThisThreadSockets() {
@@ -165,9 +172,21 @@ std::shared_ptr<ZmqThreadSockets> ZmqVan::ThisThreadSockets() {
 }
 
 void ZmqVan::CloseSockets() {
+  for (auto& [dealer, monitor] : monitors_) zmq_close(monitor.pair);
+  monitors_.clear();
   absl::flat_hash_set<void*> sockets;
-  for (auto& [id, peer] : peers_) sockets.insert(peer.socket);
-  for (void* socket : sockets) zmq_close(socket);
+  absl::flat_hash_set<void*> dead;
+  {
+    absl::MutexLock lock(&direct_mu_);
+    for (auto& [id, peer] : peers_) {
+      sockets.insert(peer.socket);
+      if (dead_addresses_.contains(peer.address)) dead.insert(peer.socket);
+    }
+  }
+  for (void* socket : sockets) {
+    if (dead.contains(socket)) DropQueued(socket);
+    zmq_close(socket);
+  }
   peers_.clear();
   if (router_ != nullptr) zmq_close(router_);
   router_ = nullptr;
@@ -341,9 +360,10 @@ void ZmqVan::ArmResumeTimer(absl::Duration after) {
 
 void ZmqVan::RunTickIfDue(absl::Time* next_tick) {
   if (absl::Now() < *next_tick) return;
-  if (on_tick_) {
+  if (on_tick_ || watch_ != nullptr) {
     absl::MutexLock lock(&handler_mu_);
-    on_tick_();
+    if (watch_ != nullptr) CheckConnections();
+    if (on_tick_) on_tick_();
   }
   *next_tick = absl::Now() + options().tick_interval;
 }
@@ -407,6 +427,7 @@ bool ZmqVan::ReceiveUntil(const std::function<bool()>& done,
 void ZmqVan::DoConnect(const pb::Node& node) {
   BindIdentity(node.transport_id(), node.id());
   std::string address = absl::StrCat("tcp://", node.host(), ":", node.port());
+  if (watch_ != nullptr) watch_->Watch(node.id(), address);
   auto it = peers_.find(node.id());
   if (it != peers_.end()) {
     if (it->second.address == address) return;
@@ -426,11 +447,14 @@ void ZmqVan::DoConnect(const pb::Node& node) {
     }
   }
   std::string error;
-  void* socket = NewDealer(context_, transport_id(), address, &error);
+  const std::string monitor = NextMonitorEndpoint();
+  void* socket = NewDealer(context_, transport_id(), address, &error,
+                           monitor.empty() ? nullptr : monitor.c_str());
   if (socket == nullptr) {
     CountDrop("connect_failed", error);
     return;
   }
+  if (!monitor.empty()) AddMonitor(socket, monitor, address);
   VLOG(1) << "node " << my_id() << " connected to node " << node.id() << " at "
           << address;
   peers_[node.id()] = Peer{socket, address};
@@ -440,6 +464,7 @@ void ZmqVan::ReleaseSocket(void* socket) {
   for (const auto& [id, peer] : peers_) {
     if (peer.socket == socket) return;  // still used under another id
   }
+  RemoveMonitor(socket);
   zmq_close(socket);
 }
 

@@ -14,7 +14,9 @@
 // thread sends on DEALERs of its own (ZmqThreadSockets, routing id
 // "<transport id>#<n>"), also without a hand-off; Connect from another
 // thread is queued for the I/O thread, which an eventfd wakes. Sends never
-// block on the network (ZMQ_DONTWAIT, no high-water mark).
+// block on the network (ZMQ_DONTWAIT, no high-water mark). With
+// WatchConnections, every I/O-thread DEALER is monitored (ZeroMQ socket
+// monitor events, read on the tick; zmq_van_watch.cc).
 //
 // Thread safety: as Van. See docs/threading.md.
 #ifndef PETREL_VAN_ZMQ_VAN_H_
@@ -24,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "van/connection_watch.h"
 #include "van/van.h"
 #include "van/zmq_sockets.h"
 
@@ -36,9 +39,13 @@ class ZmqVan : public Van {
 
   absl::Status Start(MessageHandler on_message, TickHandler on_tick) override;
   void Stop() override;
-  int port() const override { return port_; }
+  // Thread-safe: 0 until Start bound the port.
+  int port() const override { return port_.load(); }
   void Connect(const pb::Node& node) override;
   absl::Status Send(Message msg) override;
+  void WatchConnections(absl::Duration grace,
+                        ConnectionLostHandler handler) override;
+  void MarkPeerDead(int node_id) override;
   // The lending step of AwaitResponse (see Van::ReceiveUntil); public so
   // that tests can check when it lends.
   bool ReceiveUntil(const std::function<bool()>& done,
@@ -81,13 +88,22 @@ class ZmqVan : public Van {
   void ReleaseSocket(void* socket);
   void DoSend(int recipient, const std::vector<Buffer>& frames);
   void CloseSockets();
+  // Connection watching (I/O thread only). A new DEALER's monitor
+  // endpoint, or null when not watching.
+  std::string NextMonitorEndpoint();
+  void AddMonitor(void* dealer, const std::string& endpoint,
+                  const std::string& address);
+  void RemoveMonitor(void* dealer);
+  // Feeds the queued monitor events to watch_ and reports lost nodes.
+  // REQUIRES: handler_mu_ held (it calls the handler).
+  void CheckConnections();
 
   void* context_ = nullptr;
   void* router_ = nullptr;
   int wake_fd_ = -1;    // wakes the I/O thread
   int stop_fd_ = -1;    // readable once Stop began (borrowers poll it)
   int resume_fd_ = -1;  // timerfd: ends a lazy hand-back
-  int port_ = 0;
+  std::atomic<int> port_{0};
   std::thread io_thread_;
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_{false};
@@ -95,6 +111,18 @@ class ZmqVan : public Van {
   // Owned by the I/O thread. Ids reached at the same address share one
   // DEALER socket.
   absl::flat_hash_map<int, Peer> peers_;
+  // Set by WatchConnections before Start; then read by the I/O thread.
+  absl::Duration watch_grace_ = absl::ZeroDuration();
+  ConnectionLostHandler on_connection_lost_;
+  // Owned by the I/O thread, when watching: the watch, and each DEALER's
+  // monitor (a PAIR socket reading its events) and peer address.
+  std::unique_ptr<ConnectionWatch> watch_;
+  struct Monitor {
+    void* pair = nullptr;
+    std::string address;
+  };
+  absl::flat_hash_map<void*, Monitor> monitors_;
+  int next_monitor_ = 0;
 
   // Every ZmqVan's number, so a thread's socket table never mistakes a
   // new van for a destroyed one at the same address.
@@ -103,6 +131,9 @@ class ZmqVan : public Van {
   bool direct_open_ ABSL_GUARDED_BY(direct_mu_) = false;
   // Peer addresses by node id, for other threads' sockets.
   absl::flat_hash_map<int, std::string> addresses_ ABSL_GUARDED_BY(direct_mu_);
+  // Addresses of peers declared dead (MarkPeerDead): what is queued for
+  // them is dropped at Stop.
+  absl::flat_hash_set<std::string> dead_addresses_ ABSL_GUARDED_BY(direct_mu_);
   std::vector<std::shared_ptr<ZmqThreadSockets>> thread_sockets_
       ABSL_GUARDED_BY(direct_mu_);
 

@@ -293,9 +293,10 @@ absl::Status Trainer::WaitPulls(Step* step) {
       if (pauses_ != pauses) deadline = absl::Now() + options_.timeout;
       absl::Status s = kv_.Wait(ts, absl::Milliseconds(20));
       if (s.ok()) break;
-      if (!absl::IsDeadlineExceeded(s) || absl::Now() > deadline) {
-        return kv_.Wait(ts, absl::ZeroDuration());
-      }
+      // A failure (a dead server, the job's end) is reported by this Wait
+      // only: KVWorker forgets a request's error once returned.
+      if (!absl::IsDeadlineExceeded(s)) return s;
+      if (absl::Now() > deadline) return kv_.Wait(ts, absl::ZeroDuration());
     }
   }
   return absl::OkStatus();

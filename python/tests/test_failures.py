@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -16,8 +17,32 @@ from petrel.testing import LocalCluster
 from conftest import TIMEOUT_S
 
 
-def test_pull_from_dead_servers_raises_deadline_exceeded():
+def test_pull_from_a_killed_server_fails_fast_naming_it():
     with LocalCluster(num_servers=1, timeout=TIMEOUT_S) as cluster:
+        kv = cluster.client(timeout=TIMEOUT_S)
+        keys = np.arange(8, dtype=np.uint64)
+        kv.push(keys, np.ones(8, np.float32))
+        cluster.kill_servers()
+        ticket = kv.pull_async(keys)
+        start = time.monotonic()
+        # The scheduler sees the connection close and tells the client,
+        # whose wait ends long before its timeout.
+        with pytest.raises(petrel.UnavailableError) as e:
+            ticket.wait(timeout=TIMEOUT_S)
+        assert time.monotonic() - start < 5
+        assert e.value.code == "UNAVAILABLE"
+        assert "(server 0 at 127.0.0.1:" in e.value.message
+        assert "died: connection closed" in e.value.message
+        assert isinstance(e.value, ConnectionError)
+        with pytest.raises(petrel.UnavailableError):  # known dead: at once
+            kv.pull(keys, timeout=TIMEOUT_S)
+
+
+def test_pull_from_dead_servers_raises_deadline_exceeded():
+    # Without connection watching, a dead server is noticed only by its
+    # missing heartbeats (30 s): the client's own deadlines apply.
+    with LocalCluster(num_servers=1, timeout=TIMEOUT_S,
+                      scheduler_args=["--connection_grace_ms=0"]) as cluster:
         kv = cluster.client(timeout=TIMEOUT_S)
         keys = np.arange(8, dtype=np.uint64)
         kv.push(keys, np.ones(8, np.float32))

@@ -75,6 +75,7 @@ class ExactlyOnceTest : public ::testing::Test {
     CustomerOptions co;
     co.resend_timeout = absl::Milliseconds(30);
     co.max_resends = 100;
+    co.max_resend_interval = co.resend_timeout;  // no backoff
     for (int i = 0; i < kNumServers; ++i) {
       handlers_.push_back(std::make_unique<KVStoreHandler<float>>());
       servers_.push_back(
