@@ -19,6 +19,7 @@
 #include "worker/model.h"
 #include "worker/model_rows.h"
 #include "worker/reader.h"
+#include "worker/resume_position.h"
 
 namespace petrel {
 namespace {
@@ -45,6 +46,10 @@ class Trainer {
 
  private:
   absl::Status Start();
+  // Takes over options_.resume's position (if any) and positions `reader`
+  // (fresh) there by byte offset when it can; returns the examples the
+  // prefetcher must skip instead. Prints how it resumes.
+  int64_t Resume(Reader* reader);
   absl::StatusOr<bool> Prepare(int64_t clock, Step* step);
   absl::Status Compute(int64_t clock, Step* step);
   absl::Status WaitPulls(Step* step);
@@ -80,6 +85,10 @@ class Trainer {
   int64_t clock_ = 0;
   int pos_epoch_ = 0;
   int64_t pos_examples_in_epoch_ = 0;
+  // Where the next example starts in the input (-1: not known) and the
+  // input's fingerprint (worker/resume_position.h; 0: not known).
+  int64_t pos_byte_offset_ = -1;
+  uint64_t input_fingerprint_ = 0;
   int64_t examples_before_ = 0;  // trained before a restore
   int64_t pauses_ = 0;           // checkpoint pauses taken
   absl::Time start_;
@@ -118,18 +127,14 @@ absl::Status Trainer::Start() {
       TrainReaderOptions(job_, po_->my_rank(), po_->num_workers(),
                          model_->needs_fields()));
   PETREL_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, OpenReader(ro));
+  if (absl::StatusOr<uint64_t> f = InputFingerprint(ro); f.ok()) {
+    input_fingerprint_ = *f;
+  }
+  const int64_t skip = Resume(reader.get());
   batches_in_ = std::make_unique<BatchPrefetcher>(
       std::move(reader), job_.train().batch_size(), job_.train().epochs());
   if (options_.resume.has_value()) {
-    const pb::WorkerPosition& p = *options_.resume;
-    clock_ = batches_ = p.clock();
-    pos_epoch_ = epoch_ = p.epoch();
-    pos_examples_in_epoch_ = p.examples_in_epoch();
-    examples_before_ = p.examples_trained();
-    batches_in_->set_start(p.epoch(), p.examples_in_epoch());
-    Print(absl::StrFormat(
-        "worker=%d resumes at epoch=%d examples_in_epoch=%d clock=%d",
-        po_->my_rank(), p.epoch() + 1, p.examples_in_epoch(), p.clock()));
+    batches_in_->set_start(options_.resume->epoch(), skip);
   }
   if (!options_.resume.has_value() || !options_.resume->finished()) {
     batches_in_->Start();
@@ -158,6 +163,33 @@ absl::Status Trainer::Start() {
   return absl::OkStatus();
 }
 
+int64_t Trainer::Resume(Reader* reader) {
+  int64_t skip = 0;
+  if (options_.resume.has_value()) {
+    const pb::WorkerPosition& p = *options_.resume;
+    clock_ = batches_ = p.clock();
+    pos_epoch_ = epoch_ = p.epoch();
+    pos_examples_in_epoch_ = p.examples_in_epoch();
+    examples_before_ = p.examples_trained();
+    std::string how = "finished";
+    std::string why_not;
+    if (!p.finished()) {
+      if (SeekToPosition(p, input_fingerprint_, reader, &why_not)) {
+        how = absl::StrCat("by byte_offset=", p.byte_offset());
+      } else {
+        skip = p.examples_in_epoch();
+        how = absl::StrCat("by skipping ", skip, " examples (", why_not, ")");
+      }
+    }
+    Print(absl::StrFormat(
+        "worker=%d resumes at epoch=%d examples_in_epoch=%d clock=%d %s",
+        po_->my_rank(), p.epoch() + 1, p.examples_in_epoch(), p.clock(), how));
+  }
+  // Not known until the first batch after a skip.
+  pos_byte_offset_ = skip == 0 ? reader->next_offset() : -1;
+  return skip;
+}
+
 // Takes the next prepared batch and sends the pulls of its unique keys for
 // clock `clock`. False when the data is exhausted.
 absl::StatusOr<bool> Trainer::Prepare(int64_t clock, Step* step) {
@@ -183,7 +215,8 @@ pb::WorkerPosition Trainer::Position() const {
   p.set_rank(po_->my_rank());
   p.set_epoch(pos_epoch_);
   p.set_examples_in_epoch(pos_examples_in_epoch_);
-  p.set_byte_offset(-1);
+  p.set_byte_offset(pos_byte_offset_);
+  p.set_input_fingerprint(pos_byte_offset_ >= 0 ? input_fingerprint_ : 0);
   p.set_clock(clock_);
   p.set_examples_trained(examples_before_ + loss_.total_examples());
   return p;
@@ -233,6 +266,7 @@ void Trainer::CountTrained(const PreparedBatch& prepared) {
     pos_examples_in_epoch_ = 0;
   }
   pos_examples_in_epoch_ += static_cast<int64_t>(prepared.batch.size());
+  pos_byte_offset_ = prepared.next_offset;
 }
 
 absl::Status Trainer::Compute(int64_t clock, Step* step) {
