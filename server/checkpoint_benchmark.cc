@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "benchmark/benchmark.h"
@@ -47,9 +48,11 @@ constexpr uint64_t kRows = 10'000'000;
 pb::JobConfig Job(int dim) {
   pb::JobConfig job;
   const std::string text =
-      dim == 1 ? "tables { id: 0 optimizer { kind: KIND_FTRL } }"
-               : "tables { id: 0 }\n"
-                 "tables { id: 1 dim: 8 optimizer { kind: KIND_ADAGRAD } }";
+      dim == 1
+          ? "tables { id: 0 optimizer { kind: KIND_FTRL } }"
+          : "tables { id: 0 }\n"
+            "tables { id: 1 dim: " +
+                std::to_string(dim) + " optimizer { kind: KIND_ADAGRAD } }";
   CHECK(ParseTextProto(text, "job", &job).ok());
   return job;
 }
@@ -80,6 +83,14 @@ std::unique_ptr<TableServer> FilledServer(int dim) {
     CHECK(table->SetRows(keys, values, table->stride(), true).ok());
   }
   return server;
+}
+
+// CPU seconds of every thread of this process so far.
+double ProcessCpuSeconds() {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec +
+         (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
 std::string Root() {
@@ -113,14 +124,19 @@ void BM_SaveCheckpoint(benchmark::State& state) {
   const KeyRangeMap ranges = *KeyRangeMap::Uniform(1, 32);
   uint64_t id = 0;
   uint64_t bytes = 0;
+  double cpu = 0;
   for (auto _ : state) {
+    const double cpu_start = ProcessCpuSeconds();
     Save(*server, ranges, ++id, &bytes);
+    cpu += ProcessCpuSeconds() - cpu_start;
     state.PauseTiming();
     CHECK(RetainCheckpoints(Root(), 1).ok());
     state.ResumeTiming();
   }
   state.SetBytesProcessed(static_cast<int64_t>(bytes));
   state.counters["rows"] = static_cast<double>(kRows);
+  state.counters["all_threads_cpu_s"] =
+      benchmark::Counter(cpu, benchmark::Counter::kAvgIterations);
   std::filesystem::remove_all(Root());
 }
 
@@ -135,11 +151,14 @@ void BM_LoadCheckpoint(benchmark::State& state) {
   }
   const pb::CheckpointManifest manifest = *ReadManifest(dir);
   uint64_t bytes = 0;
+  double cpu = 0;
   for (auto _ : state) {
     state.PauseTiming();
     std::unique_ptr<TableServer> server = NewServer(dim);
     state.ResumeTiming();
+    const double cpu_start = ProcessCpuSeconds();
     CHECK(server->LoadCheckpoint(dir, manifest, ranges, 0, true).ok());
+    cpu += ProcessCpuSeconds() - cpu_start;
     bytes += file_bytes;
     state.PauseTiming();
     CHECK_EQ(server->table(BigTable(dim))->num_rows(), kRows);
@@ -148,16 +167,20 @@ void BM_LoadCheckpoint(benchmark::State& state) {
   }
   state.SetBytesProcessed(static_cast<int64_t>(bytes));
   state.counters["rows"] = static_cast<double>(kRows);
+  state.counters["all_threads_cpu_s"] =
+      benchmark::Counter(cpu, benchmark::Counter::kAvgIterations);
   std::filesystem::remove_all(Root());
 }
 
 BENCHMARK(BM_SaveCheckpoint)
+    ->Arg(16)
     ->Arg(8)
     ->Arg(1)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_LoadCheckpoint)
+    ->Arg(16)
     ->Arg(8)
     ->Arg(1)
     ->Iterations(1)
