@@ -46,6 +46,22 @@ size_t RowBytes(int stride) { return 8 + 4 * static_cast<size_t>(stride); }
 
 size_t RoundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
+// Buffers for direct I/O: aligned as DurableFile::kDirectAlignment says.
+constexpr size_t kAlignment = DurableFile::kDirectAlignment;
+struct FreeBytes {
+  void operator()(unsigned char* p) const { std::free(p); }
+};
+using AlignedBytes = std::unique_ptr<unsigned char, FreeBytes>;
+// Null when the memory cannot be had.
+AlignedBytes AllocateAligned(size_t bytes) {
+  return AlignedBytes(static_cast<unsigned char*>(
+      std::aligned_alloc(kAlignment, RoundUp(bytes, kAlignment))));
+}
+absl::Status NoMemory(const std::string& path, size_t bytes) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat(path, ": no memory for a buffer of ", bytes, " bytes"));
+}
+
 void Put32(unsigned char* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
 }
@@ -66,16 +82,22 @@ bool LittleEndianHost() {
 
 class TableFileWriterImpl : public TableFileWriter {
  public:
+  // Room for a row after a partial block and the header: the buffer size
+  // for rows of `stride` floats.
+  static size_t Capacity(int stride) {
+    return RoundUp(
+        std::max(kBufferBytes, RowBytes(stride) + kHeaderBytes + kAlignment),
+        kAlignment);
+  }
+
+  // `buffer` holds Capacity(info.stride) bytes.
   TableFileWriterImpl(std::unique_ptr<DurableFile> file,
-                      const TableFileInfo& info)
+                      const TableFileInfo& info, AlignedBytes buffer)
       : file_(std::move(file)),
         info_(info),
         row_bytes_(RowBytes(info.stride)),
-        capacity_(RoundUp(
-            std::max(kBufferBytes, row_bytes_ + kHeaderBytes + kAlignment),
-            kAlignment)),
-        buffer_(static_cast<unsigned char*>(
-            std::aligned_alloc(kAlignment, capacity_))) {
+        capacity_(Capacity(info.stride)),
+        buffer_(std::move(buffer)) {
     unsigned char* header = buffer_.get();
     std::memset(header, 0, kHeaderBytes);
     std::memcpy(header, kMagic, sizeof(kMagic));
@@ -160,16 +182,11 @@ class TableFileWriterImpl : public TableFileWriter {
     return status_;
   }
 
-  struct Free {
-    void operator()(unsigned char* p) const { std::free(p); }
-  };
-  static constexpr size_t kAlignment = DurableFile::kDirectAlignment;
-
   std::unique_ptr<DurableFile> file_;
   const TableFileInfo info_;
   const size_t row_bytes_;
   const size_t capacity_;
-  const std::unique_ptr<unsigned char, Free> buffer_;  // kAlignment-aligned
+  const AlignedBytes buffer_;
   size_t used_ = 0;  // bytes of buffer_ not yet written
   Checksum64Stream checksum_;
   uint64_t rows_ = 0;
@@ -222,8 +239,7 @@ class BlockReader {
       : path_(path),
         size_(size),
         prefix_(RoundUp(prefix, kAlignment)),
-        memory_(static_cast<unsigned char*>(
-            std::aligned_alloc(kAlignment, prefix_ + kBufferBytes))) {}
+        memory_(AllocateAligned(prefix_ + kBufferBytes)) {}
   ~BlockReader() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -231,6 +247,7 @@ class BlockReader {
   BlockReader& operator=(const BlockReader&) = delete;
 
   absl::Status Open() {
+    if (memory_ == nullptr) return NoMemory(path_, prefix_ + kBufferBytes);
     fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
     if (fd_ < 0) fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) {
@@ -275,15 +292,10 @@ class BlockReader {
   }
 
  private:
-  struct Free {
-    void operator()(unsigned char* p) const { std::free(p); }
-  };
-  static constexpr size_t kAlignment = DurableFile::kDirectAlignment;
-
   const std::string path_;
   const uint64_t size_;
   const size_t prefix_;
-  const std::unique_ptr<unsigned char, Free> memory_;
+  const AlignedBytes memory_;
   int fd_ = -1;
   uint64_t offset_ = 0;
 };
@@ -472,10 +484,13 @@ absl::StatusOr<std::unique_ptr<TableFileWriter>> TableFileWriter::Create(
                                                    ": bad dim ", info.dim,
                                                    " / stride ", info.stride));
   }
+  const size_t capacity = TableFileWriterImpl::Capacity(info.stride);
+  AlignedBytes buffer = AllocateAligned(capacity);
+  if (buffer == nullptr) return NoMemory(path, capacity);
   PETREL_ASSIGN_OR_RETURN(std::unique_ptr<DurableFile> file,
                           DurableFile::Create(path, /*direct=*/true));
   return std::unique_ptr<TableFileWriter>(
-      new TableFileWriterImpl(std::move(file), info));
+      new TableFileWriterImpl(std::move(file), info, std::move(buffer)));
 }
 
 absl::Status ReadTableFile(
