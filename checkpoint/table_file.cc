@@ -230,24 +230,27 @@ absl::Status ReadAt(int fd, const std::string& path, uint64_t offset, void* out,
 }
 
 // Reads a file front to back in blocks of kBufferBytes, with direct I/O
-// where the filesystem allows it: the blocks land in the reader's aligned
-// buffer, not in the page cache. `prefix` bytes before each block are the
-// caller's (ReadRows keeps a row split by a block boundary there).
+// where the filesystem allows it (the blocks land in the reader's aligned
+// buffers, not in the page cache), the next block on a second thread while
+// the caller handles the current one.
 class BlockReader {
  public:
-  BlockReader(const std::string& path, uint64_t size, size_t prefix)
+  BlockReader(const std::string& path, uint64_t size)
       : path_(path),
         size_(size),
-        prefix_(RoundUp(prefix, kAlignment)),
-        memory_(AllocateAligned(prefix_ + kBufferBytes)) {}
+        buffers_{AllocateAligned(kBufferBytes), AllocateAligned(kBufferBytes)} {
+  }
   ~BlockReader() {
+    Wait();
     if (fd_ >= 0) ::close(fd_);
   }
   BlockReader(const BlockReader&) = delete;
   BlockReader& operator=(const BlockReader&) = delete;
 
   absl::Status Open() {
-    if (memory_ == nullptr) return NoMemory(path_, prefix_ + kBufferBytes);
+    if (buffers_[0] == nullptr || buffers_[1] == nullptr) {
+      return NoMemory(path_, kBufferBytes);
+    }
     fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
     if (fd_ < 0) fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) {
@@ -255,19 +258,52 @@ class BlockReader {
     }
     return absl::OkStatus();
   }
-  void Rewind() { offset_ = 0; }
   const std::string& path() const { return path_; }
-  // The block Next reads; prefix bytes before it are the caller's.
-  unsigned char* data() const { return memory_.get() + prefix_; }
-  // Reads the next block into data(); its size, 0 at the end of the file.
-  absl::StatusOr<size_t> Next() {
-    if (offset_ >= size_) return 0;
+
+  // Starts over at the file's first byte.
+  void Rewind() {
+    Wait();
+    offset_ = 0;
+    started_ = false;
+  }
+
+  // The next block, valid until the next call; empty at the end of the
+  // file.
+  absl::StatusOr<absl::Span<const unsigned char>> Next() {
+    if (!started_) {
+      started_ = true;
+      Read(current_);
+    } else {
+      Wait();
+      current_ ^= 1;
+    }
+    PETREL_RETURN_IF_ERROR(status_);
+    const size_t got = got_;
+    if (got > 0 && offset_ < size_) {
+      ahead_ = std::thread([this] { Read(current_ ^ 1); });
+    } else {
+      got_ = 0;  // the next call returns the end
+    }
+    return absl::MakeConstSpan(buffers_[current_].get(), got);
+  }
+
+ private:
+  void Wait() {
+    if (ahead_.joinable()) ahead_.join();
+  }
+
+  // Reads the block at offset_ into buffers_[b]: sets got_ (0 at the end)
+  // and status_.
+  void Read(int b) {
+    got_ = 0;
+    if (offset_ >= size_) return;
     const size_t want =
         static_cast<size_t>(std::min<uint64_t>(kBufferBytes, size_ - offset_));
     // Direct reads are of whole aligned blocks (the last one ends early).
     const size_t ask = RoundUp(want, kAlignment);
     while (true) {
-      const ssize_t n = ::pread(fd_, data(), ask, static_cast<off_t>(offset_));
+      const ssize_t n =
+          ::pread(fd_, buffers_[b].get(), ask, static_cast<off_t>(offset_));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EINVAL) {
         // Direct I/O refused after all: through the page cache then.
@@ -278,26 +314,30 @@ class BlockReader {
         }
       }
       if (n < 0) {
-        return ErrnoStatus(absl::StatusCode::kUnavailable, "read", path_,
-                           errno);
-      }
-      if (n == 0) {
-        return absl::DataLossError(
+        status_ =
+            ErrnoStatus(absl::StatusCode::kUnavailable, "read", path_, errno);
+      } else if (n == 0) {
+        status_ = absl::DataLossError(
             absl::StrCat("read ", path_, ": file ends at byte ", offset_));
+      } else {
+        got_ = std::min(static_cast<size_t>(n), want);
+        offset_ += got_;
       }
-      const size_t got = std::min(static_cast<size_t>(n), want);
-      offset_ += got;
-      return got;
+      return;
     }
   }
 
- private:
   const std::string path_;
   const uint64_t size_;
-  const size_t prefix_;
-  const AlignedBytes memory_;
+  AlignedBytes buffers_[2];
   int fd_ = -1;
-  uint64_t offset_ = 0;
+  bool started_ = false;
+  int current_ = 0;  // the buffer Next returned last
+  // Written by the read-ahead thread, read after it is joined.
+  std::thread ahead_;
+  uint64_t offset_ = 0;  // of the next block to read
+  size_t got_ = 0;       // bytes in the block read last
+  absl::Status status_;
 };
 
 // Streams the whole file through the checksum.
@@ -306,9 +346,10 @@ absl::Status VerifyChecksum(BlockReader& reader, const std::string& path,
   Checksum64Stream checksum;
   reader.Rewind();
   while (true) {
-    PETREL_ASSIGN_OR_RETURN(size_t n, reader.Next());
-    if (n == 0) break;
-    checksum.Update(reader.data(), n);
+    PETREL_ASSIGN_OR_RETURN(absl::Span<const unsigned char> block,
+                            reader.Next());
+    if (block.empty()) break;
+    checksum.Update(block.data(), block.size());
   }
   const uint64_t actual = checksum.Digest();
   if (actual != expected) {
@@ -383,7 +424,7 @@ struct RowChunk {
 };
 
 // The rows of a table file, block by block: a row that a block boundary
-// splits is completed from the next block.
+// splits is put together from both.
 class RowStream {
  public:
   RowStream(BlockReader* reader, const TableFileInfo& info, uint64_t rows)
@@ -398,21 +439,36 @@ class RowStream {
   absl::Status Next(RowChunk* chunk) {
     chunk->rows = 0;
     while (rows_left_ > 0 && chunk->rows == 0) {
-      PETREL_ASSIGN_OR_RETURN(size_t n, reader_->Next());
-      if (n == 0) {
+      PETREL_ASSIGN_OR_RETURN(absl::Span<const unsigned char> block,
+                              reader_->Next());
+      if (block.empty()) {
         return absl::DataLossError(
             absl::StrCat(reader_->path(), ": ends before its last row"));
       }
-      const unsigned char* p = reader_->data() - carry_ + skip_;
-      const size_t bytes = carry_ + n - skip_;
+      const unsigned char* p = block.data() + skip_;
+      size_t bytes = block.size() - skip_;
       skip_ = 0;
+      // The rest of a row split by the block boundary.
+      const bool joined = !split_.empty();
+      if (joined) {
+        const size_t take = std::min(bytes, row_bytes_ - split_.size());
+        split_.insert(split_.end(), p, p + take);
+        p += take;
+        bytes -= take;
+        if (split_.size() < row_bytes_) continue;  // a row over 2 blocks
+      }
       const size_t rows = static_cast<size_t>(
-          std::min<uint64_t>(bytes / row_bytes_, rows_left_));
-      Split(p, rows, chunk);
+          std::min<uint64_t>(joined + bytes / row_bytes_, rows_left_));
+      chunk->keys.resize(rows);
+      chunk->values.resize(rows * info_.stride);
+      chunk->rows = rows;
+      if (joined) Split(split_.data(), 0, chunk);
+      for (size_t i = joined; i < rows; ++i, p += row_bytes_) {
+        Split(p, i, chunk);
+      }
       rows_left_ -= rows;
-      // Keep the start of a split row just before the next block.
-      carry_ = rows_left_ > 0 ? bytes - rows * row_bytes_ : 0;
-      std::memmove(reader_->data() - carry_, p + rows * row_bytes_, carry_);
+      split_.clear();
+      if (rows_left_ > 0) split_.assign(p, block.data() + block.size());
     }
     return absl::OkStatus();
   }
@@ -420,20 +476,16 @@ class RowStream {
   bool done() const { return rows_left_ == 0; }
 
  private:
-  void Split(const unsigned char* p, size_t rows, RowChunk* chunk) const {
-    chunk->keys.resize(rows);
-    chunk->values.resize(rows * info_.stride);
-    chunk->rows = rows;
-    for (size_t i = 0; i < rows; ++i, p += row_bytes_) {
-      chunk->keys[i] = LoadLittleEndian64(p);
-      float* out = chunk->values.data() + i * info_.stride;
-      if (LittleEndianHost()) {
-        std::memcpy(out, p + 8, row_bytes_ - 8);
-      } else {
-        for (int j = 0; j < info_.stride; ++j) {
-          const uint32_t bits = LoadLittleEndian32(p + 8 + 4 * j);
-          std::memcpy(out + j, &bits, 4);
-        }
+  // Row i of *chunk from the row bytes at p.
+  void Split(const unsigned char* p, size_t i, RowChunk* chunk) const {
+    chunk->keys[i] = LoadLittleEndian64(p);
+    float* out = chunk->values.data() + i * info_.stride;
+    if (LittleEndianHost()) {
+      std::memcpy(out, p + 8, row_bytes_ - 8);
+    } else {
+      for (int j = 0; j < info_.stride; ++j) {
+        const uint32_t bits = LoadLittleEndian32(p + 8 + 4 * j);
+        std::memcpy(out + j, &bits, 4);
       }
     }
   }
@@ -442,8 +494,8 @@ class RowStream {
   const TableFileInfo info_;
   const size_t row_bytes_;
   uint64_t rows_left_;
-  size_t carry_ = 0;            // bytes of a split row before the block
-  size_t skip_ = kHeaderBytes;  // the header, before the first row
+  std::vector<unsigned char> split_;  // the start of a row split by a block
+  size_t skip_ = kHeaderBytes;        // the header, before the first row
 };
 
 // Hands out the rows in chunks of whole rows. A second thread reads and
@@ -520,8 +572,7 @@ absl::Status ReadTableFile(
     return absl::DataLossError(
         absl::StrCat(path, ": ", size, " bytes, too short for a table file"));
   }
-  // The row pass keeps up to a row of the previous block before a block.
-  BlockReader reader(path, size, kMaxStride * 4 + 8);
+  BlockReader reader(path, size);
   PETREL_RETURN_IF_ERROR(reader.Open());
   PETREL_RETURN_IF_ERROR(VerifyChecksum(reader, path, expected.xxh64()));
   unsigned char header[kHeaderBytes];
