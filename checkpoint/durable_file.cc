@@ -11,6 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "base/status_macros.h"
+
 namespace petrel {
 namespace {
 
@@ -59,19 +61,39 @@ absl::Status SyncDir(const std::string& dir) {
 }
 
 absl::StatusOr<std::unique_ptr<DurableFile>> DurableFile::Create(
-    const std::string& path) {
+    const std::string& path, bool direct) {
   const std::string tmp = path + ".tmp";
-  const int fd =
-      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+  int fd = -1;
+  if (direct) {
+    // tmpfs and some others refuse O_DIRECT (EINVAL): buffered then.
+    fd = ::open(tmp.c_str(), flags | O_DIRECT, 0644);
+    direct = fd >= 0;
+  }
+  if (fd < 0) fd = ::open(tmp.c_str(), flags, 0644);
   if (fd < 0) {
     return ErrnoStatus(absl::StatusCode::kUnavailable, "create", tmp, errno);
   }
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  return std::unique_ptr<DurableFile>(new DurableFile(path, fd));
+  return std::unique_ptr<DurableFile>(new DurableFile(path, fd, direct));
 }
 
-DurableFile::DurableFile(std::string path, int fd)
-    : path_(std::move(path)), tmp_path_(path_ + ".tmp"), fd_(fd) {}
+DurableFile::DurableFile(std::string path, int fd, bool direct)
+    : path_(std::move(path)),
+      tmp_path_(path_ + ".tmp"),
+      fd_(fd),
+      direct_(direct) {}
+
+absl::Status DurableFile::EndDirect() {
+  if (!direct_ || fd_ < 0) return absl::OkStatus();
+  const int flags = ::fcntl(fd_, F_GETFL);
+  if (flags < 0 || ::fcntl(fd_, F_SETFL, flags & ~O_DIRECT) != 0) {
+    return ErrnoStatus(absl::StatusCode::kUnavailable, "fcntl", tmp_path_,
+                       errno);
+  }
+  direct_ = false;
+  return absl::OkStatus();
+}
 
 DurableFile::~DurableFile() {
   if (!committed_) Abandon();
@@ -95,6 +117,11 @@ absl::Status DurableFile::Write(const void* data, size_t size) {
     const ssize_t n = ::write(fd_, p, size);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EINVAL && direct_) {
+        // Opened for direct I/O but refusing it: the page cache it is.
+        PETREL_RETURN_IF_ERROR(EndDirect());
+        continue;
+      }
       return ErrnoStatus(absl::StatusCode::kUnavailable, "write", tmp_path_,
                          errno);
     }
@@ -107,7 +134,7 @@ absl::Status DurableFile::Write(const void* data, size_t size) {
     bytes_written_ += static_cast<uint64_t>(n);
   }
 #ifdef SYNC_FILE_RANGE_WRITE
-  if (bytes_written_ - synced_to_ >= kWritebackBytes) {
+  if (!direct_ && bytes_written_ - synced_to_ >= kWritebackBytes) {
     // Only a hint: an error here shows up again at fsync.
     ::sync_file_range(fd_, static_cast<off_t>(synced_to_),
                       static_cast<off_t>(bytes_written_ - synced_to_),

@@ -29,17 +29,31 @@ namespace petrel {
 
 class DurableFile {
  public:
-  // Creates PATH.tmp. Unavailable naming it and the reason when it cannot
-  // be created.
+  // Writes of a file opened for direct I/O must be of a multiple of this
+  // many bytes, from an address aligned to it.
+  static constexpr size_t kDirectAlignment = 4096;
+
+  // Creates PATH.tmp. With `direct`, opens it for direct I/O (O_DIRECT:
+  // writes go from the caller's buffer to the device, not through the page
+  // cache) where the filesystem allows it; direct() says whether it did.
+  // Unavailable naming it and the reason when it cannot be created.
   static absl::StatusOr<std::unique_ptr<DurableFile>> Create(
-      const std::string& path);
+      const std::string& path, bool direct = false);
   ~DurableFile();
   DurableFile(const DurableFile&) = delete;
   DurableFile& operator=(const DurableFile&) = delete;
 
   // Writes all `size` bytes (unbuffered: callers write large buffers).
   // Unavailable naming PATH.tmp when a write fails (e.g. a full disk).
+  // REQUIRES while direct(): `data` and `size` aligned to
+  // kDirectAlignment. A filesystem that refuses a direct write (EINVAL)
+  // gets it, and the later ones, through the page cache.
   absl::Status Write(const void* data, size_t size);
+  // Whether writes are direct.
+  bool direct() const { return direct_; }
+  // Ends direct I/O: later writes (e.g. a file's unaligned tail) go through
+  // the page cache. Unavailable naming PATH.tmp on failure.
+  absl::Status EndDirect();
   // fsync, close, rename to PATH, fsync of PATH's directory. On an error
   // PATH.tmp is removed and PATH is untouched. Call at most once.
   absl::Status Commit();
@@ -48,7 +62,7 @@ class DurableFile {
   uint64_t bytes_written() const { return bytes_written_; }
 
  private:
-  DurableFile(std::string path, int fd);
+  DurableFile(std::string path, int fd, bool direct);
   void Abandon();
 
   const std::string path_;
@@ -57,6 +71,7 @@ class DurableFile {
   uint64_t bytes_written_ = 0;
   uint64_t synced_to_ = 0;  // writeback started up to here
   bool committed_ = false;
+  bool direct_;
 };
 
 // The text of errno value `err` ("No space left on device").

@@ -17,7 +17,8 @@
 //   PETREL_ASSIGN_OR_RETURN(pb::CheckpointFile file, w->Finish());
 //
 // Thread safety: a writer is used by one thread; ReadTableFile is
-// thread-compatible.
+// thread-compatible (it reads ahead on a thread of its own and calls its
+// callback on the calling thread).
 #ifndef PETREL_CHECKPOINT_TABLE_FILE_H_
 #define PETREL_CHECKPOINT_TABLE_FILE_H_
 
@@ -43,7 +44,10 @@ struct TableFileInfo {
 
 class TableFileWriter {
  public:
-  // Opens `path`.tmp for writing. Unavailable naming the path and the
+  // Opens `path`.tmp for writing, with direct I/O where the filesystem
+  // allows it (DurableFile): the rows go from the writer's 4 MiB buffer to
+  // the device, not through the page cache of a server whose memory holds
+  // its tables. Unavailable naming the path and the
   // reason (errno text) when it cannot be created.
   static absl::StatusOr<std::unique_ptr<TableFileWriter>> Create(
       const std::string& path, const TableFileInfo& info);
@@ -52,6 +56,10 @@ class TableFileWriter {
   // Appends one row of info.stride floats. Unavailable naming the path when
   // a write fails (e.g. a full disk).
   virtual absl::Status Append(uint64_t key, const float* row) = 0;
+  // Appends n rows: keys[i] with rows[i * info.stride ..] (the rows back to
+  // back). Errors as Append.
+  virtual absl::Status AppendRows(const uint64_t* keys, const float* rows,
+                                  size_t n) = 0;
   // Writes the row count, fsyncs, renames `path`.tmp to `path`. Returns the
   // file's entry for the manifest (name = the path's last component). On
   // any error the temporary file is removed and `path` is untouched.
@@ -63,7 +71,8 @@ class TableFileWriter {
 // `rows` with consecutive chunks: keys[i] has the stride floats
 // values[i * stride ..]. DataLoss naming the path when the size, checksum,
 // magic or layout do not match; NotFound when the file is missing; the
-// first error `rows` returns stops the read and is returned.
+// first error `rows` returns stops the read and is returned. While `rows`
+// handles a chunk (about 4 MiB of the file), the next one is read.
 absl::Status ReadTableFile(
     const std::string& path, const pb::CheckpointFile& expected,
     const std::function<absl::Status(const TableFileInfo& info,

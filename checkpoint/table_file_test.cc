@@ -233,6 +233,34 @@ TEST(TableFileTest, MissingFileIsNotFound) {
   EXPECT_THAT(rows.status().message(), HasSubstr(path));
 }
 
+TEST(TableFileTest, AppendRowsWritesWhatAppendWrites) {
+  const std::string dir = TempDir();
+  const uint64_t n = 300000;  // several buffers
+  auto one_by_one = WriteRows(dir + "/a.bin", Info(), n);
+  ASSERT_TRUE(one_by_one.ok()) << one_by_one.status();
+  std::vector<uint64_t> keys(n);
+  std::vector<float> values(n * 5);
+  for (uint64_t i = 0; i < n; ++i) {
+    keys[i] = i * 7 + 1;
+    for (int j = 0; j < 5; ++j) values[i * 5 + j] = keys[i] + j / 8.0f;
+  }
+  auto writer = TableFileWriter::Create(dir + "/b.bin", Info());
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  // Blocks of uneven sizes, one larger than a buffer.
+  for (uint64_t done = 0, block = 1; done < n; block = block * 3 + 1) {
+    const uint64_t take = std::min(block, n - done);
+    ASSERT_TRUE(
+        (*writer)
+            ->AppendRows(keys.data() + done, values.data() + done * 5, take)
+            .ok());
+    done += take;
+  }
+  auto blocks = (*writer)->Finish();
+  ASSERT_TRUE(blocks.ok()) << blocks.status();
+  EXPECT_EQ(blocks->xxh64(), one_by_one->xxh64());
+  EXPECT_EQ(ReadAll(dir + "/b.bin"), ReadAll(dir + "/a.bin"));
+}
+
 TEST(TableFileTest, CallbackErrorStopsTheRead) {
   const std::string path = TempDir() + "/t.bin";
   auto file = WriteRows(path, Info(), 300000);

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <cstring>
 
+#include <sys/mman.h>
+
 #include "absl/base/optimization.h"
 #include "absl/strings/str_cat.h"
 
@@ -11,6 +13,17 @@
 
 namespace petrel {
 namespace {
+
+// How many keys ahead SetRows prefetches a key's index slot (its rows are
+// written in order and need none).
+constexpr size_t kSetPrefetchDistance = 16;
+
+// MADV_POPULATE_WRITE (Linux 5.14), spelled out for older headers.
+#ifdef MADV_POPULATE_WRITE
+constexpr int kMadvPopulateWrite = MADV_POPULATE_WRITE;
+#else
+constexpr int kMadvPopulateWrite = 23;
+#endif
 
 absl::Status OutOfRange(absl::string_view option, double value,
                         absl::string_view range) {
@@ -70,7 +83,7 @@ Table::Table(const TableOptions& options, std::unique_ptr<Optimizer> optimizer,
 
 Table::~Table() = default;
 
-absl::Status Table::AddSlab(Shard& shard, size_t rows) {
+absl::Status Table::AddSlab(Shard& shard, size_t rows, bool populate) {
   const size_t bytes = rows * stride_ * sizeof(float);
   absl::StatusOr<HugePageMemory> slab = HugePageMemory::Map(
       bytes, /*advise=*/bytes >= HugePageMemory::kHugePageBytes);
@@ -78,6 +91,11 @@ absl::Status Table::AddSlab(Shard& shard, size_t rows) {
     return absl::ResourceExhaustedError(
         absl::StrCat("table ", options_.id, ": no memory for ", rows,
                      " more rows: ", slab.status().message()));
+  }
+  if (populate) {
+    // One call instead of a fault per page; a kernel before 5.14 says
+    // EINVAL, and the pages then come one fault at a time as before.
+    madvise(slab->data(), slab->size(), kMadvPopulateWrite);
   }
   shard.slabs.push_back(*std::move(slab));
   return absl::OkStatus();
@@ -188,8 +206,21 @@ float* Table::Touch(Shard& shard, uint64_t key) {
 
 void Table::ForEachStoredRow(
     const std::function<void(uint64_t key, const float* row)>& fn) const {
+  ForEachStoredBlock([&](const uint64_t* keys, const float* rows, size_t n) {
+    for (size_t i = 0; i < n; ++i) fn(keys[i], rows + i * stride_);
+  });
+}
+
+void Table::ForEachStoredBlock(const StoredBlockFn& fn) const {
+  std::vector<uint64_t> key_of;
   if (options_.dense) {
-    ForEachRow(fn);
+    const uint64_t n = options_.num_keys;
+    for (uint64_t first = 0; first < n; first += rows_per_slab_) {
+      key_of.resize(std::min<uint64_t>(rows_per_slab_, n - first));
+      for (size_t r = 0; r < key_of.size(); ++r) key_of[r] = first + r;
+      fn(key_of.data(), RowOf(shards_[0], static_cast<uint32_t>(first)),
+         key_of.size());
+    }
     return;
   }
   // Rows in the order they were made (slab order), not the index's hash
@@ -197,14 +228,14 @@ void Table::ForEachStoredRow(
   // hash order would pile them into long probe runs of its smaller index
   // while it grows (quadratic). Costs 8 bytes per row of a shard while it
   // runs.
-  std::vector<uint64_t> key_of;
   for (const Shard& shard : shards_) {
     key_of.assign(shard.num_rows, 0);
     shard.index.ForEach([&](const RowIndex::Slot& s) {
       if (s.width != 0) key_of[s.row] = s.key;
     });
-    for (uint32_t row = 0; row < shard.num_rows; ++row) {
-      fn(key_of[row], RowOf(shard, row));
+    for (uint32_t first = 0; first < shard.num_rows; first += rows_per_slab_) {
+      fn(key_of.data() + first, RowOf(shard, first),
+         std::min(rows_per_slab_, shard.num_rows - first));
     }
   }
 }
@@ -240,26 +271,87 @@ absl::Status Table::SetRows(absl::Span<const uint64_t> keys,
   if (!s.ok()) return s;
   const float* src = values.data();
   std::atomic<bool> out_of_memory{false};
-  ForEachKey(keys, runner, [&](Shard& shard, size_t i) {
-    bool added;
-    float* row = FindOrAddRow(shard, keys[i], &added);
-    if (ABSL_PREDICT_FALSE(row == nullptr)) {
-      out_of_memory.store(true, std::memory_order_relaxed);
-      return;
-    }
-    const float* from = src + i * value_stride;
-    if (with_state) {
-      std::memcpy(row, from, sizeof(float) * stride_);
+  if (options_.dense) {
+    ForEachKey(keys, runner, [&](Shard& shard, size_t i) {
+      float* row = RowOf(shard, static_cast<uint32_t>(keys[i]));
+      const float* from = src + i * value_stride;
+      std::memcpy(row, from, sizeof(float) * (with_state ? stride_ : dim));
+      if (!with_state) optimizer_->InitState(row, row + dim, dim);
+    });
+  } else if (shards_.size() == 1) {
+    out_of_memory = !SetShardRows(shards_[0], keys.data(), nullptr, keys.size(),
+                                  src, value_stride, with_state);
+  } else {
+    ComputeShardOf(keys);
+    GroupByShard();
+    auto one = [&](int i) {
+      const uint32_t begin = shard_begin_[i];
+      if (!SetShardRows(shards_[i], keys.data(), order_.data() + begin,
+                        shard_begin_[i + 1] - begin, src, value_stride,
+                        with_state)) {
+        out_of_memory.store(true, std::memory_order_relaxed);
+      }
+    };
+    const int n = static_cast<int>(shards_.size());
+    if (runner && keys.size() >= options_.parallel_min_keys) {
+      runner(n, one);
     } else {
-      std::memcpy(row, from, sizeof(float) * dim);
-      optimizer_->InitState(row, row + dim, dim);
+      for (int i = 0; i < n; ++i) one(i);
     }
-  });
+  }
   UpdateGauges();
   if (!out_of_memory.load()) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
       "restoring table ", options_.id, ": out of memory for new rows (",
       MemoryBytes(), " bytes held)"));
+}
+
+bool Table::SetShardRows(Shard& shard, const uint64_t* keys,
+                         const uint32_t* order, size_t n, const float* values,
+                         int value_stride, bool with_state) {
+  RowIndex& index = shard.index;
+  if (n == 0) return true;
+  if (!index.Reserve(index.size() + n).ok()) return false;
+  const int dim = options_.dim;
+  const size_t copy = sizeof(float) * (with_state ? stride_ : dim);
+  auto at = [&](size_t j) -> size_t { return order ? order[j] : j; };
+  // Where the shard's next new row goes: the rest of its last slab.
+  uint32_t left = 0;
+  float* next = nullptr;
+  if (shard.num_rows % rows_per_slab_ != 0) {
+    left = rows_per_slab_ - shard.num_rows % rows_per_slab_;
+    next = RowOf(shard, shard.num_rows);
+  }
+  for (size_t j = 0; j < n; ++j) {
+    if (j + kSetPrefetchDistance < n) {
+      index.Prefetch(index.Home(keys[at(j + kSetPrefetchDistance)]));
+    }
+    const size_t i = at(j);
+    bool inserted;
+    RowIndex::Slot* slot = index.FindOrInsert(keys[i], &inserted);
+    float* row;
+    if (slot->width != 0) {
+      row = RowOf(shard, slot->row);
+    } else {
+      if (left == 0) {
+        if (shard.num_rows == UINT32_MAX ||
+            !AddSlab(shard, rows_per_slab_, /*populate=*/true).ok()) {
+          return false;
+        }
+        left = rows_per_slab_;
+        next = static_cast<float*>(shard.slabs.back().data());
+      }
+      slot->width = static_cast<uint32_t>(dim);
+      slot->row = shard.num_rows++;
+      row = next;
+      next += stride_;
+      --left;
+    }
+    const float* from = values + i * value_stride;
+    std::memcpy(row, from, copy);
+    if (!with_state) optimizer_->InitState(row, row + dim, dim);
+  }
+  return true;
 }
 
 void Table::ForEachRow(
@@ -332,6 +424,28 @@ void Table::Prefetch(size_t j, size_t end, const KeyAt& key_at,
   }
 }
 
+void Table::ComputeShardOf(absl::Span<const uint64_t> keys) {
+  shard_of_.resize(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    shard_of_[i] = static_cast<uint32_t>(ShardOf(keys[i]));
+  }
+}
+
+void Table::GroupByShard() {
+  // A stable counting sort of key indexes by shard keeps each shard's keys
+  // in request order (duplicates update in order).
+  const size_t n = shard_of_.size();
+  std::vector<uint32_t>& begin = shard_begin_;
+  begin.assign(options_.num_shards + 1, 0);
+  for (size_t i = 0; i < n; ++i) ++begin[shard_of_[i] + 1];
+  for (int s = 0; s < options_.num_shards; ++s) begin[s + 1] += begin[s];
+  order_.resize(n);
+  std::vector<uint32_t> next(begin.begin(), begin.end() - 1);
+  for (size_t i = 0; i < n; ++i) {
+    order_[next[shard_of_[i]]++] = static_cast<uint32_t>(i);
+  }
+}
+
 template <typename Fn>
 void Table::ForEachKey(absl::Span<const uint64_t> keys,
                        const ParallelRunner& runner, const Fn& fn) {
@@ -354,11 +468,8 @@ void Table::ForEachKey(absl::Span<const uint64_t> keys,
     return;
   }
   // Each key's shard, computed once.
-  std::vector<uint32_t>& shard_of = shard_of_;
-  shard_of.resize(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    shard_of[i] = static_cast<uint32_t>(ShardOf(keys[i]));
-  }
+  ComputeShardOf(keys);
+  const std::vector<uint32_t>& shard_of = shard_of_;
   if (!parallel) {
     auto key_at = [&](size_t j) { return keys[j]; };
     auto shard_at = [&](size_t j) -> const Shard& {
@@ -370,17 +481,8 @@ void Table::ForEachKey(absl::Span<const uint64_t> keys,
     }
     return;
   }
-  // A stable counting sort of key indexes by shard keeps each shard's keys
-  // in request order (duplicates update in order).
-  std::vector<uint32_t>& begin = shard_begin_;
-  begin.assign(num_shards + 1, 0);
-  for (size_t i = 0; i < keys.size(); ++i) ++begin[shard_of[i] + 1];
-  for (int s = 0; s < num_shards; ++s) begin[s + 1] += begin[s];
-  order_.resize(keys.size());
-  std::vector<uint32_t> next(begin.begin(), begin.end() - 1);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    order_[next[shard_of[i]]++] = static_cast<uint32_t>(i);
-  }
+  GroupByShard();
+  const std::vector<uint32_t>& begin = shard_begin_;
   // A dense table has one Shard: its rows are split by key, not stored apart.
   runner(num_shards, [&](int s) {
     Shard& shard = shards_[dense ? 0 : s];

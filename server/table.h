@@ -121,6 +121,11 @@ class Table {
   // or Push.
   void ForEachStoredRow(
       const std::function<void(uint64_t key, const float* row)>& fn) const;
+  // The same rows in the same order, a block at a time: fn(keys, rows, n)
+  // with n keys and their n rows of stride() floats each, back to back.
+  using StoredBlockFn =
+      std::function<void(const uint64_t* keys, const float* rows, size_t n)>;
+  void ForEachStoredBlock(const StoredBlockFn& fn) const;
   // Makes room in a sparse table's index for about `rows` more keys (spread
   // over the shards), so that adding them rehashes nothing: a hint before a
   // bulk load. ResourceExhausted when the memory cannot be mapped.
@@ -131,7 +136,10 @@ class Table {
   // takes the first dim() floats as its weights and its optimizer state
   // starts as for a new row (Optimizer::InitState), whatever followed them.
   // InvalidArgument for a bad size or a dense key out of range (nothing is
-  // set then); ResourceExhausted when out of memory (see above).
+  // set then); ResourceExhausted when out of memory (see above). Built for
+  // bulk loads: a sparse shard's new rows are appended to its slabs in
+  // order (new slabs are committed up front), its index is grown once per
+  // call, and its keys are looked up with prefetching.
   absl::Status SetRows(absl::Span<const uint64_t> keys,
                        absl::Span<const float> values, int value_stride,
                        bool with_state, const ParallelRunner& runner = nullptr);
@@ -158,8 +166,20 @@ class Table {
   Table(const TableOptions& options, std::unique_ptr<Optimizer> optimizer,
         Initializer initializer);
   absl::Status InitDense();
-  // Maps one more slab of `rows` rows in `shard`.
-  absl::Status AddSlab(Shard& shard, size_t rows);
+  // Maps one more slab of `rows` rows in `shard`; with `populate`, commits
+  // its pages at once (a bulk load fills it right away).
+  absl::Status AddSlab(Shard& shard, size_t rows, bool populate = false);
+  // shard_of_[i] = ShardOf(keys[i]).
+  void ComputeShardOf(absl::Span<const uint64_t> keys);
+  // Groups the keys of the last ComputeShardOf by shard: shard s's keys are
+  // then keys[order_[shard_begin_[s]]] .. keys[order_[shard_begin_[s + 1] -
+  // 1]], in request order.
+  void GroupByShard();
+  // SetRows for the `n` keys keys[order[0..n-1]] of a sparse `shard`
+  // (order null: keys[0..n-1]). False when out of memory.
+  bool SetShardRows(Shard& shard, const uint64_t* keys, const uint32_t* order,
+                    size_t n, const float* values, int value_stride,
+                    bool with_state);
   void InitMetrics(MetricsRegistry* metrics);
   void UpdateGauges();
   absl::Status CheckKeys(absl::Span<const uint64_t> keys) const;

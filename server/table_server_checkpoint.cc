@@ -30,6 +30,43 @@ pb::OptimizerProto::Kind KindToProto(OptimizerKind kind) {
   LOG(FATAL) << "unknown optimizer kind " << static_cast<int>(kind);
 }
 
+// Whether the file that server `file_rank` wrote may hold keys that
+// `ranges` gives to `my_rank`. A server writes only the keys its own map
+// (the manifest's) gave it, so the file holds keys of the hash ranges the
+// manifest gives `file_rank`; false when none of them meets one of
+// `my_rank`'s ranges (e.g. every other server's file when the map is
+// unchanged). True when the manifest has no map.
+bool MayHoldMyKeys(const pb::CheckpointManifest& manifest, int file_rank,
+                   const KeyRangeMap& ranges, int my_rank) {
+  const auto& saved = manifest.range_begins();
+  if (saved.empty() || saved.size() != manifest.range_owners().size()) {
+    return true;
+  }
+  using End = unsigned __int128;  // a range may end at 2^64
+  const std::vector<uint64_t>& mine = ranges.begins();
+  auto saved_end = [&](int i) -> End {
+    return i + 1 < saved.size() ? End{saved[i + 1]} : End{1} << 64;
+  };
+  auto my_end = [&](size_t j) -> End {
+    return j + 1 < mine.size() ? End{mine[j + 1]} : End{1} << 64;
+  };
+  // Both lists cover [0, 2^64) in order: walk them together.
+  for (int i = 0, j = 0;
+       i < saved.size() && j < static_cast<int>(mine.size());) {
+    if (manifest.range_owners(i) == file_rank &&
+        ranges.owners()[j] == my_rank &&
+        std::max<End>(saved[i], mine[j]) < std::min(saved_end(i), my_end(j))) {
+      return true;
+    }
+    if (saved_end(i) < my_end(j)) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return false;
+}
+
 // Writes `table`'s rows owned by `my_rank` to `path`.
 absl::StatusOr<pb::CheckpointFile> SaveTable(const Table& table,
                                              const std::string& path,
@@ -43,10 +80,24 @@ absl::StatusOr<pb::CheckpointFile> SaveTable(const Table& table,
   PETREL_ASSIGN_OR_RETURN(std::unique_ptr<TableFileWriter> writer,
                           TableFileWriter::Create(path, info));
   absl::Status status;
-  table.ForEachStoredRow([&](uint64_t key, const float* row) {
-    if (!status.ok() || ranges.OwnerOf(key) != my_rank) return;
-    status = writer->Append(key, row);
-  });
+  const size_t stride = static_cast<size_t>(table.stride());
+  const uint32_t me = static_cast<uint32_t>(my_rank);
+  std::vector<uint32_t> owners;
+  table.ForEachStoredBlock(
+      [&](const uint64_t* keys, const float* rows, size_t n) {
+        owners.resize(n);
+        ranges.OwnersOf(keys, n, owners.data());
+        // Runs of rows this server owns, each appended at once.
+        for (size_t i = 0; i < n && status.ok();) {
+          size_t end = i;
+          while (end < n && owners[end] == me) ++end;
+          if (end > i) {
+            status = writer->AppendRows(keys + i, rows + i * stride, end - i);
+          }
+          for (i = end; i < n && owners[i] != me; ++i) {
+          }
+        }
+      });
   PETREL_RETURN_IF_ERROR(status);
   return writer->Finish();
 }
@@ -119,11 +170,15 @@ absl::Status TableServer::LoadCheckpoint(const std::string& dir,
   std::vector<uint64_t> keys;
   std::vector<float> values;
   std::vector<uint32_t> owners;
+  const uint32_t me = static_cast<uint32_t>(my_rank);
   for (const pb::CheckpointFile& file : manifest.files()) {
     const std::string path = absl::StrCat(dir, "/", file.name());
     auto it = tables_.find(file.table_id());
     if (it == tables_.end()) continue;  // CheckCompatible: cannot happen
     Table* table = it->second.get();
+    if (!MayHoldMyKeys(manifest, file.server_rank(), ranges, my_rank)) {
+      continue;
+    }
     absl::Status s = ReadTableFile(
         path, file,
         [&](const TableFileInfo& info, absl::Span<const uint64_t> chunk_keys,
@@ -135,12 +190,19 @@ absl::Status TableServer::LoadCheckpoint(const std::string& dir,
                 " differ from the manifest's table ", table->id()));
           }
           const size_t stride = static_cast<size_t>(info.stride);
-          owners.resize(chunk_keys.size());
-          ranges.OwnersOf(chunk_keys.data(), chunk_keys.size(), owners.data());
+          const size_t n = chunk_keys.size();
+          owners.resize(n);
+          ranges.OwnersOf(chunk_keys.data(), n, owners.data());
+          if (std::all_of(owners.begin(), owners.end(),
+                          [me](uint32_t owner) { return owner == me; })) {
+            return Annotate(table->SetRows(chunk_keys, chunk_values,
+                                           info.stride, with_state, runner),
+                            path);
+          }
           keys.clear();
           values.clear();
-          for (size_t i = 0; i < chunk_keys.size(); ++i) {
-            if (owners[i] != static_cast<uint32_t>(my_rank)) continue;
+          for (size_t i = 0; i < n; ++i) {
+            if (owners[i] != me) continue;
             keys.push_back(chunk_keys[i]);
             const float* row = chunk_values.data() + i * stride;
             values.insert(values.end(), row, row + stride);

@@ -257,7 +257,8 @@ TEST_P(TableServerReshardTest, EveryRowLandsOnItsNewOwnerUnchanged) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Counts, TableServerReshardTest,
-                         ::testing::Values(Reshard{2, 3}, Reshard{3, 1}),
+                         ::testing::Values(Reshard{2, 3}, Reshard{3, 1},
+                                           Reshard{2, 2}),
                          [](const auto& info) {
                            return absl::StrCat(info.param.from, "To",
                                                info.param.to);
@@ -326,6 +327,38 @@ TEST(TableServerCheckpointTest, CorruptedFileIsDataLossNamingIt) {
   absl::Status s = LoadInto(*server, dir, ranges, 0, true);
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(s.message(), HasSubstr(file));
+}
+
+// With the key-range map unchanged a server reads only its own files (the
+// others hold none of its keys): a damaged file of server 1 stops server 1,
+// and a server of a new map whose ranges meet server 1's, but no other.
+TEST(TableServerCheckpointTest, AServerReadsOnlyFilesThatMayHoldItsKeys) {
+  const pb::JobConfig job = Job(kJob);
+  const KeyRangeMap ranges = Ranges(2);
+  std::vector<std::unique_ptr<TableServer>> old_servers;
+  for (int i = 0; i < 2; ++i) old_servers.push_back(MakeServer(job));
+  Train({old_servers[0].get(), old_servers[1].get()}, ranges, 500, 1, 7);
+  const std::string dir = SaveAll({old_servers[0].get(), old_servers[1].get()},
+                                  ranges, TempDir(), 1);
+  const std::string file = dir + "/" + TableFileName(0, 1);
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x7f');
+  }
+  auto server0 = MakeServer(job);
+  ASSERT_TRUE(LoadInto(*server0, dir, ranges, 0, true).ok());
+  EXPECT_EQ(RowsOf(*server0->table(0)), RowsOf(*old_servers[0]->table(0)));
+  auto server1 = MakeServer(job);
+  EXPECT_EQ(LoadInto(*server1, dir, ranges, 1, true).code(),
+            absl::StatusCode::kDataLoss);
+  // Onto 3 servers (96 ranges over 2's 64): server 0's ranges all lie in
+  // old server 0's, server 1's meet old server 1's.
+  auto new0 = MakeServer(job);
+  EXPECT_TRUE(LoadInto(*new0, dir, Ranges(3), 0, true).ok());
+  auto new1 = MakeServer(job);
+  EXPECT_EQ(LoadInto(*new1, dir, Ranges(3), 1, true).code(),
+            absl::StatusCode::kDataLoss);
 }
 
 TEST(TableServerCheckpointTest, UnwritableDirFailsNamingThePath) {

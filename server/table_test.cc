@@ -1,6 +1,7 @@
 #include "server/table.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -257,6 +258,63 @@ TEST(TableTest, SetRowsWithAndWithoutState) {
   EXPECT_EQ(t->SetRows({1, 2}, {1, 2, 3, 4}, 4, true).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(t->num_rows(), 2u);
+}
+
+// The bulk path: rows spread over shards and several slabs (some slabs
+// partly filled by earlier calls), keys already present overwritten in
+// place, a key given twice ending with its last row; inline and with a
+// runner alike. Blocks hand out the same rows as ForEachStoredRow.
+TEST(TableTest, SetRowsInBulkAcrossShardsAndSlabs) {
+  TableOptions o = Sparse(1);
+  o.optimizer.kind = OptimizerKind::kFtrl;
+  o.num_shards = 4;
+  o.rows_per_slab = 7;
+  o.parallel_min_keys = 8;
+  ShardPool pool(3);
+  ASSERT_TRUE(pool.Start().ok());
+  ParallelRunner runner = [&](int n, const std::function<void(int)>& fn) {
+    pool.Run(n, fn);
+  };
+  for (bool parallel : {false, true}) {
+    SCOPED_TRACE(parallel ? "with a runner" : "inline");
+    auto t = Make(o);
+    ASSERT_EQ(t->stride(), 3);
+    std::map<uint64_t, std::vector<float>> want;
+    std::mt19937_64 rng(3);
+    for (int call = 0; call < 6; ++call) {
+      std::vector<uint64_t> keys(call == 0 ? 5 : 40);
+      for (uint64_t& k : keys) k = rng() % 150;  // repeats across calls
+      keys.push_back(keys[0]);                   // and within one
+      std::vector<float> values(keys.size() * 3);
+      for (float& v : values) v = static_cast<float>(rng() % 1000);
+      ASSERT_TRUE(
+          t->SetRows(keys, values, 3, true, parallel ? runner : nullptr).ok());
+      for (size_t i = 0; i < keys.size(); ++i) {
+        want[keys[i]].assign(values.begin() + 3 * i,
+                             values.begin() + 3 * i + 3);
+      }
+    }
+    ASSERT_EQ(t->num_rows(), want.size());
+    for (const auto& [key, row] : want) {
+      ASSERT_NE(t->Find(key), nullptr) << key;
+      EXPECT_EQ(std::vector<float>(t->Find(key), t->Find(key) + 3), row) << key;
+    }
+    std::vector<std::pair<uint64_t, std::vector<float>>> by_row, by_block;
+    t->ForEachStoredRow([&](uint64_t key, const float* row) {
+      by_row.push_back({key, std::vector<float>(row, row + 3)});
+    });
+    t->ForEachStoredBlock(
+        [&](const uint64_t* keys, const float* rows, size_t n) {
+          EXPECT_LE(n, 7u);
+          for (size_t i = 0; i < n; ++i) {
+            by_block.push_back(
+                {keys[i], std::vector<float>(rows + 3 * i, rows + 3 * i + 3)});
+          }
+        });
+    EXPECT_EQ(by_row.size(), want.size());
+    EXPECT_EQ(by_block, by_row);
+  }
+  pool.Stop();
 }
 
 }  // namespace

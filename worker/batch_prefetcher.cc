@@ -41,6 +41,7 @@ absl::StatusOr<bool> BatchPrefetcher::ReadOne(int* epoch, PreparedBatch* out) {
     PETREL_RETURN_IF_ERROR(reader_->Rewind());
   }
   out->epoch = *epoch;
+  out->next_offset = reader_->next_offset();
   PETREL_RETURN_IF_ERROR(Dedup(out->batch.keys, &out->unique, &out->inverse));
   return true;
 }

@@ -27,6 +27,9 @@ struct PreparedBatch {
   std::vector<uint64_t> unique;
   std::vector<uint32_t> inverse;
   int epoch = 0;  // 0-based
+  // The reader's next_offset() after this batch: where the example after
+  // its last one starts (-1 when not known, e.g. from the cache).
+  int64_t next_offset = -1;
 };
 
 class BatchPrefetcher {

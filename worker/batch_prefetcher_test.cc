@@ -58,5 +58,19 @@ TEST(BatchPrefetcherTest, ResumingAtTheEndOfAnEpochStartsTheNext) {
   EXPECT_EQ(Drain(&p), want);
 }
 
+TEST(BatchPrefetcherTest, EachBatchSaysWhereTheNextExampleStarts) {
+  BatchPrefetcher p(TenLines(), 4, 2);
+  p.Start();
+  std::vector<int64_t> offsets;
+  while (true) {
+    absl::StatusOr<std::unique_ptr<PreparedBatch>> b = p.Next();
+    ASSERT_TRUE(b.ok()) << b.status();
+    if (*b == nullptr) break;
+    offsets.push_back((*b)->next_offset);
+  }
+  // Six bytes a line ("1 i:1\n").
+  EXPECT_EQ(offsets, (std::vector<int64_t>{24, 48, 60, 24, 48, 60}));
+}
+
 }  // namespace
 }  // namespace petrel

@@ -45,6 +45,25 @@ int64_t CachingReader::malformed_lines() const {
   return text_->malformed_lines() + replay_malformed_;
 }
 
+int64_t CachingReader::next_offset() const {
+  return source_ == Source::kText ? text_->next_offset() : -1;
+}
+
+absl::Status CachingReader::SeekToOffset(int64_t offset) {
+  if (source_ != Source::kText) {
+    return absl::FailedPreconditionError(
+        "the pass is served from the parsed-example cache, by example count");
+  }
+  PETREL_RETURN_IF_ERROR(text_->SeekToOffset(offset));
+  if (building_) {
+    // Only a whole pass is a cache.
+    DiscardBuild();
+    building_ = false;
+    build_next_pass_ = true;
+  }
+  return absl::OkStatus();
+}
+
 void CachingReader::Init() {
   absl::StatusOr<CacheKey> key = MakeCacheKey(options_);
   if (!key.ok()) {
@@ -286,6 +305,10 @@ absl::Status CachingReader::Rewind() {
     return absl::OkStatus();
   }
   if (building_) DiscardBuild();  // a partial pass is no cache
+  if (build_next_pass_) {
+    building_ = true;
+    build_next_pass_ = false;
+  }
   pass_examples_ = 0;
   pass_malformed_start_ = text_->malformed_lines();
   return text_->Rewind();

@@ -21,6 +21,10 @@
 // file that fails a block checksum while it is being read (it changed under
 // a running job) is a DataLoss error naming it, never used silently.
 //
+// A pass that parses text can be positioned at a byte offset
+// (SeekToOffset); one served from the cache cannot (its position is by
+// example count).
+//
 // Malformed lines (skip_malformed) are counted per pass as in text mode: a
 // pass from the cache adds the count of the pass that built it.
 //
@@ -57,6 +61,13 @@ class CachingReader : public Reader {
   absl::StatusOr<bool> Next(int max_examples, Batch* batch) override;
   absl::Status Rewind() override;
   int64_t malformed_lines() const override;
+  // The text reader's while the pass parses text; -1 while it comes from
+  // the cache.
+  int64_t next_offset() const override;
+  // Seeks the text reader while the pass parses text (FailedPrecondition
+  // while it comes from the cache). The rest of that pass is then not
+  // kept: the next pass builds the cache from the whole share.
+  absl::Status SeekToOffset(int64_t offset) override;
 
   // Where the current pass's examples come from.
   Source source() const { return source_; }
@@ -96,6 +107,7 @@ class CachingReader : public Reader {
 
   Source source_ = Source::kText;
   bool building_ = false;                   // this text pass keeps its examples
+  bool build_next_pass_ = false;            // a seek paused building
   bool complete_ = false;                   // the cache holds the whole share
   internal::BlockArena arena_;              // holds memory_'s bytes
   std::vector<absl::string_view> memory_;   // encoded blocks in arena_

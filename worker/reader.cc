@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 #include "worker/caching_reader.h"
 #include "worker/criteo_reader.h"
 #include "worker/libsvm_reader.h"
@@ -9,6 +11,11 @@
 namespace petrel {
 
 Reader::~Reader() = default;
+
+absl::Status Reader::SeekToOffset(int64_t offset) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("this reader cannot seek to byte offset ", offset));
+}
 
 namespace {
 

@@ -102,6 +102,21 @@ class Reader {
 
   // Malformed lines skipped so far (0 unless skip_malformed).
   virtual int64_t malformed_lines() const = 0;
+
+  // Where the next example comes from, as a byte offset in the concatenated
+  // files: reading resumes at the share's first line starting at or after
+  // it (ShardedLineReader::next_offset). -1 when not known: the pass is
+  // served from the parsed-example cache, or the reader reads no text.
+  virtual int64_t next_offset() const { return -1; }
+
+  // Positions the current pass at `offset`, a next_offset() of a reader
+  // over the same files, options and share (ShardedLineReader::Seek), so
+  // that the next examples are the ones that reader would have read next.
+  // FailedPrecondition when this reader cannot (its pass is served from the
+  // parsed-example cache; the default); InvalidArgument for an offset
+  // outside the share or not at a line start. Rewind starts the share from
+  // its beginning again.
+  virtual absl::Status SeekToOffset(int64_t offset);
 };
 
 // Opens `options.worker_rank`'s share of `options.files`, behind the

@@ -193,6 +193,60 @@ absl::StatusOr<bool> ShardedLineReader::NextLine(absl::string_view* line) {
   }
 }
 
+uint64_t ShardedLineReader::next_offset() const {
+  if (fd_ >= 0) return files_[file_index_].global_begin + line_offset_;
+  return file_index_ < files_.size() ? share_begin_ : share_end_;
+}
+
+absl::Status ShardedLineReader::Seek(uint64_t offset) {
+  if (offset < share_begin_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("byte offset ", offset, " is before this share's range [",
+                     share_begin_, ", ", share_end_, ")"));
+  }
+  if (offset == share_begin_) {
+    Rewind();
+    return absl::OkStatus();
+  }
+  // The file holding byte `offset` (empty files hold none).
+  size_t index = 0;
+  while (index < files_.size() &&
+         files_[index].global_begin + files_[index].size <= offset) {
+    ++index;
+  }
+  if (offset >= share_end_ || index == files_.size()) {
+    CloseFile();
+    file_index_ = files_.size();
+    return absl::OkStatus();
+  }
+  const FileInfo& file = files_[index];
+  const uint64_t local = offset - file.global_begin;
+  const int fd = open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return FileError("cannot open", file.path, errno);
+  if (local > 0) {
+    char before = 0;
+    ssize_t got;
+    do {
+      got = pread(fd, &before, 1, static_cast<off_t>(local - 1));
+    } while (got < 0 && errno == EINTR);
+    const int error = errno;
+    if (got != 1 || before != '\n') {
+      close(fd);
+      if (got < 0) return FileError("cannot read", file.path, error);
+      return absl::InvalidArgumentError(
+          absl::StrCat("byte offset ", offset, " (", file.path, " byte ", local,
+                       ") is not at the start of a line"));
+    }
+  }
+  CloseFile();
+  file_index_ = index;
+  fd_ = fd;
+  read_offset_ = line_offset_ = first_offset_ = local;
+  lines_read_ = 0;
+  first_line_ = local == 0 ? 1 : 0;  // else counted when first asked
+  return absl::OkStatus();
+}
+
 const std::string& ShardedLineReader::file() const {
   CHECK(fd_ >= 0) << "file() without a current line";
   return files_[file_index_].path;

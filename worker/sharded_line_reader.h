@@ -42,6 +42,21 @@ class ShardedLineReader {
   // Goes back to the first line of the share.
   void Rewind();
 
+  // The position of the next line NextLine would return, as an offset in
+  // the concatenated files: the offset of that line's first byte, or
+  // share_begin() before the share's first line was read, or an offset >=
+  // share_end() once the share is exhausted. Seek(next_offset()) on a
+  // reader over the same files and share returns the same lines from there.
+  uint64_t next_offset() const;
+
+  // Positions so that the next line is the share's first line starting at
+  // or after `offset`: offset share_begin() is the share's start, an offset
+  // >= share_end() its end, and any other offset must be a line's first
+  // byte (the byte before it is '\n', or it starts a file). InvalidArgument
+  // for an offset before the share or not at a line start; DataLoss when the
+  // file cannot be read. The position is unchanged on error.
+  absl::Status Seek(uint64_t offset);
+
   // File and 1-based line number of the line last returned by NextLine.
   // REQUIRES: NextLine last returned true (checked).
   const std::string& file() const;

@@ -49,6 +49,18 @@ absl::Status TextReader::Rewind() {
   return absl::OkStatus();
 }
 
+int64_t TextReader::next_offset() const {
+  return static_cast<int64_t>(lines_->next_offset());
+}
+
+absl::Status TextReader::SeekToOffset(int64_t offset) {
+  if (offset < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("byte offset ", offset, " is negative"));
+  }
+  return lines_->Seek(static_cast<uint64_t>(offset));
+}
+
 absl::StatusOr<std::unique_ptr<Reader>> TextReader::Open(
     const ReaderOptions& options, LineParser parser) {
   absl::StatusOr<std::unique_ptr<ShardedLineReader>> lines =

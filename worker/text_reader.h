@@ -43,6 +43,8 @@ class TextReader : public Reader {
   absl::StatusOr<bool> Next(int max_examples, Batch* batch) override;
   absl::Status Rewind() override;
   int64_t malformed_lines() const override { return malformed_lines_; }
+  int64_t next_offset() const override;
+  absl::Status SeekToOffset(int64_t offset) override;
 
  private:
   // The error for a parser failure on the current line: file, line, message.

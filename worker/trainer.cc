@@ -21,6 +21,7 @@
 #include "worker/model.h"
 #include "worker/model_rows.h"
 #include "worker/reader.h"
+#include "worker/resume_position.h"
 
 namespace petrel {
 namespace {
@@ -58,6 +59,10 @@ class Trainer {
  private:
   absl::Status Start();
   absl::Status AddSource(const pb::DataPiece& piece);
+  // Positions `reader` (fresh, this worker's own share) at options_.resume's
+  // position by byte offset when it can; returns the examples the prefetcher
+  // must skip instead. Prints how it resumes.
+  int64_t Resume(const ReaderOptions& ro, Reader* reader);
   absl::Status TrainLoop();
   absl::StatusOr<pb::RecoveryReply> TrainReassigned();
   absl::StatusOr<bool> Prepare(int64_t clock, Step* step);
@@ -102,6 +107,10 @@ class Trainer {
   int64_t clock_ = 0;
   int pos_epoch_ = 0;
   int64_t pos_examples_in_epoch_ = 0;
+  // Where the next line of the own share starts (-1: not known, e.g. a pass
+  // served from the parsed-example cache).
+  int64_t pos_byte_offset_ = -1;
+  uint64_t input_fingerprint_ = 0;
   int64_t examples_before_ = 0;  // trained before a restore
   int64_t pauses_ = 0;           // checkpoint pauses taken
   absl::Time start_;
@@ -147,9 +156,6 @@ absl::Status Trainer::Start() {
     examples_before_ = p.examples_trained();
     own.set_epoch(p.finished() ? own.end_epoch() : p.epoch());
     own.set_examples_in_epoch(p.finished() ? 0 : p.examples_in_epoch());
-    Print(absl::StrFormat(
-        "worker=%d resumes at epoch=%d examples_in_epoch=%d clock=%d",
-        po_->my_rank(), p.epoch() + 1, p.examples_in_epoch(), p.clock()));
   }
   PETREL_RETURN_IF_ERROR(AddSource(own));
   // The servers load their checkpoint before they answer anything.
@@ -195,10 +201,12 @@ absl::Status Trainer::AddSource(const pb::DataPiece& piece) {
       TrainReaderOptions(job, piece.shard(), po_->num_workers(),
                          model_->needs_fields()));
   PETREL_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, OpenReader(ro));
+  const int64_t skip =
+      sources_.empty() ? Resume(ro, reader.get()) : piece.examples_in_epoch();
   source.batches = std::make_unique<BatchPrefetcher>(
       std::move(reader), job_.train().batch_size(), piece.end_epoch());
   if (piece.epoch() < piece.end_epoch()) {
-    source.batches->set_start(piece.epoch(), piece.examples_in_epoch());
+    source.batches->set_start(piece.epoch(), skip);
     source.batches->Start();
   } else {
     source.exhausted = true;
@@ -211,6 +219,32 @@ absl::Status Trainer::AddSource(const pb::DataPiece& piece) {
   }
   sources_.push_back(std::move(source));
   return absl::OkStatus();
+}
+
+int64_t Trainer::Resume(const ReaderOptions& ro, Reader* reader) {
+  if (absl::StatusOr<uint64_t> f = InputFingerprint(ro); f.ok()) {
+    input_fingerprint_ = *f;
+  }
+  int64_t skip = 0;
+  if (options_.resume.has_value()) {
+    const pb::WorkerPosition& p = *options_.resume;
+    std::string how = "finished";
+    if (!p.finished()) {
+      std::string why_not;
+      if (SeekToPosition(p, input_fingerprint_, reader, &why_not)) {
+        how = absl::StrCat("by byte_offset=", p.byte_offset());
+      } else {
+        skip = p.examples_in_epoch();
+        how = absl::StrCat("by skipping ", skip, " examples (", why_not, ")");
+      }
+    }
+    Print(absl::StrFormat(
+        "worker=%d resumes at epoch=%d examples_in_epoch=%d clock=%d %s",
+        po_->my_rank(), p.epoch() + 1, p.examples_in_epoch(), p.clock(), how));
+  }
+  // Not known until the first batch after a skip.
+  pos_byte_offset_ = skip == 0 ? reader->next_offset() : -1;
+  return skip;
 }
 
 // Takes the next prepared batch, round robin over the pieces held, and
@@ -257,7 +291,8 @@ pb::WorkerPosition Trainer::Position() const {
   p.set_rank(po_->my_rank());
   p.set_epoch(pos_epoch_);
   p.set_examples_in_epoch(pos_examples_in_epoch_);
-  p.set_byte_offset(-1);
+  p.set_byte_offset(pos_byte_offset_);
+  p.set_input_fingerprint(pos_byte_offset_ >= 0 ? input_fingerprint_ : 0);
   p.set_clock(clock_);
   p.set_examples_trained(examples_before_ + loss_.total_examples());
   return p;
@@ -293,10 +328,9 @@ absl::Status Trainer::WaitPulls(Step* step) {
       if (pauses_ != pauses) deadline = absl::Now() + options_.timeout;
       absl::Status s = kv_.Wait(ts, absl::Milliseconds(20));
       if (s.ok()) break;
-      // A failure (a dead server, the job's end) is reported by this Wait
-      // only: KVWorker forgets a request's error once returned.
-      if (!absl::IsDeadlineExceeded(s)) return s;
-      if (absl::Now() > deadline) return kv_.Wait(ts, absl::ZeroDuration());
+      if (!absl::IsDeadlineExceeded(s) || absl::Now() > deadline) {
+        return kv_.Wait(ts, absl::ZeroDuration());
+      }
     }
   }
   return absl::OkStatus();
@@ -323,6 +357,7 @@ void Trainer::CountTrained(const Step& step) {
     pos_examples_in_epoch_ = 0;
   }
   pos_examples_in_epoch_ += n;
+  pos_byte_offset_ = prepared.next_offset;
 }
 
 pb::WorkerProgress Trainer::Progress() const {

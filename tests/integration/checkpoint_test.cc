@@ -191,6 +191,16 @@ TEST_F(CheckpointTest, RestoreAfterSigkillMatchesAnUninterruptedRun) {
   EXPECT_EQ(at_kill.reason(), "every_batches");
   EXPECT_FALSE(at_kill.workers(0).finished());
   EXPECT_GT(at_kill.files_size(), 0);
+  // In the first epoch the workers read text (later ones come from the
+  // parsed-example cache in memory): the positions have byte offsets, and
+  // the restored workers seek to them.
+  const bool by_offset = at_kill.workers(0).epoch() == 0;
+  if (by_offset) {
+    for (const pb::WorkerPosition& p : at_kill.workers()) {
+      EXPECT_GT(p.byte_offset(), 0) << p.DebugString();
+      EXPECT_NE(p.input_fingerprint(), 0u) << p.DebugString();
+    }
+  }
 
   // Onto 3 servers (resharding), checkpointing elsewhere, so that the
   // checkpoints of ckpt_ stay as they are.
@@ -213,6 +223,9 @@ TEST_F(CheckpointTest, RestoreAfterSigkillMatchesAnUninterruptedRun) {
       ValueAfter(out, "final test_logloss", "train_examples");
   ASSERT_GT(loss, 0) << out;
   EXPECT_TRUE(absl::StrContains(out, "resumes at epoch=")) << out;
+  if (by_offset) {
+    EXPECT_TRUE(absl::StrContains(out3, "by byte_offset=")) << out3;
+  }
   std::printf(
       "uninterrupted: test_logloss=%.5f train_examples=%.0f; killed after "
       "checkpoint %d (worker 0 at clock %d); restored: test_logloss=%.5f "
