@@ -20,8 +20,10 @@
 #include "glog/logging.h"
 
 #include "base/config_file.h"
+#include "base/status_macros.h"
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/start_checkpoint.h"
+#include "job/job_check.h"
 #include "scheduler/checkpoint_coordinator.h"
 #include "scheduler/scheduler.h"
 #include "van/daemon_main.h"
@@ -67,6 +69,8 @@ class SchedulerDaemon : public petrel::NodeDaemon {
     if (FLAGS_config.empty()) return absl::OkStatus();
     absl::Status s = petrel::ParseTextProtoFile(FLAGS_config, &job_);
     if (!s.ok()) return s;
+    s = petrel::CheckJobConfig(job_, petrel::PhysicalMemoryBytes());
+    if (!s.ok()) return petrel::Annotate(s, FLAGS_config);
     if (job_.num_servers() > 0) {
       gflags::SetCommandLineOptionWithMode(
           "num_servers", std::to_string(job_.num_servers()).c_str(),

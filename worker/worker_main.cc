@@ -35,9 +35,11 @@
 
 #include "base/config_file.h"
 #include "base/flag_check.h"
+#include "base/status_macros.h"
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/start_checkpoint.h"
 #include "job/checkpoint_protocol.h"
+#include "job/job_check.h"
 #include "kv/kv_worker.h"
 #include "van/daemon_main.h"
 #include "worker/check_job.h"
@@ -91,6 +93,8 @@ absl::StatusOr<petrel::pb::JobConfig> TrainConfigFromFlags() {
   if (!FLAGS_config.empty()) {
     absl::Status s = petrel::ParseTextProtoFile(FLAGS_config, &job);
     if (!s.ok()) return s;
+    s = petrel::CheckJobConfig(job, petrel::PhysicalMemoryBytes());
+    if (!s.ok()) return petrel::Annotate(s, FLAGS_config);
   }
   if (!FLAGS_train.empty()) {
     job.mutable_data()->clear_train();

@@ -19,6 +19,8 @@
 
 #include "base/config_file.h"
 #include "base/flag_check.h"
+#include "base/status_macros.h"
+#include "job/job_check.h"
 #include "proto/job.pb.h"
 #include "tools/launch/executable_path.h"
 #include "tools/launch/launcher.h"
@@ -137,6 +139,8 @@ absl::Status ApplyJobConfig(petrel::Launcher::Options& options) {
   petrel::pb::JobConfig job;
   absl::Status s = petrel::ParseTextProtoFile(FLAGS_config, &job);
   if (!s.ok()) return s;
+  s = petrel::CheckJobConfig(job, petrel::PhysicalMemoryBytes());
+  if (!s.ok()) return petrel::Annotate(s, FLAGS_config);
   if (!petrel::FlagIsSet("num_servers") && job.num_servers() > 0) {
     options.num_servers = job.num_servers();
   }
