@@ -110,7 +110,12 @@ int64_t EstimateWorkerBytes(const pb::JobConfig& job) {
   return 2 * static_cast<int64_t>(layout->padded_params()) * sizeof(float);
 }
 
-absl::Status CheckJobConfig(const pb::JobConfig& job, int64_t physical_bytes) {
+absl::Status CheckJobConfig(const pb::JobConfig& config, int num_servers,
+                            int64_t physical_bytes) {
+  pb::JobConfig job = config;
+  if (num_servers > 0 && config.num_servers() >= 0) {
+    job.set_num_servers(num_servers);
+  }
   if (job.num_servers() < 0 || job.num_workers() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(job.num_servers() < 0 ? "num_servers: " : "num_workers: ",

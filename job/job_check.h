@@ -46,8 +46,10 @@ int64_t EstimateWorkerBytes(const pb::JobConfig& job);
 // memory_limit_mib negative, data.max_abs_value negative or not finite, an
 // invalid MLP layout, or a process whose estimate exceeds the limit
 // (memory_limit_mib, or `physical_bytes` when that is 0; no check when both
-// are 0), with the estimate and the limit.
-absl::Status CheckJobConfig(const pb::JobConfig& job, int64_t physical_bytes);
+// are 0), with the estimate and the limit. `num_servers` > 0 is the
+// cluster's actual number of servers (flags may override the job's).
+absl::Status CheckJobConfig(const pb::JobConfig& job, int num_servers,
+                            int64_t physical_bytes);
 
 }  // namespace petrel
 

@@ -17,25 +17,27 @@ constexpr int64_t kGiB = int64_t{1} << 30;
 TEST(JobCheckTest, RefusesNegativeClusterSizes) {
   pb::JobConfig job;
   job.set_num_servers(-1);
-  absl::Status s = CheckJobConfig(job, 0);
+  absl::Status s = CheckJobConfig(job, 0, 0);
   EXPECT_TRUE(absl::IsInvalidArgument(s));
   EXPECT_THAT(s.message(), HasSubstr("num_servers: -1"));
   job.set_num_servers(0);
   job.set_num_workers(-3);
-  EXPECT_THAT(CheckJobConfig(job, 0).message(), HasSubstr("num_workers: -3"));
+  EXPECT_THAT(CheckJobConfig(job, 0, 0).message(),
+              HasSubstr("num_workers: -3"));
 }
 
 TEST(JobCheckTest, RefusesBadMaxAbsValueAndLimit) {
   pb::JobConfig job;
   job.mutable_data()->set_max_abs_value(-1);
-  EXPECT_THAT(CheckJobConfig(job, 0).message(),
+  EXPECT_THAT(CheckJobConfig(job, 0, 0).message(),
               HasSubstr("data.max_abs_value"));
   job.mutable_data()->set_max_abs_value(std::numeric_limits<float>::infinity());
-  EXPECT_THAT(CheckJobConfig(job, 0).message(),
+  EXPECT_THAT(CheckJobConfig(job, 0, 0).message(),
               HasSubstr("data.max_abs_value"));
   job.mutable_data()->set_max_abs_value(0);
   job.set_memory_limit_mib(-5);
-  EXPECT_THAT(CheckJobConfig(job, 0).message(), HasSubstr("memory_limit_mib"));
+  EXPECT_THAT(CheckJobConfig(job, 0, 0).message(),
+              HasSubstr("memory_limit_mib"));
 }
 
 TEST(JobCheckTest, RefusesAnMlpThatCannotFit) {
@@ -46,16 +48,21 @@ TEST(JobCheckTest, RefusesAnMlpThatCannotFit) {
   // 9e8 weights with Adam (weight, m and v: 3 floats each): about 10 GiB.
   EXPECT_GT(EstimateServerBytes(job), 10 * kGiB);
   EXPECT_LT(EstimateServerBytes(job), 11 * kGiB);
-  absl::Status s = CheckJobConfig(job, 8 * kGiB);
+  absl::Status s = CheckJobConfig(job, 0, 8 * kGiB);
   EXPECT_TRUE(absl::IsInvalidArgument(s));
   EXPECT_THAT(s.message(), HasSubstr("model.hidden"));
   EXPECT_THAT(s.message(), HasSubstr("physical memory of 8.0 GiB"));
   // Split over four servers it fits in 8 GiB on the servers, but every
   // worker still holds all the weights and gradients (6.7 GiB).
   job.set_num_servers(4);
-  EXPECT_TRUE(CheckJobConfig(job, 8 * kGiB).ok());
+  EXPECT_TRUE(CheckJobConfig(job, 0, 8 * kGiB).ok());
+  // The cluster's size (from flags) wins over the job's.
+  EXPECT_FALSE(CheckJobConfig(job, 1, 8 * kGiB).ok());
+  job.set_num_servers(0);
+  EXPECT_TRUE(CheckJobConfig(job, 4, 8 * kGiB).ok());
+  job.set_num_servers(4);
   job.set_memory_limit_mib(4096);
-  s = CheckJobConfig(job, 8 * kGiB);
+  s = CheckJobConfig(job, 0, 8 * kGiB);
   EXPECT_THAT(s.message(), HasSubstr("on each worker"));
   EXPECT_THAT(s.message(), HasSubstr("memory_limit_mib of 4.0 GiB"));
 }
@@ -63,10 +70,10 @@ TEST(JobCheckTest, RefusesAnMlpThatCannotFit) {
 TEST(JobCheckTest, AcceptsTheDefaultsAndIgnoresSparseTables) {
   pb::JobConfig job;
   EXPECT_EQ(EstimateServerBytes(job), 0);
-  EXPECT_TRUE(CheckJobConfig(job, kGiB).ok());
+  EXPECT_TRUE(CheckJobConfig(job, 0, kGiB).ok());
   job.mutable_model()->set_kind(pb::ModelConfig::KIND_MLP);
-  EXPECT_TRUE(CheckJobConfig(job, kGiB).ok());
-  EXPECT_TRUE(CheckJobConfig(job, PhysicalMemoryBytes()).ok());
+  EXPECT_TRUE(CheckJobConfig(job, 0, kGiB).ok());
+  EXPECT_TRUE(CheckJobConfig(job, 0, PhysicalMemoryBytes()).ok());
 }
 
 TEST(JobCheckTest, DenseTableEstimateDoesNotOverflow) {
@@ -76,7 +83,7 @@ TEST(JobCheckTest, DenseTableEstimateDoesNotOverflow) {
   t->set_dim(65536);
   t->set_num_keys(uint64_t{1} << 32);
   EXPECT_GT(EstimateServerBytes(job), 0);
-  EXPECT_THAT(CheckJobConfig(job, kGiB).message(), HasSubstr("tables"));
+  EXPECT_THAT(CheckJobConfig(job, 0, kGiB).message(), HasSubstr("tables"));
 }
 
 TEST(JobCheckTest, FindUnsafeValue) {

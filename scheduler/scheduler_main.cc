@@ -69,8 +69,6 @@ class SchedulerDaemon : public petrel::NodeDaemon {
     if (FLAGS_config.empty()) return absl::OkStatus();
     absl::Status s = petrel::ParseTextProtoFile(FLAGS_config, &job_);
     if (!s.ok()) return s;
-    s = petrel::CheckJobConfig(job_, petrel::PhysicalMemoryBytes());
-    if (!s.ok()) return petrel::Annotate(s, FLAGS_config);
     if (job_.num_servers() > 0) {
       gflags::SetCommandLineOptionWithMode(
           "num_servers", std::to_string(job_.num_servers()).c_str(),
@@ -84,6 +82,11 @@ class SchedulerDaemon : public petrel::NodeDaemon {
     return absl::OkStatus();
   }
   absl::Status CheckFlags(const petrel::NodeSettings& settings) override {
+    if (!FLAGS_config.empty()) {
+      absl::Status checked = petrel::CheckJobConfig(
+          job_, settings.postoffice.num_servers, petrel::PhysicalMemoryBytes());
+      if (!checked.ok()) return petrel::Annotate(checked, FLAGS_config);
+    }
     if (FLAGS_config.empty() &&
         (!FLAGS_checkpoint_dir.empty() || !FLAGS_restore_from.empty())) {
       return absl::InvalidArgumentError(

@@ -68,8 +68,6 @@ class ServerDaemon : public petrel::NodeDaemon {
     if (FLAGS_config.empty()) return absl::OkStatus();
     absl::Status s = petrel::ParseTextProtoFile(FLAGS_config, &job_);
     if (!s.ok()) return s;
-    s = petrel::CheckJobConfig(job_, petrel::PhysicalMemoryBytes());
-    if (!s.ok()) return petrel::Annotate(s, FLAGS_config);
     if (job_.num_servers() > 0) {
       gflags::SetCommandLineOptionWithMode(
           "num_servers", std::to_string(job_.num_servers()).c_str(),
@@ -83,6 +81,11 @@ class ServerDaemon : public petrel::NodeDaemon {
     return absl::OkStatus();
   }
   absl::Status CheckFlags(const petrel::NodeSettings& settings) override {
+    if (!FLAGS_config.empty()) {
+      absl::Status checked = petrel::CheckJobConfig(
+          job_, settings.postoffice.num_servers, petrel::PhysicalMemoryBytes());
+      if (!checked.ok()) return petrel::Annotate(checked, FLAGS_config);
+    }
     if (FLAGS_store_mode != "sum" && FLAGS_store_mode != "assign") {
       return absl::InvalidArgumentError("--store_mode: must be sum or assign");
     }

@@ -29,10 +29,13 @@ absl::Status CheckDivergence(const pb::JobConfig& job,
     const int64_t bad =
         FindUnsafeValue(absl::MakeConstSpan(grads[t]), kMaxGradientMagnitude);
     if (bad < 0) continue;
-    return absl::FailedPreconditionError(absl::StrCat(
-        Where(step, epoch), "a gradient of ", DescribeTable(job, tables[t].id),
-        " is ", grads[t][bad], ", NaN, infinite or above ",
-        kMaxGradientMagnitude, " in magnitude", kAdvice));
+    return absl::FailedPreconditionError(
+        absl::StrCat(Where(step, epoch), "a gradient of ",
+                     DescribeTable(job, tables[t].id), " is ", grads[t][bad],
+                     " (NaN, infinite or beyond +-", kMaxGradientMagnitude,
+                     ", where its square overflows the optimizer's "
+                     "float state)",
+                     kAdvice));
   }
   if (!std::isfinite(loss)) {
     std::string names;

@@ -93,8 +93,6 @@ absl::StatusOr<petrel::pb::JobConfig> TrainConfigFromFlags() {
   if (!FLAGS_config.empty()) {
     absl::Status s = petrel::ParseTextProtoFile(FLAGS_config, &job);
     if (!s.ok()) return s;
-    s = petrel::CheckJobConfig(job, petrel::PhysicalMemoryBytes());
-    if (!s.ok()) return petrel::Annotate(s, FLAGS_config);
   }
   if (!FLAGS_train.empty()) {
     job.mutable_data()->clear_train();
@@ -220,6 +218,9 @@ class WorkerDaemon : public petrel::NodeDaemon {
     }
     job_ = TrainConfigFromFlags();
     if (!job_.ok()) return job_.status();
+    absl::Status checked = petrel::CheckJobConfig(
+        *job_, settings.postoffice.num_servers, petrel::PhysicalMemoryBytes());
+    if (!checked.ok()) return petrel::Annotate(checked, FLAGS_config);
     restore_ = petrel::FindStartCheckpoint(job_->checkpoint(),
                                            settings.postoffice.num_workers);
     return restore_.status();

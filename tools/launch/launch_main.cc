@@ -139,14 +139,15 @@ absl::Status ApplyJobConfig(petrel::Launcher::Options& options) {
   petrel::pb::JobConfig job;
   absl::Status s = petrel::ParseTextProtoFile(FLAGS_config, &job);
   if (!s.ok()) return s;
-  s = petrel::CheckJobConfig(job, petrel::PhysicalMemoryBytes());
-  if (!s.ok()) return petrel::Annotate(s, FLAGS_config);
   if (!petrel::FlagIsSet("num_servers") && job.num_servers() > 0) {
     options.num_servers = job.num_servers();
   }
   if (!petrel::FlagIsSet("num_workers") && job.num_workers() > 0) {
     options.num_workers = job.num_workers();
   }
+  s = petrel::CheckJobConfig(job, options.num_servers,
+                             petrel::PhysicalMemoryBytes());
+  if (!s.ok()) return petrel::Annotate(s, FLAGS_config);
   options.server_args.push_back("--config=" + FLAGS_config);
   options.scheduler_args.push_back("--config=" + FLAGS_config);
   options.graceful_stop = true;
