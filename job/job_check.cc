@@ -106,8 +106,17 @@ int64_t EstimateWorkerBytes(const pb::JobConfig& job) {
   if (job.model().kind() != pb::ModelConfig::KIND_MLP) return 0;
   absl::StatusOr<MlpLayout> layout = MlpLayoutFromJob(job);
   if (!layout.ok()) return 0;
-  // The pulled weights and their gradients.
-  return 2 * static_cast<int64_t>(layout->padded_params()) * sizeof(float);
+  // The pulled weights and their gradients, and each layer's outputs and
+  // their gradients for one batch.
+  int64_t widths = 0;
+  for (const DenseLayerLayout& layer : layout->layers) {
+    widths += static_cast<int64_t>(layer.out);
+  }
+  const int64_t batch =
+      job.train().batch_size() > 0 ? job.train().batch_size() : 1024;
+  return (2 * static_cast<int64_t>(layout->padded_params()) +
+          2 * batch * widths) *
+         static_cast<int64_t>(sizeof(float));
 }
 
 absl::Status CheckJobConfig(const pb::JobConfig& config, int num_servers,
@@ -158,6 +167,26 @@ absl::Status CheckJobConfig(const pb::JobConfig& config, int num_servers,
         Gib(limit)));
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckOneMachineMemory(const pb::JobConfig& job, int num_servers,
+                                   int num_workers, int64_t physical_bytes) {
+  if (physical_bytes <= 0) return absl::OkStatus();
+  pb::JobConfig sized = job;
+  sized.set_num_servers(std::max(num_servers, 1));
+  const double total = static_cast<double>(EstimateServerBytes(sized)) *
+                           std::max(num_servers, 1) +
+                       static_cast<double>(EstimateWorkerBytes(sized)) *
+                           std::max(num_workers, 1);
+  if (total <= static_cast<double>(physical_bytes)) return absl::OkStatus();
+  const bool mlp = job.model().kind() == pb::ModelConfig::KIND_MLP;
+  return absl::InvalidArgumentError(absl::StrCat(
+      mlp ? "model.hidden" : "tables", ": ", num_servers, " server(s) and ",
+      num_workers, " worker(s) on this machine need about ",
+      Gib(static_cast<int64_t>(std::min(total, 9e18))),
+      " together (dense tables with optimizer state, MLP weights and "
+      "gradients), above the physical memory of ",
+      Gib(physical_bytes)));
 }
 
 }  // namespace petrel

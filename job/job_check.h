@@ -37,8 +37,9 @@ int64_t PhysicalMemoryBytes();
 
 // Estimated bytes of one server for the job's dense tables (rows and
 // optimizer state, split across num_servers) and of one worker for the
-// MLP's dense weights (weights and gradients). Sparse tables grow with the
-// data and are not estimated.
+// MLP's dense weights (weights and gradients, and one batch's layer outputs
+// and their gradients). Sparse tables grow with the data and are not
+// estimated.
 int64_t EstimateServerBytes(const pb::JobConfig& job);
 int64_t EstimateWorkerBytes(const pb::JobConfig& job);
 
@@ -50,6 +51,13 @@ int64_t EstimateWorkerBytes(const pb::JobConfig& job);
 // cluster's actual number of servers (flags may override the job's).
 absl::Status CheckJobConfig(const pb::JobConfig& job, int num_servers,
                             int64_t physical_bytes);
+
+// For a job whose processes all run on this machine (petrel-launch): the
+// estimates of `num_servers` servers and `num_workers` workers together
+// must fit `physical_bytes` (no check when 0). InvalidArgument naming the
+// field, the total and the memory.
+absl::Status CheckOneMachineMemory(const pb::JobConfig& job, int num_servers,
+                                   int num_workers, int64_t physical_bytes);
 
 }  // namespace petrel
 

@@ -67,6 +67,23 @@ TEST(JobCheckTest, RefusesAnMlpThatCannotFit) {
   EXPECT_THAT(s.message(), HasSubstr("memory_limit_mib of 4.0 GiB"));
 }
 
+TEST(JobCheckTest, OneMachineMustHoldEveryProcess) {
+  pb::JobConfig job;
+  job.mutable_model()->set_kind(pb::ModelConfig::KIND_MLP);
+  job.mutable_model()->add_hidden(30000);
+  job.mutable_model()->add_hidden(30000);
+  job.set_num_servers(2);
+  // Each process fits 20 GiB (5 GiB per server, 7 GiB per worker)...
+  EXPECT_TRUE(CheckJobConfig(job, 2, 20 * kGiB).ok());
+  // ...but not two of each together.
+  absl::Status s = CheckOneMachineMemory(job, 2, 2, 20 * kGiB);
+  EXPECT_TRUE(absl::IsInvalidArgument(s));
+  EXPECT_THAT(s.message(), HasSubstr("model.hidden: 2 server(s) and 2 "
+                                     "worker(s) on this machine need about"));
+  EXPECT_TRUE(CheckOneMachineMemory(job, 1, 1, 20 * kGiB).ok());
+  EXPECT_TRUE(CheckOneMachineMemory(job, 2, 2, 0).ok());
+}
+
 TEST(JobCheckTest, AcceptsTheDefaultsAndIgnoresSparseTables) {
   pb::JobConfig job;
   EXPECT_EQ(EstimateServerBytes(job), 0);

@@ -148,6 +148,10 @@ absl::Status ApplyJobConfig(petrel::Launcher::Options& options) {
   s = petrel::CheckJobConfig(job, options.num_servers,
                              petrel::PhysicalMemoryBytes());
   if (!s.ok()) return petrel::Annotate(s, FLAGS_config);
+  s = petrel::CheckOneMachineMemory(job, options.num_servers,
+                                    options.num_workers,
+                                    petrel::PhysicalMemoryBytes());
+  if (!s.ok()) return petrel::Annotate(s, FLAGS_config);
   options.server_args.push_back("--config=" + FLAGS_config);
   options.scheduler_args.push_back("--config=" + FLAGS_config);
   options.graceful_stop = true;
