@@ -195,7 +195,7 @@ absl::Status TableServer::ApplyPush(Table* table, const KVPairs<float>& data) {
     if (rejected_pushes_ != nullptr) rejected_pushes_->Increment();
     const size_t key = static_cast<size_t>(bad) / table->dim();
     return absl::InvalidArgumentError(absl::StrCat(
-        "push to ", table_names_[table->id()], " refused: gradient ",
+        "push to ", table_names_.at(table->id()), " refused: gradient ",
         data.vals[bad], " of key ", key < data.keys.size() ? data.keys[key] : 0,
         " is NaN, infinite or above ", kMaxGradientMagnitude,
         " in magnitude (the run diverged)"));

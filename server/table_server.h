@@ -164,7 +164,8 @@ class TableServer {
   ShardPool pool_;
   ParallelRunner runner_;
   absl::flat_hash_map<int, std::unique_ptr<Table>> tables_;
-  // "table 0 (optimizer FTRL)", for errors.
+  // "table 0 (optimizer FTRL)" per table, for errors; read-only after
+  // Create.
   absl::flat_hash_map<int, std::string> table_names_;
   Gauge* held_gauge_ = nullptr;
   Counter* rejected_pushes_ = nullptr;

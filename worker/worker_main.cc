@@ -220,7 +220,10 @@ class WorkerDaemon : public petrel::NodeDaemon {
     if (!job_.ok()) return job_.status();
     absl::Status checked = petrel::CheckJobConfig(
         *job_, settings.postoffice.num_servers, petrel::PhysicalMemoryBytes());
-    if (!checked.ok()) return petrel::Annotate(checked, FLAGS_config);
+    if (!checked.ok()) {
+      return FLAGS_config.empty() ? checked
+                                  : petrel::Annotate(checked, FLAGS_config);
+    }
     restore_ = petrel::FindStartCheckpoint(job_->checkpoint(),
                                            settings.postoffice.num_workers);
     return restore_.status();

@@ -66,7 +66,7 @@ class DivergeTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<Subprocess>> launch = StartProgram(
         {Bin("petrel-launch"), "--config=" + config, "--num_servers=1",
          "--num_workers=1", "--train=" + train, "--test=" + train,
-         "--timeout_s=90", "--grace_period_s=5"});
+         "--timeout_s=90", "--grace_period_s=2"});
     EXPECT_TRUE(launch.ok()) << launch.status();
     if (!launch.ok()) return "";
     absl::StatusOr<int> c = (*launch)->Wait(kDeadline + absl::Seconds(30));
