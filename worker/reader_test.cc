@@ -267,7 +267,7 @@ TEST(ReaderTest, ValuesAboveMaxAbsValueAreRejectedSkippedOrClipped) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(),
             absl::StrCat(file,
-                         ":2: value 1e+20 of feature 2 is above "
+                         ":2: value 1e+20 of index 2 is above "
                          "data.max_abs_value 1e+06 in magnitude "
                          "(data.out_of_range: OUT_OF_RANGE_CLIP clips "
                          "it)"));

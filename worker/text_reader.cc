@@ -1,6 +1,5 @@
 #include "worker/text_reader.h"
 
-#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -19,23 +18,6 @@ absl::Status TextReader::LineError(const absl::Status& parse_error) {
       absl::StrCat(lines_->file(), ":", *line, ": ", parse_error.message()));
 }
 
-absl::Status TextReader::LimitValues(size_t first, Batch* batch) {
-  const float limit = options_.max_abs_value;
-  for (size_t i = first; i < batch->values.size(); ++i) {
-    float& v = batch->values[i];
-    if (std::fabs(v) <= limit) continue;
-    if (options_.clip_out_of_range) {
-      v = std::copysign(limit, v);
-      continue;
-    }
-    return absl::InvalidArgumentError(absl::StrCat(
-        "value ", v, " of feature ", batch->keys[i],
-        " is above data.max_abs_value ", limit,
-        " in magnitude (data.out_of_range: OUT_OF_RANGE_CLIP clips it)"));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<bool> TextReader::Next(int max_examples, Batch* batch) {
   batch->Clear();
   if (max_examples < 1) {
@@ -48,13 +30,8 @@ absl::StatusOr<bool> TextReader::Next(int max_examples, Batch* batch) {
     if (!more.ok()) return more.status();
     if (!*more) break;
     const size_t examples = batch->size();
-    const size_t values = batch->values.size();
     absl::StatusOr<bool> parsed = parser_(line, options_, batch);
-    if (parsed.ok()) {
-      absl::Status limited = LimitValues(values, batch);
-      if (limited.ok()) continue;
-      parsed = limited;
-    }
+    if (parsed.ok()) continue;
     absl::Status error = LineError(parsed.status());
     if (!options_.skip_malformed ||
         error.code() != absl::StatusCode::kInvalidArgument) {

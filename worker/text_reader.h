@@ -47,9 +47,6 @@ class TextReader : public Reader {
  private:
   // The error for a parser failure on the current line: file, line, message.
   absl::Status LineError(const absl::Status& parse_error);
-  // Applies max_abs_value to batch->values[first..]: clips them, or an
-  // error for the first value above it.
-  absl::Status LimitValues(size_t first, Batch* batch);
 
   std::unique_ptr<ShardedLineReader> lines_;
   const LineParser parser_;

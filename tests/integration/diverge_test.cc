@@ -86,7 +86,7 @@ TEST_F(DivergeTest, HugeValueUnderTheShippedConfigNamesFileAndLine) {
   EXPECT_NE(code, 0) << out;
   EXPECT_TRUE(absl::StrContains(
       out, absl::StrCat(train,
-                        ":150: value 1e+20 of feature 250 is above "
+                        ":150: value 1e+20 of index 250 is above "
                         "data.max_abs_value 1e+06")))
       << out;
 }
