@@ -24,8 +24,10 @@
 #include "glog/logging.h"
 
 #include "base/config_file.h"
+#include "base/status_macros.h"
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/start_checkpoint.h"
+#include "job/job_check.h"
 #include "scheduler/checkpoint_coordinator.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/worker_recovery.h"
@@ -94,6 +96,11 @@ class SchedulerDaemon : public petrel::NodeDaemon {
     return absl::OkStatus();
   }
   absl::Status CheckFlags(const petrel::NodeSettings& settings) override {
+    if (!FLAGS_config.empty()) {
+      absl::Status checked = petrel::CheckJobConfig(
+          job_, settings.postoffice.num_servers, petrel::PhysicalMemoryBytes());
+      if (!checked.ok()) return petrel::Annotate(checked, FLAGS_config);
+    }
     if (FLAGS_config.empty() &&
         (!FLAGS_checkpoint_dir.empty() || !FLAGS_restore_from.empty())) {
       return absl::InvalidArgumentError(

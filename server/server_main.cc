@@ -30,9 +30,11 @@
 #include "glog/logging.h"
 
 #include "base/config_file.h"
+#include "base/status_macros.h"
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/start_checkpoint.h"
 #include "job/checkpoint_protocol.h"
+#include "job/job_check.h"
 #include "job/recovery_protocol.h"
 #include "kv/kv_server.h"
 #include "kv/kv_typed_stores.h"
@@ -84,6 +86,11 @@ class ServerDaemon : public petrel::NodeDaemon {
     return absl::OkStatus();
   }
   absl::Status CheckFlags(const petrel::NodeSettings& settings) override {
+    if (!FLAGS_config.empty()) {
+      absl::Status checked = petrel::CheckJobConfig(
+          job_, settings.postoffice.num_servers, petrel::PhysicalMemoryBytes());
+      if (!checked.ok()) return petrel::Annotate(checked, FLAGS_config);
+    }
     if (FLAGS_store_mode != "sum" && FLAGS_store_mode != "assign") {
       return absl::InvalidArgumentError("--store_mode: must be sum or assign");
     }

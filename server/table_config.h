@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
+#include "job/job_tables.h"
 #include "job/model_layout.h"
 #include "proto/job.pb.h"
 #include "server/initializer.h"
@@ -33,13 +34,6 @@
 #include "server/table.h"
 
 namespace petrel {
-
-// The FM factor dimension with its default (8).
-int FmDim(const pb::ModelConfig& model);
-
-// The tables a job uses: job.tables, or the model's defaults above when it
-// is empty.
-std::vector<pb::TableProto> JobTables(const pb::JobConfig& job);
 
 // Validated TableOptions (id, dim, dense, num_keys, initializer, optimizer)
 // for every table of the job; the sharding fields keep their defaults.

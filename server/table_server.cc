@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "glog/logging.h"
 
+#include "job/job_check.h"
 #include "server/table_config.h"
 #include "van/message.h"
 
@@ -63,6 +64,7 @@ absl::StatusOr<std::unique_ptr<TableServer>> TableServer::Create(
           absl::StrCat("table ", t.id, ": ", table.status().message()));
     }
     server->tables_[t.id] = *std::move(table);
+    server->table_names_[t.id] = DescribeTable(job, t.id);
   }
   return server;
 }
@@ -84,6 +86,9 @@ TableServer::TableServer(int num_workers, int64_t max_delay,
     min_clock_gauge_ =
         metrics->GetGauge("petrel_server_min_clock",
                           "Smallest clock of the workers still in the job.");
+    rejected_pushes_ = metrics->GetCounter(
+        "petrel_server_rejected_pushes_total",
+        "Pushes refused for a NaN, infinite or overflowing gradient.");
   }
 }
 
@@ -181,6 +186,19 @@ absl::Status TableServer::ApplyPush(Table* table, const KVPairs<float>& data) {
           absl::StrCat("push to table ", table->id(), " has a key with ", len,
                        " values; the table's dim is ", table->dim()));
     }
+  }
+  // One such value would make the row (and every later pull of it) NaN.
+  const int64_t bad =
+      FindUnsafeValue(absl::MakeConstSpan(data.vals.data(), data.vals.size()),
+                      kMaxGradientMagnitude);
+  if (bad >= 0) {
+    if (rejected_pushes_ != nullptr) rejected_pushes_->Increment();
+    const size_t key = static_cast<size_t>(bad) / table->dim();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "push to ", table_names_.at(table->id()), " refused: gradient ",
+        data.vals[bad], " of key ", key < data.keys.size() ? data.keys[key] : 0,
+        " is NaN, infinite or above ", kMaxGradientMagnitude,
+        " in magnitude (the run diverged)"));
   }
   return table->Push(absl::MakeConstSpan(data.keys.data(), data.keys.size()),
                      absl::MakeConstSpan(data.vals.data(), data.vals.size()),

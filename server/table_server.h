@@ -170,7 +170,11 @@ class TableServer {
   ShardPool pool_;
   ParallelRunner runner_;
   absl::flat_hash_map<int, std::unique_ptr<Table>> tables_;
+  // "table 0 (optimizer FTRL)" per table, for errors; read-only after
+  // Create.
+  absl::flat_hash_map<int, std::string> table_names_;
   Gauge* held_gauge_ = nullptr;
+  Counter* rejected_pushes_ = nullptr;
   Gauge* min_clock_gauge_ = nullptr;
 
   mutable absl::Mutex mu_;

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -142,6 +143,36 @@ TEST(TableServerTest, OptimizerUpdatesMatchHandComputedValues) {
                                                   {{"table", "0"}});
   }
   EXPECT_EQ(pushes, 4);  // two pushes, each split over two servers
+}
+
+TEST(TableServerTest, RefusesNonFiniteAndOverflowingPushesNamingTheTable) {
+  Cluster c(Job(R"(
+    tables { id: 0 optimizer { kind: KIND_ADAGRAD } }
+    consistency { max_delay: -1 }
+  )"),
+            1, 1);
+  KVWorker<float>& kv = *c.kv[0];
+  SArray<Key> keys = {1, 2, 3};
+  ASSERT_TRUE(
+      kv.Wait(kv.Push(keys, SArray<float>{1, 1, 1}, Table(0)), kTimeout).ok());
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float bad : {nan, inf, -inf, 5e19f}) {
+    absl::Status s = kv.Wait(
+        kv.Push(keys, SArray<float>{0.5f, bad, 0.5f}, Table(0)), kTimeout);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(std::string(s.message()),
+                HasSubstr("table 0 (optimizer Adagrad) refused"));
+    EXPECT_THAT(std::string(s.message()), HasSubstr("of key 2"));
+  }
+  EXPECT_EQ(*c.cluster.server_metrics(0)->Value(
+                "petrel_server_rejected_pushes_total", {}),
+            4);
+  // Nothing of a refused push was applied: the rows stay finite and as the
+  // first push left them.
+  SArray<float> out;
+  ASSERT_TRUE(kv.Wait(kv.Pull(keys, &out, Table(0)), kTimeout).ok());
+  for (float w : out.ToVector()) EXPECT_NEAR(w, -0.05f, 1e-6);
 }
 
 TEST(TableServerTest, LargePushesRunOnShardsAndMatchHandComputed) {

@@ -79,6 +79,8 @@ absl::StatusOr<CacheKey> MakeCacheKey(const ReaderOptions& options) {
       "\nwith_fields=", options.with_fields,
       "\nwith_numeric=", options.with_numeric,
       "\nskip_malformed=", options.skip_malformed,
+      "\nmax_abs_value=", options.max_abs_value,
+      "\nclip_out_of_range=", options.clip_out_of_range,
       "\nshare=", options.worker_rank, "/", options.num_workers, "\n");
   std::string stats;
   std::string first_absolute;

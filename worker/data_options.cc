@@ -1,6 +1,11 @@
 #include "worker/data_options.h"
 
+#include <string>
+
+#include <sys/stat.h>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace petrel {
 namespace {
@@ -40,6 +45,11 @@ ReaderOptions Common(const pb::JobConfig& job, bool with_fields) {
                   ? DataFormat::kCriteo
                   : DataFormat::kLibsvm;
   ro.skip_malformed = job.data().skip_malformed();
+  if (job.data().max_abs_value() > 0) {
+    ro.max_abs_value = job.data().max_abs_value();
+  }
+  ro.clip_out_of_range =
+      job.data().out_of_range() == pb::DataConfig::OUT_OF_RANGE_CLIP;
   ro.with_fields = ro.with_numeric = with_fields;
   return ro;
 }
@@ -61,6 +71,30 @@ absl::StatusOr<ReaderOptions> TrainReaderOptions(const pb::JobConfig& job,
     ro.cache.mode = CacheMode::kOff;
   }
   return ro;
+}
+
+absl::Status CheckTrainFiles(const pb::JobConfig& job) {
+  if (job.data().train().empty()) {
+    return absl::InvalidArgumentError(
+        "data.train: no training files (--train)");
+  }
+  for (const std::string& file : job.data().train()) {
+    struct stat st;
+    // A missing file is reported (NotFound) when the reader opens it.
+    if (stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        st.st_size == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("data.train: ", file, " is empty"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTrainedSomething(const pb::JobConfig& job, int64_t examples) {
+  if (examples > 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("data.train: no training examples in ",
+                   absl::StrJoin(job.data().train(), ", ")));
 }
 
 absl::StatusOr<ReaderOptions> TestReaderOptions(const pb::JobConfig& job,

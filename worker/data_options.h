@@ -6,6 +6,9 @@
 #ifndef PETREL_WORKER_DATA_OPTIONS_H_
 #define PETREL_WORKER_DATA_OPTIONS_H_
 
+#include <cstdint>
+
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 #include "proto/job.pb.h"
@@ -20,6 +23,14 @@ namespace petrel {
 absl::StatusOr<ReaderOptions> TrainReaderOptions(const pb::JobConfig& job,
                                                  int rank, int num_workers,
                                                  bool with_fields);
+
+// InvalidArgument naming the file when data.train is empty or one of its
+// files is empty (0 bytes).
+absl::Status CheckTrainFiles(const pb::JobConfig& job);
+
+// InvalidArgument naming data.train's files when the job trained on no
+// example (`examples` over all workers), e.g. files of blank lines only.
+absl::Status CheckTrainedSomething(const pb::JobConfig& job, int64_t examples);
 
 // All of data.test, for one evaluation. Each evaluation opens a new reader,
 // so a cache in memory would be dropped unused: MODE_AUTO caches the test

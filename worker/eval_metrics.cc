@@ -35,6 +35,11 @@ double LogLoss(absl::Span<const float> labels, absl::Span<const float> probs) {
 double Auc(absl::Span<const float> labels, absl::Span<const float> scores) {
   CHECK_EQ(labels.size(), scores.size());
   const size_t n = labels.size();
+  // A NaN score has no rank: sorting would break the comparator's strict
+  // weak order, and the tie groups below would never advance.
+  for (float score : scores) {
+    if (std::isnan(score)) return kNaN;
+  }
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(),
@@ -43,8 +48,9 @@ double Auc(absl::Span<const float> labels, absl::Span<const float> scores) {
   double positive_rank_sum = 0;
   int64_t positives = 0;
   for (size_t i = 0; i < n;) {
-    size_t j = i;
-    int64_t tied_positives = 0;
+    size_t j = i + 1;
+    int64_t tied_positives = labels[order[i]] > 0.5f;
+    // Starts past i, so every group advances (by at least one).
     for (; j < n && scores[order[j]] == scores[order[i]]; ++j) {
       tied_positives += labels[order[j]] > 0.5f;
     }

@@ -21,13 +21,15 @@ inline constexpr double kLogLossEpsilon = 1e-15;
 double LogLossSum(absl::Span<const float> labels,
                   absl::Span<const float> probs);
 
-// Mean log loss; NaN for no examples. REQUIRES: equal sizes.
+// Mean log loss; NaN for no examples or a NaN probability. REQUIRES:
+// equal sizes.
 double LogLoss(absl::Span<const float> labels, absl::Span<const float> probs);
 
 // Exact area under the ROC curve: the probability that a random positive
 // scores above a random negative, ties counting one half (sort and average
 // tied ranks, O(n log n)). NaN unless there are both positives and
-// negatives. REQUIRES: equal sizes; scores not NaN.
+// negatives or when a score is NaN (infinite scores rank as usual). Ends
+// on every input. REQUIRES: equal sizes.
 double Auc(absl::Span<const float> labels, absl::Span<const float> scores);
 
 // Log loss over roughly the last `window` examples, at batch granularity:

@@ -1,6 +1,7 @@
 #include "worker/eval_metrics.h"
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -59,6 +60,45 @@ TEST(AucTest, MatchesPairCountingWithTies) {
     }
   }
   EXPECT_NEAR(Auc(labels, scores), wins / pairs, 1e-12);
+}
+
+// Every metric ends on any input: NaN and infinite scores, probabilities
+// and labels (a run that diverged hands them over).
+TEST(AucTest, NaNScoreGivesNaNAndEnds) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(Auc({1, 0, 1}, {nan, 0.2f, 0.3f})));
+  EXPECT_TRUE(std::isnan(Auc({1, 0}, {nan, nan})));
+  std::vector<float> labels(1000), scores(1000, nan);
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = i % 2;
+  EXPECT_TRUE(std::isnan(Auc(labels, scores)));
+}
+
+TEST(AucTest, InfiniteScoresRankAndTie) {
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_DOUBLE_EQ(Auc({1, 0, 0}, {inf, -inf, 0}), 1.0);
+  // Positive and negative tied at +inf count one half.
+  EXPECT_DOUBLE_EQ(Auc({1, 0}, {inf, inf}), 0.5);
+  EXPECT_DOUBLE_EQ(Auc({0, 1, 0, 1}, {-inf, -inf, inf, inf}), 0.5);
+}
+
+TEST(AucTest, NonFiniteLabelsEnd) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  // A NaN label is not > 0.5: it counts as a negative.
+  EXPECT_DOUBLE_EQ(Auc({1, nan}, {0.9f, 0.1f}), 1.0);
+  EXPECT_DOUBLE_EQ(Auc({inf, 0}, {0.9f, 0.1f}), 1.0);
+}
+
+TEST(LogLossTest, NonFiniteInputsEnd) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(std::isnan(LogLoss({1, 0}, {nan, 0.5f})));
+  // Infinite probabilities clamp like any other out of [0, 1].
+  EXPECT_TRUE(std::isfinite(LogLoss({1, 0}, {inf, -inf})));
+  EXPECT_TRUE(std::isfinite(LogLoss({nan, inf}, {0.5f, 0.5f})));
+  RunningLogLoss running(10);
+  running.Add({1, 0}, {nan, 0.5f});
+  EXPECT_TRUE(std::isnan(running.total_logloss()));
 }
 
 TEST(RunningLogLossTest, KeepsWholeBatchesCoveringTheWindow) {

@@ -1,5 +1,6 @@
 #include "worker/libsvm_reader.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -29,7 +30,18 @@ absl::string_view NextToken(absl::string_view* rest) {
   return token;
 }
 
-absl::Status ParseFeature(absl::string_view token, Batch* batch) {
+// Applies options.max_abs_value to *value: false when it is above it and
+// not clipped.
+bool WithinLimit(const ReaderOptions& options, float* value) {
+  const float limit = options.max_abs_value;
+  if (std::fabs(*value) <= limit) return true;
+  if (!options.clip_out_of_range) return false;
+  *value = std::copysign(limit, *value);
+  return true;
+}
+
+absl::Status ParseFeature(absl::string_view token, const ReaderOptions& options,
+                          Batch* batch) {
   const size_t colon = token.find(':');
   if (colon == absl::string_view::npos) {
     return absl::InvalidArgumentError(
@@ -55,6 +67,12 @@ absl::Status ParseFeature(absl::string_view token, Batch* batch) {
                                                    " of index ", index,
                                                    " is not a finite float"));
   }
+  if (!WithinLimit(options, &value)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "value ", value, " of index ", index, " is above data.max_abs_value ",
+        options.max_abs_value,
+        " in magnitude (data.out_of_range: OUT_OF_RANGE_CLIP clips it)"));
+  }
   batch->keys.push_back(index);
   batch->values.push_back(value);
   return absl::OkStatus();
@@ -67,7 +85,8 @@ namespace {
 // The common case, `digits:value` followed by a space or the end: parses it,
 // appends the feature, advances *p and returns true. Returns false (with *p
 // unchanged) for anything else, which ParseFeature then handles.
-bool ParseFeatureFast(const char** p, const char* end, Batch* batch) {
+bool ParseFeatureFast(const char** p, const char* end,
+                      const ReaderOptions& options, Batch* batch) {
   const char* q = *p;
   uint64_t index = 0;
   const char* digits = q;
@@ -85,6 +104,7 @@ bool ParseFeatureFast(const char** p, const char* end, Batch* batch) {
                  absl::string_view(value_begin, q - value_begin), &value)) {
     return false;
   }
+  if (!WithinLimit(options, &value)) return false;
   batch->keys.push_back(index);
   batch->values.push_back(value);
   *p = q;
@@ -109,11 +129,11 @@ absl::StatusOr<bool> ParseLibsvmLine(absl::string_view line,
   while (true) {
     while (p < end && IsSpace(*p)) ++p;
     if (p == end) break;
-    if (ParseFeatureFast(&p, end, batch)) continue;
+    if (ParseFeatureFast(&p, end, options, batch)) continue;
     const char* token_begin = p;
     while (p < end && !IsSpace(*p)) ++p;
-    status =
-        ParseFeature(absl::string_view(token_begin, p - token_begin), batch);
+    status = ParseFeature(absl::string_view(token_begin, p - token_begin),
+                          options, batch);
     if (!status.ok()) return status;
   }
   if (options.with_fields) batch->fields.resize(batch->keys.size(), 0);

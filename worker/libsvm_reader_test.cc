@@ -1,6 +1,7 @@
 #include "worker/libsvm_reader.h"
 
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -50,10 +51,14 @@ TEST(LibsvmReaderTest, ValuesRoundLikeStrtof) {
                           "-0",     "1e-40",     "123456789012345678",
                           "3.4e38", "0",         "1",
                           "7",      "9"};
+  // Parsing alone: no bound on the magnitude.
+  ReaderOptions unbounded;
+  unbounded.max_abs_value = std::numeric_limits<float>::max();
   for (const char* text : values) {
     Batch batch;
     const std::string line = std::string("1 7:") + text;
-    ASSERT_TRUE(ParseLibsvmLine(line, &batch).value_or(false)) << text;
+    ASSERT_TRUE(ParseLibsvmLine(line, unbounded, &batch).value_or(false))
+        << text;
     EXPECT_EQ(batch.values[0], std::strtof(text, nullptr)) << text;
   }
 }

@@ -236,6 +236,57 @@ TEST(ReaderTest, TruncatedFileIsDataLoss) {
   EXPECT_EQ(more.status().code(), absl::StatusCode::kDataLoss);
 }
 
+// The first error of reading `file` to the end with `options`.
+absl::Status FirstError(ReaderOptions options) {
+  auto reader = OpenReader(options);
+  if (!reader.ok()) return reader.status();
+  Batch batch;
+  absl::StatusOr<bool> more;
+  do {
+    more = (*reader)->Next(2, &batch);
+  } while (more.ok() && *more);
+  return more.status();
+}
+
+TEST(ReaderTest, NonFiniteValuesAreMalformedNamingFileAndLine) {
+  for (const char* bad : {"nan", "NaN", "inf", "-inf", "1e39"}) {
+    const std::string file =
+        WriteTempFile("nonfinite", absl::StrCat("1 1:1\n0 2:", bad, "\n"));
+    absl::Status s = FirstError(Options(DataFormat::kLibsvm, {file}));
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(s.message(), absl::StrCat(file, ":2: value '", bad,
+                                        "' of index 2 is not a finite float"));
+  }
+}
+
+TEST(ReaderTest, ValuesAboveMaxAbsValueAreRejectedSkippedOrClipped) {
+  const std::string file =
+      WriteTempFile("huge", "1 1:1\n0 2:1e20\n1 3:-2e6 4:0.5\n0 5:1e6\n");
+  ReaderOptions options = Options(DataFormat::kLibsvm, {file});
+  absl::Status s = FirstError(options);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            absl::StrCat(file,
+                         ":2: value 1e+20 of index 2 is above "
+                         "data.max_abs_value 1e+06 in magnitude "
+                         "(data.out_of_range: OUT_OF_RANGE_CLIP clips "
+                         "it)"));
+  options.skip_malformed = true;
+  auto reader = OpenReader(options);
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ(ReadAll(reader->get(), 3),
+            (std::vector<std::string>{"1:1", "0:5"}));
+  EXPECT_EQ((*reader)->malformed_lines(), 2);
+  options.skip_malformed = false;
+  options.clip_out_of_range = true;
+  options.max_abs_value = 100;
+  reader = OpenReader(options);
+  ASSERT_TRUE(reader.ok());
+  Batch batch;
+  ASSERT_TRUE((*reader)->Next(10, &batch).ok());
+  EXPECT_EQ(batch.values, (std::vector<float>{1, 100, -100, 0.5f, 100}));
+}
+
 TEST(ReaderTest, RejectsBadOptions) {
   const std::string file = WriteTempFile("ok", "1 1:1\n");
   EXPECT_EQ(OpenReader(Options(DataFormat::kLibsvm, {})).status().code(),

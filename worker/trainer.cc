@@ -16,6 +16,7 @@
 #include "van/simple_app.h"
 #include "worker/batch_prefetcher.h"
 #include "worker/data_options.h"
+#include "worker/divergence_check.h"
 #include "worker/eval_metrics.h"
 #include "worker/evaluator.h"
 #include "worker/model.h"
@@ -392,6 +393,8 @@ absl::Status Trainer::Compute(int64_t clock, Step* step) {
   mb.numeric = batch.numeric;
   PETREL_ASSIGN_OR_RETURN(double loss,
                           model_->ForwardBackward(mb, rows, &probs_, &grads_));
+  PETREL_RETURN_IF_ERROR(CheckDivergence(job_, tables, loss, grads_, clock,
+                                         step->prepared->epoch));
   loss_.AddSum(loss, static_cast<int64_t>(batch.size()));
   // At most one batch of pushes in flight: wait for the previous one.
   PETREL_RETURN_IF_ERROR(WaitPushes());
@@ -548,6 +551,8 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   PETREL_RETURN_IF_ERROR(GatherStats(end, &result));
   PETREL_RETURN_IF_ERROR(po_->Barrier(kWorkerGroup, options_.timeout));
   if (po_->my_rank() != end.leader()) return result;
+  PETREL_RETURN_IF_ERROR(
+      CheckTrainedSomething(job_, result.total_train_examples));
   PETREL_ASSIGN_OR_RETURN(EvalResult eval,
                           Evaluate(job_, &kv_, model_.get(), options_.timeout));
   result.test_logloss = eval.logloss;
@@ -587,10 +592,7 @@ absl::Status ResolveTrainDefaults(pb::JobConfig* job) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model.fm_dim = ", job->model().fm_dim(), " is not in 1..1024"));
   }
-  if (job->data().train().empty()) {
-    return absl::InvalidArgumentError(
-        "data.train: no training files (--train)");
-  }
+  PETREL_RETURN_IF_ERROR(CheckTrainFiles(*job));
   if (t->device().empty()) t->set_device("auto");
   absl::StatusOr<DeviceChoice> device = ParseDeviceChoice(t->device());
   if (!device.ok()) {

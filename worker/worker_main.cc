@@ -36,9 +36,11 @@
 
 #include "base/config_file.h"
 #include "base/flag_check.h"
+#include "base/status_macros.h"
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/start_checkpoint.h"
 #include "job/checkpoint_protocol.h"
+#include "job/job_check.h"
 #include "kv/kv_worker.h"
 #include "van/daemon_main.h"
 #include "worker/check_job.h"
@@ -231,6 +233,12 @@ class WorkerDaemon : public petrel::NodeDaemon {
     }
     job_ = TrainConfigFromFlags();
     if (!job_.ok()) return job_.status();
+    absl::Status checked = petrel::CheckJobConfig(
+        *job_, settings.postoffice.num_servers, petrel::PhysicalMemoryBytes());
+    if (!checked.ok()) {
+      return FLAGS_config.empty() ? checked
+                                  : petrel::Annotate(checked, FLAGS_config);
+    }
     restore_ = petrel::FindStartCheckpoint(job_->checkpoint(),
                                            settings.postoffice.num_workers);
     return restore_.status();

@@ -19,6 +19,8 @@
 
 #include "base/config_file.h"
 #include "base/flag_check.h"
+#include "base/status_macros.h"
+#include "job/job_check.h"
 #include "proto/job.pb.h"
 #include "tools/launch/executable_path.h"
 #include "tools/launch/launcher.h"
@@ -146,6 +148,13 @@ absl::Status ApplyJobConfig(petrel::Launcher::Options& options) {
   if (!petrel::FlagIsSet("num_workers") && job.num_workers() > 0) {
     options.num_workers = job.num_workers();
   }
+  s = petrel::CheckJobConfig(job, options.num_servers,
+                             petrel::PhysicalMemoryBytes());
+  if (!s.ok()) return petrel::Annotate(s, FLAGS_config);
+  s = petrel::CheckOneMachineMemory(job, options.num_servers,
+                                    options.num_workers,
+                                    petrel::PhysicalMemoryBytes());
+  if (!s.ok()) return petrel::Annotate(s, FLAGS_config);
   options.server_args.push_back("--config=" + FLAGS_config);
   options.scheduler_args.push_back("--config=" + FLAGS_config);
   options.graceful_stop = true;

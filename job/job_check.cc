@@ -1,0 +1,192 @@
+#include "job/job_check.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+#include "job/job_tables.h"
+#include "job/model_layout.h"
+
+namespace petrel {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+// Floats of optimizer state per row of `dim` values, as server/optimizer.cc
+// keeps them.
+int64_t StateFloats(pb::OptimizerProto::Kind kind, int64_t dim) {
+  switch (kind) {
+    case pb::OptimizerProto::KIND_SGD:
+      return 0;
+    case pb::OptimizerProto::KIND_ADAGRAD:
+      return dim;
+    case pb::OptimizerProto::KIND_ADAM:
+      return 2 * dim + 1;
+    default:
+      return 2 * dim;  // FTRL: z and n
+  }
+}
+
+int64_t NumServers(const pb::JobConfig& job) {
+  return job.num_servers() > 0 ? job.num_servers() : 1;
+}
+
+// Bytes of one dense table on one server (double: a config may ask for
+// more than int64 holds).
+double DenseTableBytes(const pb::JobConfig& job, const pb::TableProto& t) {
+  if (!t.dense()) return 0;
+  const int64_t dim = t.dim() > 0 ? t.dim() : 1;
+  const int64_t servers = NumServers(job);
+  const int64_t keys = static_cast<int64_t>(
+      (t.num_keys() + static_cast<uint64_t>(servers) - 1) / servers);
+  const double floats = static_cast<double>(keys) *
+                        (dim + StateFloats(t.optimizer().kind(), dim));
+  return floats * sizeof(float);
+}
+
+std::string Gib(int64_t bytes) {
+  return absl::StrFormat("%.1f GiB", static_cast<double>(bytes) / (kMiB << 10));
+}
+
+}  // namespace
+
+int64_t FindUnsafeValue(absl::Span<const float> values, float limit) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    // NaN fails the comparison too.
+    if (!(std::fabs(values[i]) <= limit)) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+std::string OptimizerName(pb::OptimizerProto::Kind kind) {
+  switch (kind) {
+    case pb::OptimizerProto::KIND_SGD:
+      return "SGD";
+    case pb::OptimizerProto::KIND_ADAGRAD:
+      return "Adagrad";
+    case pb::OptimizerProto::KIND_ADAM:
+      return "Adam";
+    case pb::OptimizerProto::KIND_FTRL:
+      return "FTRL";
+    default:
+      return absl::StrCat("kind ", kind);
+  }
+}
+
+std::string DescribeTable(const pb::JobConfig& job, int id) {
+  for (const pb::TableProto& t : JobTables(job)) {
+    if (t.id() == id) {
+      return absl::StrCat("table ", id, " (optimizer ",
+                          OptimizerName(t.optimizer().kind()), ")");
+    }
+  }
+  return absl::StrCat("table ", id);
+}
+
+int64_t PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return 0;
+  return static_cast<int64_t>(pages) * page_size;
+}
+
+int64_t EstimateServerBytes(const pb::JobConfig& job) {
+  double total = 0;
+  for (const pb::TableProto& t : JobTables(job)) {
+    total += DenseTableBytes(job, t);
+  }
+  return static_cast<int64_t>(std::min(total, 9e18));
+}
+
+int64_t EstimateWorkerBytes(const pb::JobConfig& job) {
+  if (job.model().kind() != pb::ModelConfig::KIND_MLP) return 0;
+  absl::StatusOr<MlpLayout> layout = MlpLayoutFromJob(job);
+  if (!layout.ok()) return 0;
+  // The pulled weights and their gradients, and each layer's outputs and
+  // their gradients for one batch.
+  int64_t widths = 0;
+  for (const DenseLayerLayout& layer : layout->layers) {
+    widths += static_cast<int64_t>(layer.out);
+  }
+  const int64_t batch =
+      job.train().batch_size() > 0 ? job.train().batch_size() : 1024;
+  return (2 * static_cast<int64_t>(layout->padded_params()) +
+          2 * batch * widths) *
+         static_cast<int64_t>(sizeof(float));
+}
+
+absl::Status CheckJobConfig(const pb::JobConfig& config, int num_servers,
+                            int64_t physical_bytes) {
+  pb::JobConfig job = config;
+  if (num_servers > 0 && config.num_servers() >= 0) {
+    job.set_num_servers(num_servers);
+  }
+  if (job.num_servers() < 0 || job.num_workers() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(job.num_servers() < 0 ? "num_servers: " : "num_workers: ",
+                     std::min(job.num_servers(), job.num_workers()),
+                     " is negative (0 means 1)"));
+  }
+  if (job.memory_limit_mib() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "memory_limit_mib: ", job.memory_limit_mib(), " is negative"));
+  }
+  const float max_abs = job.data().max_abs_value();
+  if (!std::isfinite(max_abs) || max_abs < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data.max_abs_value: ", max_abs, " is not a finite value >= 0"));
+  }
+  if (job.model().kind() == pb::ModelConfig::KIND_MLP) {
+    absl::Status s = MlpLayoutFromJob(job).status();
+    if (!s.ok()) return s;
+  }
+  const int64_t limit = job.memory_limit_mib() > 0
+                            ? job.memory_limit_mib() * kMiB
+                            : physical_bytes;
+  if (limit <= 0) return absl::OkStatus();
+  const std::string limit_name =
+      job.memory_limit_mib() > 0 ? "memory_limit_mib" : "physical memory";
+  const bool mlp = job.model().kind() == pb::ModelConfig::KIND_MLP;
+  const int64_t server = EstimateServerBytes(job);
+  if (server > limit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        mlp ? "model.hidden" : "tables", ": the dense tables need about ",
+        Gib(server), " on each of ", NumServers(job),
+        " server(s) (rows and optimizer state), above the ", limit_name, " of ",
+        Gib(limit)));
+  }
+  const int64_t worker = EstimateWorkerBytes(job);
+  if (worker > limit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.hidden: the MLP's weights and gradients need about ",
+        Gib(worker), " on each worker, above the ", limit_name, " of ",
+        Gib(limit)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckOneMachineMemory(const pb::JobConfig& job, int num_servers,
+                                   int num_workers, int64_t physical_bytes) {
+  if (physical_bytes <= 0) return absl::OkStatus();
+  pb::JobConfig sized = job;
+  sized.set_num_servers(std::max(num_servers, 1));
+  const double total = static_cast<double>(EstimateServerBytes(sized)) *
+                           std::max(num_servers, 1) +
+                       static_cast<double>(EstimateWorkerBytes(sized)) *
+                           std::max(num_workers, 1);
+  if (total <= static_cast<double>(physical_bytes)) return absl::OkStatus();
+  const bool mlp = job.model().kind() == pb::ModelConfig::KIND_MLP;
+  return absl::InvalidArgumentError(absl::StrCat(
+      mlp ? "model.hidden" : "tables", ": ", num_servers, " server(s) and ",
+      num_workers, " worker(s) on this machine need about ",
+      Gib(static_cast<int64_t>(std::min(total, 9e18))),
+      " together (dense tables with optimizer state, MLP weights and "
+      "gradients), above the physical memory of ",
+      Gib(physical_bytes)));
+}
+
+}  // namespace petrel
