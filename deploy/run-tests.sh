@@ -42,7 +42,7 @@ ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
 if compgen -G "build/python/petrel/_petrel*.so" > /dev/null; then
   echo "== Python tests (pytest)"
   python="$(grep -Po '^Python3_EXECUTABLE:[A-Z]+=\K.*' build/CMakeCache.txt)"
-  PYTHONPATH="$PWD/build/python" timeout 300 "$python" -m pytest -q \
+  PYTHONPATH="$PWD/build/python" timeout 300 "$python" -m pytest -q -rs \
     -p no:cacheprovider python/tests
 else
   echo "== Python tests skipped: the petrel module was not built (see 'Petrel Python' above)"

@@ -114,7 +114,11 @@ class EmbeddingBag(torch.nn.Module):
                         "pushes": 0}
 
     def _distinct(self, input):
+        # Keys travel from host memory: a CUDA input's ids come to the CPU
+        # (its rows go back to its device in _trainable_rows).
         ids = input.reshape(-1)
+        if ids.device.type != "cpu":
+            ids = ids.cpu()
         if ids.dtype != torch.int64:
             ids = ids.to(torch.int64)
         keys, inverse = torch.unique(ids, return_inverse=True)

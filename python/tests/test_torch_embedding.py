@@ -119,3 +119,19 @@ def test_embedding_rows_and_gradients(table_kv):
     # Key 3 appears twice: its gradient is 2, the others' 1 (SGD step).
     step = torch.tensor([2.0, 1.0, 2.0, 1.0]).unsqueeze(1) * SGD_LR
     torch.testing.assert_close(after, before - step)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(),
+                    reason="this torch has no CUDA device (Debian's "
+                    "python3-torch is CPU-only)")
+def test_cuda_inputs_get_rows_on_their_device(table_kv):
+    emb = ptorch.Embedding(table_kv, table=2, dim=DIM)
+    keys = ids_to_keys(torch.tensor([[3, 4], [3, 5]]))
+    before = table_kv.pull(keys.reshape(-1), table=2)
+    rows = emb(keys.cuda())
+    assert rows.device.type == "cuda"
+    torch.testing.assert_close(rows.reshape(-1, DIM).cpu(), before)
+    (rows * 1.0).sum().backward()
+    after = table_kv.pull(keys.reshape(-1), table=2)
+    step = torch.tensor([2.0, 1.0, 2.0, 1.0]).unsqueeze(1) * SGD_LR
+    torch.testing.assert_close(after, before - step)
