@@ -77,11 +77,12 @@ struct ReaderOptions {
   bool with_numeric = false;
   // Largest accepted |value| of a feature (libsvm values; Criteo values
   // are 1 and its numeric features log1p of an int64, at most 44). Default
-  // 1e6: a value whose square summed over a batch still fits the
-  // optimizers' float state; > 0. A larger value is malformed (an error
+  // 1e9: a batch's summed gradient squared (at most about (1024 * 1e9)^2 =
+  // 1e24) can be added to the optimizers' float state for 1e14 steps before
+  // it overflows; > 0. A larger value is malformed (an error
   // naming FILE:LINE, or skipped with skip_malformed) or, with
   // clip_out_of_range, becomes +-max_abs_value.
-  float max_abs_value = 1e6f;
+  float max_abs_value = 1e9f;
   bool clip_out_of_range = false;  // default false
   // Default off: no cache (see CacheOptions).
   CacheOptions cache;

@@ -263,6 +263,7 @@ TEST(ReaderTest, ValuesAboveMaxAbsValueAreRejectedSkippedOrClipped) {
   const std::string file =
       WriteTempFile("huge", "1 1:1\n0 2:1e20\n1 3:-2e6 4:0.5\n0 5:1e6\n");
   ReaderOptions options = Options(DataFormat::kLibsvm, {file});
+  options.max_abs_value = 1e6f;
   absl::Status s = FirstError(options);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(),
@@ -285,6 +286,20 @@ TEST(ReaderTest, ValuesAboveMaxAbsValueAreRejectedSkippedOrClipped) {
   Batch batch;
   ASSERT_TRUE((*reader)->Next(10, &batch).ok());
   EXPECT_EQ(batch.values, (std::vector<float>{1, 100, -100, 0.5f, 100}));
+}
+
+// The default limit, 1e9, keeps raw counts and sizes and refuses what
+// would overflow the optimizers' accumulated squares.
+TEST(ReaderTest, DefaultMaxAbsValueIsOneBillion) {
+  const std::string file = WriteTempFile("large", "1 1:5e8 2:-1e9\n0 3:2e9\n");
+  ReaderOptions options = Options(DataFormat::kLibsvm, {file});
+  absl::Status s = FirstError(options);
+  EXPECT_EQ(s.message(),
+            absl::StrCat(file,
+                         ":2: value 2e+09 of index 3 is above "
+                         "data.max_abs_value 1e+09 in magnitude "
+                         "(data.out_of_range: OUT_OF_RANGE_CLIP clips "
+                         "it)"));
 }
 
 TEST(ReaderTest, RejectsBadOptions) {
