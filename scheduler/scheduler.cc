@@ -289,7 +289,9 @@ std::vector<int> Scheduler::LiveMembers(int group) const {
 void Scheduler::PassBarriers(int group) {
   const std::vector<int> members = LiveMembers(group);
   for (auto it = barriers_.begin(); it != barriers_.end();) {
-    auto& [key, arrived] = *it;
+    // Not a structured binding: C++17 lambdas cannot capture one (clang).
+    const auto& key = it->first;
+    const auto& arrived = it->second;
     bool all = key.first == group &&
                std::all_of(members.begin(), members.end(),
                            [&](int id) { return arrived.contains(id); });
