@@ -13,7 +13,9 @@
 namespace petrel {
 
 // Writes `content` to a file named after the running test, this process
-// and `name`, so parallel tests do not collide; returns its path.
+// and `name`, so parallel tests do not collide; returns its path. The file,
+// and files beside it named PATH.* (parsed-example caches), are removed when
+// the test program exits.
 std::string WriteTempFile(absl::string_view name, absl::string_view content);
 
 }  // namespace petrel
