@@ -153,7 +153,8 @@ class CheckpointTest : public ::testing::Test {
       EXPECT_EQ(code, 1) << name << "\n" << job.cluster->Output();
     }
     for (Subprocess* w : job.workers) {
-      EXPECT_TRUE(absl::StrContains(w->Output(), "job stopped")) << w->Output();
+      EXPECT_TRUE(absl::StrContains(w->Output(), "job stopped"))
+          << job.cluster->Output();
     }
   }
 
@@ -345,6 +346,10 @@ TEST_F(CheckpointTest, SigintToAServerCheckpointsAndStopsTheJob) {
   Job job = Start(
       Config("job.textproto", 1000, absl::StrCat("dir: \"", ckpt_, "\"")));
   ASSERT_TRUE(job.workers[1]->WaitForLine("device=", kTimeout).ok())
+      << job.cluster->Output();
+  // The workers may start before server 0 has read its join reply; a
+  // server interrupted before it joined has nobody to ask and stops alone.
+  ASSERT_TRUE(job.cluster->WaitReady(job.servers[0]).ok())
       << job.cluster->Output();
   job.servers[0]->Signal(SIGINT);
   ExpectStopped(job);
