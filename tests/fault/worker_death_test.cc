@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 
 #include "tests/harness/daemon_cluster.h"
+#include "tests/harness/lr_job.h"
 
 namespace petrel {
 namespace {
@@ -40,10 +41,6 @@ struct Case {
 
 void PrintTo(const Case& c, std::ostream* os) {
   *os << "max_delay=" << c.max_delay << " killed=" << c.killed;
-}
-
-std::string Bin(const std::string& name) {
-  return std::string(PETREL_BIN_DIR) + "/" + name;
 }
 
 struct Job {
@@ -68,31 +65,17 @@ class JobTest : public ::testing::Test {
         ::testing::UnitTest::GetInstance()->current_test_info()->name(), "_",
         getpid());
     std::system(("rm -rf '" + dir_ + "' && mkdir -p '" + dir_ + "'").c_str());
-    absl::StatusOr<std::unique_ptr<Subprocess>> gen = StartProgram(
-        {Bin("petrel-datagen"), "--train_out=" + dir_ + "/train.svm",
-         "--train_examples=60000", "--test_out=" + dir_ + "/test.svm",
-         "--test_examples=10000", "--seed=7", "--index_bits=16"});
-    ASSERT_TRUE(gen.ok()) << gen.status();
-    absl::StatusOr<int> code = (*gen)->Wait(kTimeout);
-    ASSERT_TRUE(code.ok() && *code == 0) << (*gen)->Output();
+    const absl::Status s =
+        GenerateLrData(PETREL_BIN_DIR, dir_, 60000, kTimeout);
+    ASSERT_TRUE(s.ok()) << s;
   }
 
   // Writes the job config, with consistency.max_delay `max_delay`.
   void WriteConfig(int max_delay) {
     config_ = dir_ + "/job.textproto";
-    std::ofstream(config_) << absl::StrCat(
-        "num_servers: 2 num_workers: ", kWorkers,
-        "\n"
-        "model { kind: KIND_LR }\n"
-        "tables { id: 0 dim: 1 optimizer { kind: KIND_FTRL ftrl_alpha: 0.1 "
-        "ftrl_beta: 1.0 ftrl_l1: 0.5 ftrl_l2: 5.0 } }\n"
-        "consistency { max_delay: ",
-        max_delay,
-        " }\n"
-        "data { format: FORMAT_LIBSVM train: \"",
-        dir_, "/train.svm\" test: \"", dir_,
-        "/test.svm\" }\n"
-        "train { batch_size: 256 epochs: 4 progress_interval_s: 0.2 }\n");
+    std::ofstream(config_)
+        << LrJobText(dir_, kWorkers, max_delay)
+        << "train { batch_size: 256 epochs: 4 progress_interval_s: 0.2 }\n";
   }
 
   void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }

@@ -24,6 +24,7 @@
 
 #include "checkpoint/checkpoint_dir.h"
 #include "tests/harness/daemon_cluster.h"
+#include "tests/harness/lr_job.h"
 
 namespace petrel {
 namespace {
@@ -53,13 +54,9 @@ class CheckpointTest : public ::testing::Test {
         getpid());
     std::system(("rm -rf " + dir_ + " && mkdir -p " + dir_).c_str());
     ckpt_ = dir_ + "/ckpt";
-    absl::StatusOr<std::unique_ptr<Subprocess>> gen = StartProgram(
-        {Bin("petrel-datagen"), "--train_out=" + dir_ + "/train.svm",
-         "--train_examples=40000", "--test_out=" + dir_ + "/test.svm",
-         "--test_examples=10000", "--seed=7", "--index_bits=16"});
-    ASSERT_TRUE(gen.ok()) << gen.status();
-    absl::StatusOr<int> code = (*gen)->Wait(kTimeout);
-    ASSERT_TRUE(code.ok() && *code == 0) << (*gen)->Output();
+    const absl::Status s =
+        GenerateLrData(PETREL_BIN_DIR, dir_, 40000, kTimeout);
+    ASSERT_TRUE(s.ok()) << s;
   }
 
   void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
@@ -68,18 +65,11 @@ class CheckpointTest : public ::testing::Test {
   std::string Config(const std::string& name, int epochs,
                      const std::string& checkpoint, int max_delay = 2) {
     const std::string path = dir_ + "/" + name;
-    std::ofstream(path) << absl::StrCat(
-        "num_servers: 2 num_workers: 2\n"
-        "model { kind: KIND_LR }\n"
-        "tables { id: 0 dim: 1 optimizer { kind: KIND_FTRL ftrl_alpha: 0.1 "
-        "ftrl_beta: 1.0 ftrl_l1: 0.5 ftrl_l2: 5.0 } }\n"
-        "consistency { max_delay: ",
-        max_delay,
-        " }\n"
-        "data { format: FORMAT_LIBSVM train: \"",
-        dir_, "/train.svm\" test: \"", dir_, "/test.svm\" }\n",
-        "train { batch_size: ", kBatchSize, " epochs: ", epochs,
-        " progress_interval_s: 100 }\n", "checkpoint { ", checkpoint, " }\n");
+    std::ofstream(path) << LrJobText(dir_, 2, max_delay)
+                        << absl::StrCat("train { batch_size: ", kBatchSize,
+                                        " epochs: ", epochs,
+                                        " progress_interval_s: 100 }\n",
+                                        "checkpoint { ", checkpoint, " }\n");
     return path;
   }
 

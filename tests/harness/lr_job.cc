@@ -1,0 +1,43 @@
+#include "tests/harness/lr_job.h"
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+
+#include "tests/harness/daemon_cluster.h"
+
+namespace petrel {
+
+absl::Status GenerateLrData(const std::string& bin_dir, const std::string& dir,
+                            int train_examples, absl::Duration timeout) {
+  absl::StatusOr<std::unique_ptr<Subprocess>> gen = StartProgram(
+      {bin_dir + "/petrel-datagen", "--train_out=" + dir + "/train.svm",
+       absl::StrCat("--train_examples=", train_examples),
+       "--test_out=" + dir + "/test.svm", "--test_examples=10000", "--seed=7",
+       "--index_bits=16"});
+  if (!gen.ok()) return gen.status();
+  absl::StatusOr<int> code = (*gen)->Wait(timeout);
+  if (!code.ok()) return code.status();
+  if (*code != 0) {
+    return absl::InternalError(
+        absl::StrCat("petrel-datagen exited ", *code, ": ", (*gen)->Output()));
+  }
+  return absl::OkStatus();
+}
+
+std::string LrJobText(const std::string& dir, int num_workers, int max_delay) {
+  return absl::StrCat(
+      "num_servers: 2 num_workers: ", num_workers,
+      "\n"
+      "model { kind: KIND_LR }\n"
+      "tables { id: 0 dim: 1 optimizer { kind: KIND_FTRL ftrl_alpha: 0.1 "
+      "ftrl_beta: 1.0 ftrl_l1: 0.5 ftrl_l2: 5.0 } }\n"
+      "consistency { max_delay: ",
+      max_delay,
+      " }\n"
+      "data { format: FORMAT_LIBSVM train: \"",
+      dir, "/train.svm\" test: \"", dir, "/test.svm\" }\n");
+}
+
+}  // namespace petrel
