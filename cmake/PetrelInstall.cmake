@@ -1,0 +1,147 @@
+# What `cmake --install` puts under the prefix (GNUInstallDirs layout):
+#   bin/                     the daemons and tools (petrel-scheduler, ...)
+#   lib/libpetrel.a          the client library, Petrel::petrel: the
+#                            messaging core (van/), the push/pull protocol
+#                            (kv/: KVWorker, KVServer), the generated
+#                            protobuf code and base/ utilities they use
+#   lib/libpetrel_node_flags.a  the flags module of node programs,
+#                            Petrel::node_flags (NodeSettingsFromFlags,
+#                            RunNodeDaemon; it defines gflags flags, so it
+#                            is linked into executables only)
+#   include/petrel/          their headers, included as in the source tree
+#                            ("kv/kv_worker.h", "proto/meta.pb.h")
+#   lib/cmake/Petrel/        PetrelConfig.cmake, its version file and the
+#                            exported targets, for find_package(Petrel)
+#   lib/pkgconfig/petrel.pc  for pkg-config
+#   share/doc/petrel/        docs and config examples
+# Test and benchmark binaries are not installed. The systemd units and
+# /etc/petrel are the "system" component, installed only when asked for
+# (cmake --install B --component system) and by the Debian package
+# (cmake/PetrelPackage.cmake), so that an install into a prefix never
+# writes to /etc.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(PETREL_INSTALLED_BINARIES
+    petrel-scheduler petrel-server petrel-worker petrel-launch
+    petrel-datagen petrel-bench petrel-predict petrel-export)
+install(TARGETS ${PETREL_INSTALLED_BINARIES}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+
+# The libraries the client library is made of, in the source tree's
+# targets; their objects are archived once more into libpetrel.a (nothing
+# is compiled twice). Position-independent, so that users may link the
+# archive into shared objects too (the Python module does the same).
+set(PETREL_CLIENT_PARTS
+    petrel_proto petrel_base petrel_build_info petrel_huge_page_memory
+    petrel_row_index petrel_van petrel_kv)
+set(PETREL_NODE_FLAGS_PARTS petrel_node_flags petrel_flag_check)
+foreach(part IN LISTS PETREL_CLIENT_PARTS PETREL_NODE_FLAGS_PARTS)
+  set_target_properties(${part} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+endforeach()
+
+set(_petrel_include_dir ${CMAKE_INSTALL_INCLUDEDIR}/petrel)
+
+add_library(petrel_client STATIC)
+foreach(part IN LISTS PETREL_CLIENT_PARTS)
+  target_sources(petrel_client PRIVATE $<TARGET_OBJECTS:${part}>)
+endforeach()
+# The external libraries of every part, public ones and private ones alike
+# (a static archive's users link them all).
+# ZeroMQ and glog come from pkg-config; PetrelConfig.cmake makes targets of
+# its own for them (PkgConfig::PetrelZMQ, PkgConfig::PetrelGLOG), so that a
+# user's own pkg_check_modules(ZMQ ...) does not meet ours.
+target_link_libraries(petrel_client INTERFACE
+  $<BUILD_INTERFACE:PkgConfig::ZMQ> $<INSTALL_INTERFACE:PkgConfig::PetrelZMQ>
+  $<BUILD_INTERFACE:PkgConfig::GLOG> $<INSTALL_INTERFACE:PkgConfig::PetrelGLOG>
+  protobuf::libprotobuf Threads::Threads
+  absl::btree absl::flat_hash_map absl::flat_hash_set absl::int128
+  absl::span absl::status absl::statusor absl::str_format absl::strings
+  absl::synchronization absl::time)
+target_include_directories(petrel_client INTERFACE
+  $<INSTALL_INTERFACE:${_petrel_include_dir}>)
+target_compile_features(petrel_client INTERFACE cxx_std_17)
+set_target_properties(petrel_client PROPERTIES
+  OUTPUT_NAME petrel EXPORT_NAME petrel
+  ARCHIVE_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
+
+add_library(petrel_client_node_flags STATIC)
+foreach(part IN LISTS PETREL_NODE_FLAGS_PARTS)
+  target_sources(petrel_client_node_flags PRIVATE $<TARGET_OBJECTS:${part}>)
+endforeach()
+target_link_libraries(petrel_client_node_flags INTERFACE petrel_client gflags)
+set_target_properties(petrel_client_node_flags PROPERTIES
+  OUTPUT_NAME petrel_node_flags EXPORT_NAME node_flags
+  ARCHIVE_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
+
+install(TARGETS petrel_client petrel_client_node_flags
+        EXPORT PetrelTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
+
+# Headers: every header the parts list (petrel_cc_library's HDRS), at its
+# path in the source tree, plus the generated ones.
+foreach(part IN LISTS PETREL_CLIENT_PARTS PETREL_NODE_FLAGS_PARTS)
+  get_target_property(_sources ${part} SOURCES)
+  get_target_property(_source_dir ${part} SOURCE_DIR)
+  foreach(src IN LISTS _sources)
+    if(NOT src MATCHES "\\.h$")
+      continue()
+    endif()
+    if(NOT IS_ABSOLUTE ${src})
+      set(src ${_source_dir}/${src})
+    endif()
+    file(RELATIVE_PATH _rel ${PROJECT_SOURCE_DIR} ${src})
+    get_filename_component(_rel_dir ${_rel} DIRECTORY)
+    install(FILES ${src} DESTINATION ${_petrel_include_dir}/${_rel_dir}
+            COMPONENT dev)
+  endforeach()
+endforeach()
+# status_macros.h belongs to the header-only petrel_status_macros.
+install(FILES ${PROJECT_SOURCE_DIR}/base/status_macros.h
+        DESTINATION ${_petrel_include_dir}/base COMPONENT dev)
+install(FILES ${PROJECT_BINARY_DIR}/base/build_info_values.h
+        DESTINATION ${_petrel_include_dir}/base COMPONENT dev)
+install(DIRECTORY ${PROJECT_BINARY_DIR}/proto/
+        DESTINATION ${_petrel_include_dir}/proto COMPONENT dev
+        FILES_MATCHING PATTERN "*.pb.h" PATTERN "CMakeFiles" EXCLUDE)
+
+# find_package(Petrel): targets Petrel::petrel and Petrel::node_flags.
+set(_petrel_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/Petrel)
+install(EXPORT PetrelTargets NAMESPACE Petrel::
+        DESTINATION ${_petrel_cmake_dir} COMPONENT dev)
+configure_package_config_file(
+  ${PROJECT_SOURCE_DIR}/cmake/PetrelConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/PetrelConfig.cmake
+  INSTALL_DESTINATION ${_petrel_cmake_dir})
+# Before 1.0 a minor version may change the API: 0.1 does not satisfy 0.2.
+if(PROJECT_VERSION_MAJOR EQUAL 0)
+  set(_petrel_compat SameMinorVersion)
+else()
+  set(_petrel_compat SameMajorVersion)
+endif()
+write_basic_package_version_file(
+  ${PROJECT_BINARY_DIR}/PetrelConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY ${_petrel_compat})
+install(FILES ${PROJECT_BINARY_DIR}/PetrelConfig.cmake
+              ${PROJECT_BINARY_DIR}/PetrelConfigVersion.cmake
+        DESTINATION ${_petrel_cmake_dir} COMPONENT dev)
+
+# pkg-config: one module, both archives (the node flags archive adds
+# nothing to a program that does not use it). Dependencies go in Requires,
+# not Requires.private: the archives need them at link time.
+file(RELATIVE_PATH PETREL_PC_TO_PREFIX
+     /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
+string(REGEX REPLACE "/$" "" PETREL_PC_TO_PREFIX "${PETREL_PC_TO_PREFIX}")
+configure_file(${PROJECT_SOURCE_DIR}/cmake/petrel.pc.in
+               ${PROJECT_BINARY_DIR}/petrel.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/petrel.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
+
+install(FILES ${PROJECT_SOURCE_DIR}/README.md
+              ${PROJECT_SOURCE_DIR}/docs/install.md
+              ${PROJECT_SOURCE_DIR}/docs/configuration.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/cpp
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT dev)
+
+include(PetrelSystemFiles)

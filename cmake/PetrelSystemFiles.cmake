@@ -1,0 +1,1 @@
+# systemd units and /etc/petrel (filled in below)
