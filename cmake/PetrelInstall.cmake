@@ -84,7 +84,9 @@ foreach(part IN LISTS PETREL_CLIENT_PARTS PETREL_NODE_FLAGS_PARTS)
   get_target_property(_sources ${part} SOURCES)
   get_target_property(_source_dir ${part} SOURCE_DIR)
   foreach(src IN LISTS _sources)
-    if(NOT src MATCHES "\\.h$")
+    # Generated headers (proto/*.pb.h) are installed below.
+    string(FIND "${src}" "${PROJECT_BINARY_DIR}/" _in_build_dir)
+    if(NOT src MATCHES "\\.h$" OR _in_build_dir EQUAL 0)
       continue()
     endif()
     if(NOT IS_ABSOLUTE ${src})
@@ -143,5 +145,11 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/cpp
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT dev)
+# Job configs, and the service configuration as the package ships it (the
+# system component installs the same files into etc/petrel).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/deploy/examples/
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples/jobs COMPONENT runtime)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/deploy/etc/petrel/
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples/etc COMPONENT runtime)
 
 include(PetrelSystemFiles)
