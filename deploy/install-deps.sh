@@ -13,6 +13,10 @@ packages=(
 # torch for the tensor tests (PETREL_WITH_TORCH=0 leaves torch out; those
 # tests then skip).
 packages+=(python3-dev python3-pybind11 python3-numpy python3-pytest)
+# The package tests (tests/package): systemd-analyze checks the units,
+# adduser runs in the package's postinst (dpkg-shlibdeps comes with
+# build-essential's dpkg-dev).
+packages+=(systemd adduser)
 if [[ "${PETREL_WITH_TORCH:-1}" == 1 ]]; then
   packages+=(python3-torch)
 fi
