@@ -83,10 +83,11 @@ def parse_env_file(path):
 
 
 def unit_command(root, unit_name, instance=""):
-    """The argv systemd would run for `unit_name` from the unpacked tree
-    `root`: EnvironmentFile= read in order (a '-' one only when present),
-    $VAR split at whitespace, ${VAR} kept whole, and absolute paths looked
-    up under `root`."""
+    """The argv and environment systemd would run `unit_name` with, from the
+    unpacked tree `root`: EnvironmentFile= read in order (a '-' one only
+    when present) into the environment, $VAR split at whitespace, ${VAR}
+    kept whole, and the program looked up under `root`. Returns (argv,
+    environment, the EnvironmentFile= values)."""
     env_files, exec_start = parse_unit(
         os.path.join(root, UNIT_DIR.lstrip("/"), unit_name), instance)
     if exec_start is None:
@@ -108,7 +109,9 @@ def unit_command(root, unit_name, instance=""):
     if not argv[0].startswith("/"):
         raise AssertionError(f"{unit_name}: ExecStart is not absolute")
     argv[0] = os.path.join(root, argv[0].lstrip("/"))
-    return argv, env_files
+    environment = dict(os.environ)
+    environment.update(env)
+    return argv, environment, env_files
 
 
 class DebTest(unittest.TestCase):
@@ -290,26 +293,28 @@ echo "after-purge: user=$(getent passwd petrel | cut -d: -f1) group=$(getent gro
         os.makedirs(state)
         group = procs.Group()
         try:
-            argv, env_files = unit_command(self.root,
-                                           "petrel-scheduler.service")
+            argv, env, env_files = unit_command(self.root,
+                                                "petrel-scheduler.service")
             self.assertEqual(env_files, ["/etc/petrel/cluster.conf",
                                          "/etc/petrel/scheduler.conf"])
             scheduler = group.start("petrel-scheduler.service", argv,
-                                    cwd=state)
+                                    env=env, cwd=state)
             port = scheduler.wait_line(r"^PETREL_LISTEN .* port=(\d+)",
                                        60).group(1)
             for name in ["server.conf", "worker.conf"]:
                 self.edit_conf(os.path.join(etc, name),
                                [(r"--scheduler=[^ \"]+",
                                  f"--scheduler=127.0.0.1:{port}")])
-            argv, env_files = unit_command(self.root, "petrel-server@.service",
-                                           instance="0")
+            argv, env, env_files = unit_command(
+                self.root, "petrel-server@.service", instance="0")
             self.assertIn("--rank=0", argv)
             self.assertIn("-/etc/petrel/server-0.conf", env_files)
-            server = group.start("petrel-server@0.service", argv, cwd=state)
-            argv, _ = unit_command(self.root, "petrel-worker@.service",
-                                   instance="0")
-            worker = group.start("petrel-worker@0.service", argv, cwd=state)
+            server = group.start("petrel-server@0.service", argv, env=env,
+                                 cwd=state)
+            argv, env, _ = unit_command(self.root, "petrel-worker@.service",
+                                        instance="0")
+            worker = group.start("petrel-worker@0.service", argv, env=env,
+                                 cwd=state)
             # Nodes announce themselves once the whole job has joined.
             ready = server.wait_line(
                 r"^PETREL_READY role=server .*rank=0 .*metrics_port=(\d+)", 60)
