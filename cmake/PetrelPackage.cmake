@@ -25,7 +25,9 @@ set(CPACK_SOURCE_IGNORE_FILES "/build.*/" "/\\\\.git/")
 
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_GROUPING ALL_COMPONENTS_IN_ONE)
-set(CPACK_COMPONENTS_ALL runtime dev system python)
+# Unspecified: install() rules that name no component still reach the
+# package.
+set(CPACK_COMPONENTS_ALL runtime dev system python Unspecified)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
