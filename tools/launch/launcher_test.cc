@@ -62,7 +62,8 @@ echo ack >&5
 echo "server stopping"
 )";
 
-// Fake worker. $1: "ok", "hang", "fail-rank-N" (rank N exits 3) or
+// Fake worker. $1: "ok", "hang", "fail-rank-N" (rank N exits 3),
+// "bad-config-rank-N" (rank N exits 2, as for a bad config) or
 // "kill-rank-N" (rank N kills itself with SIGKILL once the fake scheduler
 // counted it, as the real one counts a worker it lost).
 constexpr char kWorkerScript[] = R"(#!/bin/sh
@@ -72,6 +73,7 @@ echo "env role=$DMLC_ROLE uri=$DMLC_PS_ROOT_URI port=$DMLC_PS_ROOT_PORT" \
   "rank=$PETREL_RANK scheduler=$PETREL_SCHEDULER"
 case "$1" in
   fail-rank-"$PETREL_RANK") echo "failing on purpose" >&2; exit 3 ;;
+  bad-config-rank-"$PETREL_RANK") echo "bad config" >&2; exit 2 ;;
   kill-rank-"$PETREL_RANK") echo done > "$dir/workers_done"; kill -9 $$ ;;
   hang) echo ready; exec sleep 1000 ;;
 esac
@@ -85,7 +87,16 @@ constexpr const char* kFiles[] = {"petrel-scheduler",
                                   "servers_stop",
                                   "servers_acked",
                                   "scheduler_ignores_workers",
-                                  "job.textproto"};
+                                  "job.textproto",
+                                  "ssh"};
+
+// Fake ssh: runs the remote command (its last argument) here, after saying
+// which host it was for.
+constexpr char kSshScript[] = R"(#!/bin/sh
+while [ "$1" != "--" ]; do shift; done
+echo "ssh to $2"
+exec /bin/sh -c "$3"
+)";
 
 struct Result {
   int exit_code = -1;
@@ -209,6 +220,59 @@ TEST_F(LauncherTest, FailingWorkerStopsJobAndIsNamed) {
 
 // With survive_worker_kills (--config) a worker killed by a signal does not
 // stop the job: it ends as the scheduler says.
+TEST_F(LauncherTest, AChildExitingWithCode2MakesTheLauncherExit2) {
+  Result result = RunLaunch({"--num_servers=1", "--num_workers=2", "--",
+                             "petrel-fake-worker", "bad-config-rank-0"});
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("petrel-launch: worker 0 exited with code 2 (bad "
+                        "flags, config or data); stopping the job\n"));
+}
+
+TEST_F(LauncherTest, HostsRunEachProcessOverSshOnItsAddress) {
+  WriteExecutable("ssh", kSshScript);
+  absl::Mutex mu;
+  std::vector<std::string> output;
+  Launcher::Options options;
+  options.num_servers = 2;
+  options.num_workers = 2;
+  options.bin_dir = dir_;
+  options.command = {"petrel-fake-worker", "ok"};
+  options.hosts = *ParseHostsFile(
+      "127.0.0.2 roles=scheduler\nnode3 slots=2\n"
+      "bob@127.0.0.4 roles=server,worker\n",
+      "hosts");
+  options.ssh.program = Path("ssh");
+  options.remote_env = {{"PETREL_EXTRA", "x"}, {"PETREL_RANK", "99"}};
+  options.print_output = [&](std::string_view line) {
+    absl::MutexLock lock(&mu);
+    output.emplace_back(line);
+  };
+  options.print_status = [](std::string_view) {};
+  EXPECT_EQ(Launcher(options).Run(), 0);
+  absl::MutexLock lock(&mu);
+  using ::testing::Contains;
+  EXPECT_THAT(output, Contains("[scheduler@127.0.0.2] ssh to 127.0.0.2"));
+  EXPECT_THAT(output, Contains("[scheduler@127.0.0.2] scheduler args: "
+                               "--port=0 --num_servers=2 --num_workers=2 "
+                               "--advertise_host=127.0.0.2 "
+                               "--bind=127.0.0.2"));
+  // A name is advertised but not bound; user@ is not part of the address.
+  EXPECT_THAT(output, Contains("[server 0@node3] server args: "
+                               "--scheduler=127.0.0.2:12345 --port=0 "
+                               "--advertise_host=node3 --rank=0 "
+                               "--num_servers=2 --num_workers=2"));
+  EXPECT_THAT(output, Contains("[server 1@bob@127.0.0.4] server args: "
+                               "--scheduler=127.0.0.2:12345 --port=0 "
+                               "--advertise_host=127.0.0.4 --rank=1 "
+                               "--num_servers=2 --num_workers=2 "
+                               "--bind=127.0.0.4"));
+  EXPECT_THAT(output, Contains("[worker 1@bob@127.0.0.4] env role=worker "
+                               "uri=127.0.0.2 port=12345 servers=2 workers=2 "
+                               "host=127.0.0.4 rank=1 "
+                               "scheduler=127.0.0.2:12345"));
+}
+
 TEST_F(LauncherTest, AKilledWorkerDoesNotStopAJobThatSurvivesIt) {
   Launcher::Options options;
   options.num_servers = 1;
@@ -406,6 +470,9 @@ TEST(LauncherValidateTest, RejectsBadOptions) {
   EXPECT_EQ(Launcher::Validate(bad).code(), absl::StatusCode::kInvalidArgument);
   bad = options;
   bad.job_timeout = absl::Seconds(-1);
+  EXPECT_EQ(Launcher::Validate(bad).code(), absl::StatusCode::kInvalidArgument);
+  bad = options;
+  bad.hosts = *ParseHostsFile("h roles=server,worker\n", "hosts");
   EXPECT_EQ(Launcher::Validate(bad).code(), absl::StatusCode::kInvalidArgument);
 }
 
