@@ -16,6 +16,9 @@ packages+=(python3-dev python3-pybind11 python3-numpy python3-pytest)
 if [[ "${PETREL_WITH_TORCH:-1}" == 1 ]]; then
   packages+=(python3-torch)
 fi
+# The cluster tests (tests/cluster) start a real Slurm and a real OpenSSH
+# server on this machine.
+packages+=(slurm-wlm munge openssh-server openssh-client)
 # clang builds the libFuzzer target; optional for users, used by CI.
 if [[ "${PETREL_WITH_CLANG:-1}" == 1 ]]; then
   packages+=(clang)
