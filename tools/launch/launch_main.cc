@@ -283,13 +283,22 @@ int RunSlurmTask(petrel::Launcher::Options options,
   if (FLAGS_scheduler_port < 0 || FLAGS_scheduler_port > 65535) {
     return UsageError("--scheduler_port must be in 0..65535");
   }
-  const int port = petrel::SlurmSchedulerPort(*task, FLAGS_scheduler_port);
+  int port = FLAGS_scheduler_port;
+  if (!task->in_step && port == 0 && task->node_name == task->hosts.front()) {
+    // The batch script runs on the first host, the scheduler's.
+    if (absl::StatusOr<int> free = petrel::FreeTcpPort(); free.ok()) {
+      port = *free;
+    }
+  }
+  port = petrel::SlurmSchedulerPort(*task, port);
   absl::StatusOr<petrel::ExecSpec> spec =
       petrel::SlurmTaskSpec(*task, options, port);
   if (!spec.ok()) return UsageError(std::string(spec.status().message()));
   std::vector<std::string> argv = spec->argv;
   if (!task->in_step) {
-    argv = petrel::SrunArgv(SelfPath(), args);
+    std::vector<std::string> task_args = args;
+    task_args.push_back(absl::StrCat("--scheduler_port=", port));
+    argv = petrel::SrunArgv(SelfPath(), task_args);
   } else {
     std::fprintf(stderr, "petrel-launch: Slurm task %d of %d runs the %s\n",
                  task->proc_id, task->num_tasks, spec->role.c_str());

@@ -444,8 +444,12 @@ int Launcher::Finish(WaitResult result, absl::string_view deadline_message) {
                                         : "",
           "; stopping the job"));
       TerminateAll();
-      // Bad flags, config or data stay exit 2 for whoever runs the launcher.
-      return code == kExitUsage ? kExitUsage : kExitFailed;
+      // Bad flags, config or data stay exit 2 for whoever runs the launcher,
+      // also when another process saw the job fail and exited first.
+      const bool usage = std::any_of(
+          children_.begin(), children_.end(),
+          [](const Child& c) { return c.exit_code == kExitUsage; });
+      return usage ? kExitUsage : kExitFailed;
     }
     case WaitResult::kSignal:
       if (options_.graceful_stop && !children_.empty() &&

@@ -114,7 +114,7 @@ class Launcher {
 
   // Runs the job to the end and returns the launcher's exit code: 0 when
   // every process exited 0 (but the workers survive_worker_kills let go); 2
-  // for invalid options, or when the first process to fail exited 2 (bad
+  // for invalid options, or when a process failed and one exited 2 (bad
   // data or config); 1 when one failed otherwise, a deadline passed or a
   // child could not be started; 128 + signal number when stopped by SIGINT
   // or SIGTERM.

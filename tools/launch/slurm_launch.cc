@@ -1,7 +1,12 @@
 #include "tools/launch/slurm_launch.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <initializer_list>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
@@ -96,7 +101,30 @@ absl::StatusOr<SlurmTask> SlurmTaskFromEnv(
         absl::StrCat(name, ": ", hosts.status().message()));
   }
   task.hosts = *std::move(hosts);
+  if (const char* node = get_env("SLURMD_NODENAME"); node != nullptr) {
+    task.node_name = node;
+  }
   return task;
+}
+
+absl::StatusOr<int> FreeTcpPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::ErrnoToStatus(errno, "socket");
+  sockaddr_in address = {};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_ANY);
+  address.sin_port = 0;
+  socklen_t length = sizeof(address);
+  absl::Status status;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    status = absl::ErrnoToStatus(errno, "bind");
+  } else if (getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) !=
+             0) {
+    status = absl::ErrnoToStatus(errno, "getsockname");
+  }
+  close(fd);
+  if (!status.ok()) return status;
+  return static_cast<int>(ntohs(address.sin_port));
 }
 
 int SlurmSchedulerPort(const SlurmTask& task, int port) {

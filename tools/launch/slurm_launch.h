@@ -32,6 +32,9 @@ struct SlurmTask {
   // SLURM_STEP_NODELIST (in a step), else SLURM_JOB_NODELIST, expanded;
   // task 0 runs on the first.
   std::vector<std::string> hosts;
+  // SLURMD_NODENAME: the node this runs on; empty outside the allocation's
+  // nodes (an salloc shell on a login node).
+  std::string node_name;
 };
 
 // Reads the task from `get_env` (std::getenv in petrel-launch).
@@ -43,7 +46,14 @@ absl::StatusOr<SlurmTask> SlurmTaskFromEnv(
 
 // The scheduler's port: `port` when it is not 0, else one derived from the
 // job id (20000 + job_id % 20000), the same in every task of the job.
+// (Run in the batch script on the first host, petrel-launch picks a free
+// port there with FreeTcpPort() and passes it to the tasks instead.)
 int SlurmSchedulerPort(const SlurmTask& task, int port);
+
+// A TCP port that is free on this host now (bound to port 0 and closed).
+// Another process may take it before it is used; a scheduler that cannot
+// bind it fails with a clear error. Errors from socket(2) and bind(2).
+absl::StatusOr<int> FreeTcpPort();
 
 // What one task runs.
 struct ExecSpec {

@@ -53,6 +53,7 @@ TEST(SlurmLaunchTest, ReadsTheTaskFromTheEnvironment) {
   EXPECT_EQ(task->num_tasks, 5);
   EXPECT_EQ(task->job_id, 1234);
   EXPECT_THAT(task->hosts, ElementsAre("node07", "node08"));
+  EXPECT_EQ(task->node_name, "");
   EXPECT_EQ(SlurmSchedulerPort(*task, 0), 21234);
   EXPECT_EQ(SlurmSchedulerPort(*task, 5555), 5555);
 }
@@ -130,6 +131,13 @@ TEST(SlurmLaunchTest, TaskCountMustMatchTheJob) {
   spec = SlurmTaskSpec(*FromEnv(StepEnv(0)), options, 6000);
   ASSERT_FALSE(spec.ok());
   EXPECT_THAT(spec.status().message(), HasSubstr("--ntasks=6"));
+}
+
+TEST(SlurmLaunchTest, FreeTcpPortIsAPort) {
+  absl::StatusOr<int> port = FreeTcpPort();
+  ASSERT_TRUE(port.ok()) << port.status();
+  EXPECT_GT(*port, 0);
+  EXPECT_LE(*port, 65535);
 }
 
 TEST(SlurmLaunchTest, SrunRunsItselfOncePerTask) {
