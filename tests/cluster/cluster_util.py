@@ -71,9 +71,11 @@ class Daemons:
 
 
 def write_lr_job(bin_dir, directory, num_servers, num_workers,
-                 train_examples=20000):
+                 train_examples=20000, train_entry=None):
     """Generates libsvm data in `directory` and writes job.textproto for a
-    logistic-regression job; returns the config's path."""
+    logistic-regression job; returns the config's path. `train_entry` is
+    data.train (default: the generated file's path)."""
+    train_entry = train_entry or f"{directory}/train.svm"
     subprocess.run(
         [os.path.join(bin_dir, "petrel-datagen"),
          f"--train_out={directory}/train.svm",
@@ -88,7 +90,7 @@ num_workers: {num_workers}
 model {{ kind: KIND_LR }}
 tables {{ id: 0 dim: 1 optimizer {{ kind: KIND_FTRL ftrl_alpha: 0.1
   ftrl_beta: 1.0 ftrl_l1: 0.5 ftrl_l2: 5.0 }} }}
-data {{ format: FORMAT_LIBSVM train: "{directory}/train.svm"
+data {{ format: FORMAT_LIBSVM train: "{train_entry}"
   test: "{directory}/test.svm" }}
 train {{ batch_size: 512 epochs: 1 }}
 """)

@@ -2,7 +2,8 @@
 openssh-server) on a free port of 127.0.0.2 and 127.0.0.3, with a generated
 host key and user key, so that each "host" has its own address. Then:
   1. a training job with processes on both hosts exits 0, each process
-     advertising (and binding) its own host's address;
+     advertising (and binding) its own host's address, the workers finding
+     their data through a variable forwarded from petrel-launch and a glob;
   2. a worker failing with exit code 2 (a bad flag) makes petrel-launch
      exit 2;
   3. SIGINT to petrel-launch mid-run stops the job, and no Petrel process
@@ -171,7 +172,11 @@ def main():
             cu.skip(f"sshd could not start here: {e}")
         with open(f"{d}/hosts", "w") as f:
             f.write("# one line per host\n127.0.0.2 slots=2\n127.0.0.3 slots=2\n")
-        cu.write_lr_job(bin_dir, d, num_servers=2, num_workers=2)
+        # data.train names the data through a variable (forwarded to every
+        # host like every PETREL_* variable) and a glob.
+        os.environ["PETREL_TEST_DATA"] = d
+        cu.write_lr_job(bin_dir, d, num_servers=2, num_workers=2,
+                        train_entry="${PETREL_TEST_DATA}/tr*n.svm")
         test_trains_on_two_hosts(bin_dir, d, port)
         test_exit_code_2_passes_through(bin_dir, d, port)
         test_sigint_leaves_no_process(bin_dir, d, port)
