@@ -2,8 +2,9 @@
 slurmd (Debian's slurm-wlm) on this machine with a generated key and config
 (one node, this host), submits deploy/slurm/petrel-train.sbatch with sbatch
 for 1 scheduler + 2 servers + 2 workers, and checks that the job trained and
-completed with exit code 0; then that a job whose task count does not match
-the config fails with exit code 2 before starting anything.
+completed with exit code 0; that a config error in the workers (exit 2)
+fails the job with exit code 2; and that a job whose task count does not
+match the config fails with exit code 2 before starting anything.
 
 Usage: slurm_test.py BIN_DIR SOURCE_DIR. Exit 77 (skipped, with the reason
 printed) only where Slurm cannot run here."""
@@ -144,6 +145,15 @@ def main():
         assert re.search(r"^[34]: .*final test_logloss=", out, re.M), out
         assert "train_examples=20000" in out, out
         assert "job finished" in out, out
+
+        # A config error in the workers (exit 2) stops the step, and the
+        # job's exit code is 2.
+        (state, code), out = run_job(d, env, script, 5,
+                                     [config, "--device=abacus"])
+        print(out)
+        assert (state, code) == ("FAILED", "2:0"), (state, code)
+        assert re.search(r"^[34]: petrel-worker: train.device: device "
+                         r"\"abacus\"", out, re.M), out
 
         # 1 + 2 + 2 processes cannot run in 4 tasks: refused before srun,
         # with the launcher's exit code 2.
