@@ -131,8 +131,11 @@ class LauncherTest : public ::testing::Test {
     ASSERT_EQ(chmod(Path(name).c_str(), 0755), 0);
   }
 
-  std::unique_ptr<Subprocess> StartLaunch(std::vector<std::string> args) {
+  std::unique_ptr<Subprocess> StartLaunch(
+      std::vector<std::string> args,
+      std::vector<std::pair<std::string, std::string>> env = {}) {
     Subprocess::Options options;
+    options.env = std::move(env);
     options.argv = {PETREL_LAUNCH_BINARY, "--bin_dir=" + dir_,
                     "--grace_period_s=5"};
     options.argv.insert(options.argv.end(), args.begin(), args.end());
@@ -142,9 +145,11 @@ class LauncherTest : public ::testing::Test {
     return proc.ok() ? *std::move(proc) : nullptr;
   }
 
-  Result RunLaunch(std::vector<std::string> args) {
+  Result RunLaunch(std::vector<std::string> args,
+                   std::vector<std::pair<std::string, std::string>> env = {}) {
     Result result;
-    std::unique_ptr<Subprocess> proc = StartLaunch(std::move(args));
+    std::unique_ptr<Subprocess> proc =
+        StartLaunch(std::move(args), std::move(env));
     if (proc == nullptr) return result;
     absl::StatusOr<int> code = proc->Wait(kDeadline);
     EXPECT_TRUE(code.ok()) << code.status();
@@ -398,7 +403,12 @@ TEST_F(LauncherTest, RejectsBadFlagsWithExitCode2) {
       {{"--num_workers=-1", "--", "petrel-fake-worker"},
        "num_workers must be at least 1, got -1"},
       {{"--num_workers=1"}, "no worker command given"},
-      {{"--", "petrel-no-such-command"}, "petrel-no-such-command"}};
+      {{"--", "petrel-no-such-command"}, "petrel-no-such-command"},
+      {{"--hosts=/nonexistent/hosts", "--", "true"},
+       "cannot read hosts file /nonexistent/hosts"},
+      {{"--hosts=/dev/null", "--", "true"}, "/dev/null: no host"},
+      {{"--hosts=/dev/null", "--host=10.0.0.1", "--", "true"},
+       "--host and --hosts exclude each other"}};
   for (const auto& [args, message] : cases) {
     Result result = RunLaunch(args);
     EXPECT_EQ(result.exit_code, 2) << result.output;
@@ -407,6 +417,43 @@ TEST_F(LauncherTest, RejectsBadFlagsWithExitCode2) {
         absl::StrSplit(result.output, '\n', absl::SkipEmpty());
     EXPECT_EQ(lines.size(), 1u) << result.output;
   }
+}
+
+// In an srun step petrel-launch --slurm becomes the task's process: here
+// task 2 of 3 with one server, so worker 0, whose exit code is the
+// launcher's.
+TEST_F(LauncherTest, SlurmTaskBecomesItsProcess) {
+  const std::vector<std::pair<std::string, std::string>> env = {
+      {"SLURM_JOB_ID", "77"},
+      {"SLURM_NTASKS", "3"},
+      {"SLURM_STEP_ID", "0"},
+      {"SLURM_PROCID", "2"},
+      {"SLURM_STEP_NODELIST", "n[1-2]"}};
+  Result result = RunLaunch(
+      {"--slurm", "--", "/bin/sh", "-c",
+       "echo $DMLC_ROLE rank=$PETREL_RANK at=$PETREL_SCHEDULER; exit 2"},
+      env);
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("petrel-launch: Slurm task 2 of 3 runs the worker 0\n"
+                        "worker rank=0 at=n1:20077\n"));
+  // Task 1 is the (fake) server, told where the scheduler is; it waits to
+  // be stopped, and the Subprocess's destructor kills it.
+  std::vector<std::pair<std::string, std::string>> server_env = env;
+  server_env[3].second = "1";
+  std::unique_ptr<Subprocess> server = StartLaunch(
+      {"--slurm", "--scheduler_port=5000", "--", "true"}, server_env);
+  ASSERT_NE(server, nullptr);
+  absl::StatusOr<std::string> line =
+      server->WaitForLine("server args:", kDeadline);
+  ASSERT_TRUE(line.ok()) << line.status();
+  EXPECT_EQ(*line,
+            "server args: --scheduler=n1:5000 --port=0 --rank=0 "
+            "--num_servers=1 --num_workers=1");
+  // More servers than the tasks allow: exit 2 before anything runs.
+  result = RunLaunch({"--slurm", "--num_servers=2", "--", "true"}, env);
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("the step has 3 tasks"));
 }
 
 TEST_F(LauncherTest, HelpDescribesFlagsAndDefaults) {
