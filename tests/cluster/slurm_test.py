@@ -2,8 +2,9 @@
 slurmd (Debian's slurm-wlm) on this machine with a generated key and config
 (one node, this host), submits deploy/slurm/petrel-train.sbatch with sbatch
 for 1 scheduler + 2 servers + 2 workers, and checks that the job trained and
-completed with exit code 0; that a config error in the workers (exit 2)
-fails the job with exit code 2; and that a job whose task count does not
+completed with exit code 0; that deploy/slurm/petrel-command.sbatch runs a
+worker command whose config error (exit 2) fails the job with exit code 2;
+and that a job whose task count does not
 match the config fails with exit code 2 before starting anything.
 
 Usage: slurm_test.py BIN_DIR SOURCE_DIR. Exit 77 (skipped, with the reason
@@ -146,10 +147,15 @@ def main():
         assert "train_examples=20000" in out, out
         assert "job finished" in out, out
 
-        # A config error in the workers (exit 2) stops the step, and the
-        # job's exit code is 2.
-        (state, code), out = run_job(d, env, script, 5,
-                                     [config, "--device=abacus"])
+        # Your own worker command (deploy/slurm/petrel-command.sbatch), here
+        # petrel-worker with a config error: its exit 2 stops the step, and
+        # the job's exit code is 2.
+        command_script = os.path.join(source_dir,
+                                      "deploy/slurm/petrel-command.sbatch")
+        (state, code), out = run_job(
+            d, dict(env, NUM_SERVERS="2"), command_script, 5,
+            [f"{bin_dir}/petrel-worker", "--job=train", f"--config={config}",
+             "--device=abacus"])
         print(out)
         assert (state, code) == ("FAILED", "2:0"), (state, code)
         assert re.search(r"^[34]: petrel-worker: train.device: device "

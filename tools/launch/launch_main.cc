@@ -296,9 +296,7 @@ int RunSlurmTask(petrel::Launcher::Options options,
   if (!spec.ok()) return UsageError(std::string(spec.status().message()));
   std::vector<std::string> argv = spec->argv;
   if (!task->in_step) {
-    std::vector<std::string> task_args = args;
-    task_args.push_back(absl::StrCat("--scheduler_port=", port));
-    argv = petrel::SrunArgv(SelfPath(), task_args);
+    argv = petrel::SrunArgv(SelfPath(), port, args);
   } else {
     std::fprintf(stderr, "petrel-launch: Slurm task %d of %d runs the %s\n",
                  task->proc_id, task->num_tasks, spec->role.c_str());

@@ -446,9 +446,9 @@ int Launcher::Finish(WaitResult result, absl::string_view deadline_message) {
       TerminateAll();
       // Bad flags, config or data stay exit 2 for whoever runs the launcher,
       // also when another process saw the job fail and exited first.
-      const bool usage = std::any_of(
-          children_.begin(), children_.end(),
-          [](const Child& c) { return c.exit_code == kExitUsage; });
+      const bool usage =
+          std::any_of(children_.begin(), children_.end(),
+                      [](const Child& c) { return c.exit_code == kExitUsage; });
       return usage ? kExitUsage : kExitFailed;
     }
     case WaitResult::kSignal:

@@ -183,10 +183,11 @@ absl::StatusOr<ExecSpec> SlurmTaskSpec(const SlurmTask& task,
   return spec;
 }
 
-std::vector<std::string> SrunArgv(const std::string& self,
+std::vector<std::string> SrunArgv(const std::string& self, int scheduler_port,
                                   const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"srun", "--kill-on-bad-exit=1", "--label",
-                                   self};
+  std::vector<std::string> argv = {
+      "srun", "--kill-on-bad-exit=1", "--label", self,
+      absl::StrCat("--scheduler_port=", scheduler_port)};
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
 }

@@ -72,10 +72,11 @@ absl::StatusOr<ExecSpec> SlurmTaskSpec(const SlurmTask& task,
                                        const Launcher::Options& options,
                                        int scheduler_port);
 
-// The command that runs petrel-launch (`self`, with its arguments `args`)
-// once per task of the allocation: srun, killing the step when a task
-// fails, with each output line labelled by its task number.
-std::vector<std::string> SrunArgv(const std::string& self,
+// The command that runs petrel-launch (`self`, with its arguments `args`,
+// which may end in "-- COMMAND...") once per task of the allocation, with
+// --scheduler_port=`scheduler_port` before them: srun, killing the step
+// when a task fails, with each output line labelled by its task number.
+std::vector<std::string> SrunArgv(const std::string& self, int scheduler_port,
                                   const std::vector<std::string>& args);
 
 }  // namespace petrel

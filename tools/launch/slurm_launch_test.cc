@@ -141,9 +141,11 @@ TEST(SlurmLaunchTest, FreeTcpPortIsAPort) {
 }
 
 TEST(SlurmLaunchTest, SrunRunsItselfOncePerTask) {
-  EXPECT_THAT(SrunArgv("/bin/petrel-launch", {"--slurm", "--config=j"}),
-              ElementsAre("srun", "--kill-on-bad-exit=1", "--label",
-                          "/bin/petrel-launch", "--slurm", "--config=j"));
+  EXPECT_THAT(
+      SrunArgv("/bin/petrel-launch", 6000, {"--slurm", "--", "./w", "--x"}),
+      ElementsAre("srun", "--kill-on-bad-exit=1", "--label",
+                  "/bin/petrel-launch", "--scheduler_port=6000", "--slurm",
+                  "--", "./w", "--x"));
 }
 
 }  // namespace
