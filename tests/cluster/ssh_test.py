@@ -2,7 +2,7 @@
 openssh-server) on a free port of 127.0.0.2 and 127.0.0.3, with a generated
 host key and user key, so that each "host" has its own address. Then:
   1. a training job with processes on both hosts exits 0, each process
-     advertising (and binding) its own host's address, the workers finding
+     advertising and binding its own host's address (checked with ss), the workers finding
      their data through a variable forwarded from petrel-launch and a glob;
   2. a worker failing with exit code 2 (a bad flag) makes petrel-launch
      exit 2;
@@ -90,6 +90,23 @@ def our_petrel_processes(bin_dir, d):
     return found
 
 
+def check_bound_to_own_address(processes):
+    """Every process listens on its host's address only (the one in its
+    --bind flag), not on every interface."""
+    if shutil.which("ss") is None:
+        print("ss (iproute2) is not installed: bound addresses not checked")
+        return
+    listening = subprocess.run(["ss", "-Hltnp"], capture_output=True,
+                               text=True).stdout.splitlines()
+    for pid, cmdline in processes:
+        bind = re.search(r"--bind=(\S+)", cmdline)
+        assert bind, cmdline
+        mine = [l.split()[3] for l in listening if f"pid={pid}," in l]
+        assert mine, (cmdline, listening)
+        for address in mine:
+            assert address.rsplit(":", 1)[0] == bind.group(1), (cmdline, mine)
+
+
 def test_trains_on_two_hosts(bin_dir, d, port):
     run = subprocess.run(launch_argv(bin_dir, d, port, []), cwd=d,
                          capture_output=True, text=True, timeout=90)
@@ -138,6 +155,7 @@ def test_sigint_leaves_no_process(bin_dir, d, port):
         assert any("progress" in l for l in lines), "".join(lines)
         running = our_petrel_processes(bin_dir, d)
         assert len(running) == 5, running  # 1 + 2 + 2, on the two hosts
+        check_bound_to_own_address(running)
         proc.send_signal(signal.SIGINT)
         rest, _ = proc.communicate(timeout=60)
     finally:

@@ -222,6 +222,7 @@ absl::Status ApplyJobConfig(petrel::Launcher::Options& options) {
   }
   options.command = {options.bin_dir + "/petrel-worker", "--job=train",
                      "--config=" + FLAGS_config};
+  options.worker_takes_node_flags = true;
   options.command.insert(options.command.end(), checkpoint_args.begin(),
                          checkpoint_args.end());
   if (!FLAGS_train.empty()) options.command.push_back("--train=" + FLAGS_train);

@@ -293,12 +293,16 @@ absl::Status Launcher::StartServersAndWorkers(int port,
         StartChild(absl::StrCat("server ", i), false, argv, {}, remote);
     if (!s.ok()) return s;
   }
-  std::vector<std::string> argv = options_.command;
-  argv[0] = command_path;
   for (int i = 0; i < options_.num_workers; ++i) {
     const HostEntry* remote = WorkerHost(i);
+    std::vector<std::string> argv = options_.command;
+    argv[0] = command_path;
+    if (options_.worker_takes_node_flags && remote != nullptr &&
+        IsIpv4Address(remote->address)) {
+      argv.push_back("--bind=" + remote->address);
+    }
     absl::Status s =
-        StartChild(absl::StrCat("worker ", i), true, argv,
+        StartChild(absl::StrCat("worker ", i), true, std::move(argv),
                    {{"DMLC_ROLE", "worker"},
                     {"DMLC_PS_ROOT_URI", scheduler_host},
                     {"DMLC_PS_ROOT_PORT", absl::StrCat(port)},

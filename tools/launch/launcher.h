@@ -53,6 +53,10 @@ class Launcher {
     std::vector<HostEntry> hosts;
     // How to reach `hosts`.
     SshOptions ssh;
+    // The worker command is petrel-worker, which takes node flags: on a
+    // host given by an IPv4 address it gets --bind=ADDRESS as the daemons
+    // do. Default false: workers get the DMLC_* environment only.
+    bool worker_takes_node_flags = false;
     // Environment the remote processes get besides the DMLC_* and PETREL_*
     // variables the launcher sets (main passes its own PETREL_*, DMLC_* and
     // GLOG_* variables). Default none.
