@@ -5,9 +5,10 @@ host key and user key, so that each "host" has its own address. Then:
      advertising and binding its own host's address (checked with ss), the workers finding
      their data through a variable forwarded from petrel-launch and a glob;
   2. a worker failing with exit code 2 (a bad flag) makes petrel-launch
-     exit 2;
+     exit 2, and the processes on the hosts are stopped;
   3. SIGINT to petrel-launch mid-run stops the job, and no Petrel process
-     is left on the hosts.
+     is left on the hosts;
+  4. a host without sshd fails the job at once, naming the host.
 
 Usage: ssh_test.py BIN_DIR SOURCE_DIR. Exit 77 (skipped, with the reason
 printed) only where sshd cannot run here."""
@@ -140,6 +141,22 @@ def test_exit_code_2_passes_through(bin_dir, d, port):
     assert run.returncode == 2, run.returncode
     assert re.search(r"petrel-launch: worker \d@127.0.0.\d exited with code 2 "
                      r"\(bad flags, config or data\)", out), out
+    cu.wait_until(lambda: not our_petrel_processes(bin_dir, d), 20,
+                  f"Petrel processes left: {our_petrel_processes(bin_dir, d)}")
+
+
+def test_unreachable_host_fails_naming_it(bin_dir, d, port):
+    with open(f"{d}/hosts_unreachable", "w") as f:
+        f.write("127.0.0.9\n")  # no sshd there
+    argv = launch_argv(bin_dir, d, port, [])
+    argv[1] = f"--hosts={d}/hosts_unreachable"
+    run = subprocess.run(argv, cwd=d, capture_output=True, text=True,
+                         timeout=60)
+    out = run.stdout + run.stderr
+    print(out)
+    assert run.returncode == 1, run.returncode
+    assert ("petrel-launch: scheduler@127.0.0.9 exited with code 255 (ssh "
+            "failed: host unreachable") in out, out
 
 
 def test_sigint_leaves_no_process(bin_dir, d, port):
@@ -198,6 +215,7 @@ def main():
         test_trains_on_two_hosts(bin_dir, d, port)
         test_exit_code_2_passes_through(bin_dir, d, port)
         test_sigint_leaves_no_process(bin_dir, d, port)
+        test_unreachable_host_fails_naming_it(bin_dir, d, port)
         print("ssh_test: passed")
     finally:
         daemons.stop()

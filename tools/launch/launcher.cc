@@ -411,15 +411,28 @@ void Launcher::CollectExits() {
     absl::StatusOr<int> code = child.proc->Wait(absl::ZeroDuration());
     if (!code.ok()) continue;
     child.exit_code = *code;
-    if (*code > 128 && child.is_worker && options_.survive_worker_kills &&
+    // ssh's own failure (255) is not a kill: an unreachable host fails the
+    // job at once.
+    const bool killed = *code > 128 && !(child.remote && *code == 255);
+    if (killed && child.is_worker && options_.survive_worker_kills &&
         !failed_.has_value()) {
       child.lost = true;
-      PrintStatus(absl::StrCat(child.name, " was killed by signal ",
-                               *code - 128, "; the job goes on without it"));
+      PrintStatus(absl::StrCat(child.name, " was ", ExitReason(child, *code),
+                               "; the job goes on without it"));
       continue;
     }
     if (*code != 0 && !failed_.has_value()) failed_ = i;
   }
+}
+
+std::string Launcher::ExitReason(const Child& child, int code) {
+  // ssh exits 255 for its own failures; the remote process's code otherwise.
+  if (child.remote && code == 255) {
+    return "ssh failed: host unreachable, connection lost or login refused";
+  }
+  if (code > 128) return absl::StrCat("killed by signal ", code - 128);
+  if (code == kExitUsage) return "bad flags, config or data";
+  return "";
 }
 
 bool Launcher::AllExited(bool workers_only) const {
@@ -440,13 +453,10 @@ int Launcher::Finish(WaitResult result, absl::string_view deadline_message) {
     case WaitResult::kFailed: {
       const Child& child = children_[*failed_];
       int code = *child.exit_code;
+      const std::string reason = ExitReason(child, code);
       PrintStatus(absl::StrCat(
-          child.name, " exited with code ", code,
-          code > 128 ? absl::StrCat(" (killed by signal ", code - 128, ")")
-          : code == kExitUsage          ? " (bad flags, config or data)"
-          : code == 255 && child.remote ? " (ssh could not run it)"
-                                        : "",
-          "; stopping the job"));
+          child.name, " exited with code ", code, reason.empty() ? "" : " (",
+          reason, reason.empty() ? "" : ")", "; stopping the job"));
       TerminateAll();
       // Bad flags, config or data stay exit 2 for whoever runs the launcher,
       // also when another process saw the job fail and exited first.

@@ -163,6 +163,9 @@ class Launcher {
                        bool stop_on_failure);
   void WaitForEvent(absl::Time deadline);
   void CollectExits();
+  // Why `child` exited with `code`, for messages: "killed by signal 9",
+  // "bad flags, config or data", "ssh failed: ..."; "" when nothing to add.
+  static std::string ExitReason(const Child& child, int code);
   bool AllExited(bool workers_only) const;
   bool AllSucceeded() const;
   int Finish(WaitResult result, absl::string_view deadline_message);
