@@ -20,6 +20,9 @@ packages+=(systemd adduser)
 if [[ "${PETREL_WITH_TORCH:-1}" == 1 ]]; then
   packages+=(python3-torch)
 fi
+# The cluster tests (tests/cluster) start a real Slurm and a real OpenSSH
+# server on this machine.
+packages+=(slurm-wlm munge openssh-server openssh-client)
 # clang builds the libFuzzer target; optional for users, used by CI.
 if [[ "${PETREL_WITH_CLANG:-1}" == 1 ]]; then
   packages+=(clang)

@@ -25,6 +25,7 @@
 // failure (a wrong sum, a deadline, a failed job, SIGTERM/SIGINT: one line
 // on stderr says which); 2 bad flags or configuration.
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,7 @@
 #include "kv/kv_worker.h"
 #include "van/daemon_main.h"
 #include "worker/check_job.h"
+#include "worker/data_files.h"
 #include "worker/recovery_client.h"
 #include "worker/trainer.h"
 #include "worker/worker_control.h"
@@ -127,7 +129,9 @@ absl::StatusOr<petrel::pb::JobConfig> TrainConfigFromFlags() {
   if (!FLAGS_restore_from.empty()) {
     job.mutable_checkpoint()->set_restore_from(FLAGS_restore_from);
   }
-  absl::Status s = petrel::ResolveTrainDefaults(&job);
+  absl::Status s = petrel::ExpandDataFiles(&std::getenv, job.mutable_data());
+  if (!s.ok()) return s;
+  s = petrel::ResolveTrainDefaults(&job);
   if (!s.ok()) return s;
   if (!job.train().progress_csv().empty()) {
     s = petrel::CheckWritableFile(job.train().progress_csv());

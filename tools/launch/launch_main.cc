@@ -1,6 +1,7 @@
 // petrel-launch: runs a Petrel job (scheduler, servers and workers) on this
 // machine. See kUsage below and tools/launch/launcher.h.
 
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -12,7 +13,9 @@
 #include <unistd.h>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -23,7 +26,11 @@
 #include "job/job_check.h"
 #include "proto/job.pb.h"
 #include "tools/launch/executable_path.h"
+#include "tools/launch/hosts_file.h"
 #include "tools/launch/launcher.h"
+#include "tools/launch/slurm_launch.h"
+
+extern char** environ;
 
 DEFINE_int32(num_servers, 1, "Number of petrel-server processes (>= 1).");
 DEFINE_int32(num_workers, 1,
@@ -76,16 +83,42 @@ DEFINE_int32(stop_timeout_s, 120,
              "seconds later, or on a second signal. Default 120.");
 DEFINE_int32(grace_period_s, 5,
              "Seconds between SIGTERM and SIGKILL when stopping processes.");
+DEFINE_bool(slurm, false,
+            "Run as one task of a Slurm job (docs/clusters.md): under srun, "
+            "become the process SLURM_PROCID names (task 0 the scheduler on "
+            "the first host, then the servers, then the workers); outside "
+            "a step (in the batch script) re-run this command under srun. "
+            "The workers are the tasks left after the scheduler and "
+            "--num_servers servers. Default false.");
+DEFINE_int32(scheduler_port, 0,
+             "With --slurm: the port the scheduler listens on, the same for "
+             "every task. 0 (the default) derives it from the job id: "
+             "20000 + SLURM_JOB_ID % 20000.");
+DEFINE_string(hosts, "",
+              "A hosts file (docs/clusters.md): run the processes on these "
+              "hosts over ssh, one 'HOST [slots=N] "
+              "[roles=scheduler,server,worker]' per line. Default empty: "
+              "everything runs on this machine.");
+DEFINE_int32(ssh_port, 0,
+             "With --hosts: the port ssh connects to. 0 (the default) leaves "
+             "it to ssh (~/.ssh/config, else 22).");
+DEFINE_string(ssh_options, "",
+              "With --hosts: more ssh arguments, separated by spaces (e.g. "
+              "'-i KEY -o User=petrel'). ssh always runs with -T and "
+              "BatchMode=yes. Default empty.");
 
 namespace {
 
 constexpr char kUsage[] =
-    "runs a Petrel job on this machine.\n"
+    "runs a Petrel job on this machine, on hosts over ssh (--hosts) or\n"
+    "as the tasks of a Slurm job (--slurm).\n"
     "Usage: petrel-launch --num_servers=S --num_workers=W [--bin_dir=DIR]\n"
     "           [--host=127.0.0.1] [--timeout_s=0] -- COMMAND [ARGS...]\n"
     "       petrel-launch --config=JOB.textproto [--train=F] [--test=F]\n"
     "           [--epochs=N] [--device=auto|cpu|cuda]\n"
     "           [--checkpoint_dir=DIR] [--restore_from=DIR|latest]\n"
+    "       petrel-launch --hosts=FILE [--ssh_port=P] [--ssh_options=O] ...\n"
+    "       srun petrel-launch --slurm [--scheduler_port=P] ...\n"
     "Starts DIR/petrel-scheduler, then S x DIR/petrel-server and W workers\n"
     "running COMMAND with DMLC_ROLE, DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT,\n"
     "DMLC_NUM_SERVER, DMLC_NUM_WORKER, DMLC_NODE_HOST, PETREL_RANK and\n"
@@ -96,8 +129,9 @@ constexpr char kUsage[] =
     "and a worker killed by a signal does not stop the job (the others\n"
     "train its data).\n"
     "Exit status: 0 when every process exited 0 (a killed worker aside),\n"
-    "1 when one failed or a\n"
-    "timeout passed, 2 for bad flags, 130/143 after SIGINT/SIGTERM.";
+    "2 for bad flags, or when a process failed with exit 2 (bad config or\n"
+    "data), 1 when one failed otherwise or a timeout passed, 130/143\n"
+    "after SIGINT/SIGTERM. With --slurm, the process's own exit status.";
 
 constexpr int kExitUsage = 2;
 
@@ -106,12 +140,18 @@ int UsageError(const std::string& message) {
   return kExitUsage;
 }
 
-// The directory holding this executable, or "" if it cannot be found.
-std::string SelfDirectory() {
+// This executable's path, or "" if it cannot be found.
+std::string SelfPath() {
   char path[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
   if (n <= 0) return "";
-  std::string self(path, static_cast<size_t>(n));
+  return std::string(path, static_cast<size_t>(n));
+}
+
+// The directory holding this executable, or "" if it cannot be found.
+std::string SelfDirectory() {
+  std::string self = SelfPath();
+  if (self.empty()) return "";
   size_t slash = self.rfind('/');
   return slash == std::string::npos ? "." : self.substr(0, slash);
 }
@@ -151,10 +191,12 @@ absl::Status ApplyJobConfig(petrel::Launcher::Options& options) {
   s = petrel::CheckJobConfig(job, options.num_servers,
                              petrel::PhysicalMemoryBytes());
   if (!s.ok()) return petrel::Annotate(s, FLAGS_config);
-  s = petrel::CheckOneMachineMemory(job, options.num_servers,
-                                    options.num_workers,
-                                    petrel::PhysicalMemoryBytes());
-  if (!s.ok()) return petrel::Annotate(s, FLAGS_config);
+  if (!FLAGS_slurm && FLAGS_hosts.empty()) {
+    s = petrel::CheckOneMachineMemory(job, options.num_servers,
+                                      options.num_workers,
+                                      petrel::PhysicalMemoryBytes());
+    if (!s.ok()) return petrel::Annotate(s, FLAGS_config);
+  }
   options.server_args.push_back("--config=" + FLAGS_config);
   options.scheduler_args.push_back("--config=" + FLAGS_config);
   options.graceful_stop = true;
@@ -180,6 +222,7 @@ absl::Status ApplyJobConfig(petrel::Launcher::Options& options) {
   }
   options.command = {options.bin_dir + "/petrel-worker", "--job=train",
                      "--config=" + FLAGS_config};
+  options.worker_takes_node_flags = true;
   options.command.insert(options.command.end(), checkpoint_args.begin(),
                          checkpoint_args.end());
   if (!FLAGS_train.empty()) options.command.push_back("--train=" + FLAGS_train);
@@ -193,9 +236,89 @@ absl::Status ApplyJobConfig(petrel::Launcher::Options& options) {
   return absl::OkStatus();
 }
 
+// Applies --hosts and the ssh flags.
+absl::Status ApplyHosts(petrel::Launcher::Options& options) {
+  if (FLAGS_hosts.empty()) return absl::OkStatus();
+  if (petrel::FlagIsSet("host")) {
+    return absl::InvalidArgumentError(
+        "--host and --hosts exclude each other (each host's address comes "
+        "from the hosts file)");
+  }
+  absl::StatusOr<std::vector<petrel::HostEntry>> hosts =
+      petrel::ReadHostsFile(FLAGS_hosts);
+  if (!hosts.ok()) return hosts.status();
+  options.hosts = *std::move(hosts);
+  if (FLAGS_ssh_port < 0 || FLAGS_ssh_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--ssh_port=", FLAGS_ssh_port, " is not in 0..65535"));
+  }
+  options.ssh.port = FLAGS_ssh_port;
+  options.ssh.extra_args = absl::StrSplit(
+      FLAGS_ssh_options, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+  options.ssh.grace_period = options.grace_period;
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof(cwd)) != nullptr) options.ssh.working_dir = cwd;
+  for (char** e = environ; *e != nullptr; ++e) {
+    absl::string_view entry(*e);
+    if (!absl::StartsWith(entry, "PETREL_") &&
+        !absl::StartsWith(entry, "DMLC_") &&
+        !absl::StartsWith(entry, "GLOG_")) {
+      continue;
+    }
+    std::pair<std::string, std::string> kv =
+        absl::StrSplit(entry, absl::MaxSplits('=', 1));
+    options.remote_env.push_back(std::move(kv));
+  }
+  return absl::OkStatus();
+}
+
+// --slurm: in an srun step, becomes this task's process (exec); outside
+// one, re-runs the command line `args` under srun. Returns only on error.
+int RunSlurmTask(petrel::Launcher::Options options,
+                 const std::vector<std::string>& args) {
+  if (!FLAGS_hosts.empty())
+    return UsageError("--slurm and --hosts exclude each other");
+  absl::StatusOr<petrel::SlurmTask> task =
+      petrel::SlurmTaskFromEnv(&std::getenv);
+  if (!task.ok()) return UsageError(std::string(task.status().message()));
+  if (FLAGS_scheduler_port < 0 || FLAGS_scheduler_port > 65535) {
+    return UsageError("--scheduler_port must be in 0..65535");
+  }
+  int port = FLAGS_scheduler_port;
+  if (!task->in_step && port == 0 && task->node_name == task->hosts.front()) {
+    // The batch script runs on the first host, the scheduler's.
+    if (absl::StatusOr<int> free = petrel::FreeTcpPort(); free.ok()) {
+      port = *free;
+    }
+  }
+  port = petrel::SlurmSchedulerPort(*task, port);
+  absl::StatusOr<petrel::ExecSpec> spec =
+      petrel::SlurmTaskSpec(*task, options, port);
+  if (!spec.ok()) return UsageError(std::string(spec.status().message()));
+  std::vector<std::string> argv = spec->argv;
+  if (!task->in_step) {
+    argv = petrel::SrunArgv(SelfPath(), port, args);
+  } else {
+    std::fprintf(stderr, "petrel-launch: Slurm task %d of %d runs the %s\n",
+                 task->proc_id, task->num_tasks, spec->role.c_str());
+    for (const auto& [key, value] : spec->env) {
+      setenv(key.c_str(), value.c_str(), 1);
+    }
+  }
+  std::vector<char*> c_argv;
+  for (std::string& arg : argv) c_argv.push_back(arg.data());
+  c_argv.push_back(nullptr);
+  std::fflush(stderr);
+  execvp(c_argv[0], c_argv.data());
+  std::fprintf(stderr, "petrel-launch: cannot run %s: %s\n", c_argv[0],
+               std::strerror(errno));
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::vector<std::string> original_args(argv + 1, argv + argc);
   // Everything after "--" is the worker command; gflags never sees it.
   int flag_argc = argc;
   std::vector<std::string> command;
@@ -241,8 +364,26 @@ int main(int argc, char** argv) {
         "and --listen_timeout_s >= 1");
   }
   petrel::Launcher::Options options = OptionsFromFlags(std::move(command));
+  // With --slurm the workers are the tasks left over, unless a flag or the
+  // config says how many.
+  if (FLAGS_slurm && !petrel::FlagIsSet("num_workers")) options.num_workers = 0;
   if (absl::Status s = ApplyJobConfig(options); !s.ok()) {
     return UsageError(std::string(s.message()));
+  }
+  if (absl::Status s = ApplyHosts(options); !s.ok()) {
+    return UsageError(std::string(s.message()));
+  }
+  if (FLAGS_slurm) {
+    if (options.command.empty() || options.command[0].empty()) {
+      return UsageError("no worker command given (put it after '--')");
+    }
+    absl::StatusOr<std::string> resolved = petrel::ResolveCommand(
+        options.command[0], options.search_path, options.bin_dir);
+    if (!resolved.ok()) {
+      return UsageError(std::string(resolved.status().message()));
+    }
+    options.command[0] = *resolved;
+    return RunSlurmTask(std::move(options), original_args);
   }
   if (absl::Status s = petrel::Launcher::Validate(options); !s.ok()) {
     return UsageError(std::string(s.message()));

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
@@ -51,6 +53,11 @@ Launcher::Options WithDefaultSinks(Launcher::Options options) {
   return options;
 }
 
+bool IsIpv4Address(const std::string& host) {
+  in_addr address;
+  return inet_pton(AF_INET, host.c_str(), &address) == 1;
+}
+
 }  // namespace
 
 absl::Status Launcher::Validate(const Options& options) {
@@ -74,6 +81,11 @@ absl::Status Launcher::Validate(const Options& options) {
   }
   if (options.job_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("timeout must not be negative");
+  }
+  if (!options.hosts.empty()) {
+    absl::StatusOr<Placement> placement =
+        PlaceProcesses(options.hosts, options.num_servers, options.num_workers);
+    if (!placement.ok()) return placement.status();
   }
   return absl::OkStatus();
 }
@@ -103,6 +115,10 @@ int Launcher::Run() {
   if (absl::Status s = Validate(options_); !s.ok()) {
     PrintStatus(s.message());
     return kExitUsage;
+  }
+  if (!options_.hosts.empty()) {
+    placement_ = *PlaceProcesses(options_.hosts, options_.num_servers,
+                                 options_.num_workers);
   }
   if (absl::Status s = SetUpEvents(); !s.ok()) return FailWith(s);
   int exit_code = RunJob();
@@ -169,21 +185,52 @@ int Launcher::RunJob() {
 }
 
 absl::Status Launcher::StartScheduler() {
+  const HostEntry* remote = SchedulerHost();
   std::vector<std::string> argv = {
       options_.bin_dir + "/petrel-scheduler", "--port=0",
       absl::StrCat("--num_servers=", options_.num_servers),
       absl::StrCat("--num_workers=", options_.num_workers),
-      "--advertise_host=" + options_.host};
+      "--advertise_host=" + AddressOf(remote)};
+  if (remote != nullptr && IsIpv4Address(remote->address)) {
+    argv.push_back("--bind=" + remote->address);
+  }
   argv.insert(argv.end(), options_.scheduler_args.begin(),
               options_.scheduler_args.end());
-  return StartChild("scheduler", false, std::move(argv), {});
+  return StartChild("scheduler", false, std::move(argv), {}, remote);
+}
+
+const HostEntry* Launcher::SchedulerHost() const {
+  if (options_.hosts.empty()) return nullptr;
+  return &options_.hosts[placement_.scheduler];
+}
+
+const HostEntry* Launcher::ServerHost(int i) const {
+  if (options_.hosts.empty()) return nullptr;
+  return &options_.hosts[placement_.servers[static_cast<size_t>(i)]];
+}
+
+const HostEntry* Launcher::WorkerHost(int i) const {
+  if (options_.hosts.empty()) return nullptr;
+  return &options_.hosts[placement_.workers[static_cast<size_t>(i)]];
+}
+
+const std::string& Launcher::AddressOf(const HostEntry* remote) const {
+  return remote != nullptr ? remote->address : options_.host;
+}
+
+void Launcher::Terminate(Child& child) {
+  if (child.remote) {
+    child.proc->CloseStdin();
+  } else {
+    child.proc->Signal(SIGTERM);
+  }
 }
 
 void Launcher::StopGracefully() {
   PrintStatus(absl::StrCat(
       "received ", pending_signal_ == SIGINT ? "SIGINT" : "SIGTERM",
       "; asking the scheduler to stop the job (a second signal kills it)"));
-  children_[0].proc->Signal(SIGTERM);
+  Terminate(children_[0]);
   const int signals_before = signals_received_;
   WaitResult waited = WaitUntil(
       [&] { return AllExited(false) || signals_received_ > signals_before; },
@@ -225,34 +272,46 @@ absl::StatusOr<int> Launcher::AnnouncedPort() {
 
 absl::Status Launcher::StartServersAndWorkers(int port,
                                               const std::string& command_path) {
-  const std::string scheduler = absl::StrCat(options_.host, ":", port);
+  const std::string& scheduler_host = AddressOf(SchedulerHost());
+  const std::string scheduler = absl::StrCat(scheduler_host, ":", port);
   for (int i = 0; i < options_.num_servers; ++i) {
+    const HostEntry* remote = ServerHost(i);
     std::vector<std::string> argv = {
         options_.bin_dir + "/petrel-server",
         "--scheduler=" + scheduler,
         "--port=0",
-        "--advertise_host=" + options_.host,
+        "--advertise_host=" + AddressOf(remote),
         absl::StrCat("--rank=", i),
         absl::StrCat("--num_servers=", options_.num_servers),
         absl::StrCat("--num_workers=", options_.num_workers)};
+    if (remote != nullptr && IsIpv4Address(remote->address)) {
+      argv.push_back("--bind=" + remote->address);
+    }
     argv.insert(argv.end(), options_.server_args.begin(),
                 options_.server_args.end());
-    absl::Status s = StartChild(absl::StrCat("server ", i), false, argv, {});
+    absl::Status s =
+        StartChild(absl::StrCat("server ", i), false, argv, {}, remote);
     if (!s.ok()) return s;
   }
-  std::vector<std::string> argv = options_.command;
-  argv[0] = command_path;
   for (int i = 0; i < options_.num_workers; ++i) {
+    const HostEntry* remote = WorkerHost(i);
+    std::vector<std::string> argv = options_.command;
+    argv[0] = command_path;
+    if (options_.worker_takes_node_flags && remote != nullptr &&
+        IsIpv4Address(remote->address)) {
+      argv.push_back("--bind=" + remote->address);
+    }
     absl::Status s =
-        StartChild(absl::StrCat("worker ", i), true, argv,
+        StartChild(absl::StrCat("worker ", i), true, std::move(argv),
                    {{"DMLC_ROLE", "worker"},
-                    {"DMLC_PS_ROOT_URI", options_.host},
+                    {"DMLC_PS_ROOT_URI", scheduler_host},
                     {"DMLC_PS_ROOT_PORT", absl::StrCat(port)},
                     {"DMLC_NUM_SERVER", absl::StrCat(options_.num_servers)},
                     {"DMLC_NUM_WORKER", absl::StrCat(options_.num_workers)},
-                    {"DMLC_NODE_HOST", options_.host},
+                    {"DMLC_NODE_HOST", AddressOf(remote)},
                     {"PETREL_RANK", absl::StrCat(i)},
-                    {"PETREL_SCHEDULER", scheduler}});
+                    {"PETREL_SCHEDULER", scheduler}},
+                   remote);
     if (!s.ok()) return s;
   }
   return absl::OkStatus();
@@ -260,14 +319,31 @@ absl::Status Launcher::StartServersAndWorkers(int port,
 
 absl::Status Launcher::StartChild(
     std::string name, bool is_worker, std::vector<std::string> argv,
-    std::vector<std::pair<std::string, std::string>> env) {
+    std::vector<std::pair<std::string, std::string>> env,
+    const HostEntry* remote) {
   const bool is_scheduler = children_.empty();
   Subprocess::Options opts;
-  opts.argv = std::move(argv);
-  opts.env = std::move(env);
+  if (remote == nullptr) {
+    opts.argv = std::move(argv);
+    opts.env = std::move(env);
+  } else {
+    absl::StrAppend(&name, "@", remote->target);
+    // The variables the launcher sets win over forwarded ones.
+    std::vector<std::pair<std::string, std::string>> remote_env;
+    for (const auto& kv : options_.remote_env) {
+      if (std::none_of(env.begin(), env.end(),
+                       [&](const auto& e) { return e.first == kv.first; })) {
+        remote_env.push_back(kv);
+      }
+    }
+    remote_env.insert(remote_env.end(), env.begin(), env.end());
+    opts.argv = SshArgv(options_.ssh, remote->target, argv, remote_env);
+    opts.pipe_stdin = true;
+  }
   // A terminal's Ctrl-C reaches the launcher alone, which forwards it once
-  // to the scheduler (a second signal would stop a daemon at once).
-  opts.new_process_group = options_.graceful_stop;
+  // to the scheduler (a second signal would stop a daemon at once). ssh
+  // children never get it from the terminal: the launcher stops them.
+  opts.new_process_group = options_.graceful_stop || remote != nullptr;
   opts.max_kept_lines = kKeptLines;
   opts.on_line = [this, name, is_scheduler](const std::string& line) {
     PrintOutput(name, line);
@@ -281,7 +357,12 @@ absl::Status Launcher::StartChild(
         proc.status().code(),
         absl::StrCat("starting ", name, ": ", proc.status().message()));
   }
-  children_.push_back(Child{std::move(name), is_worker, *std::move(proc), {}});
+  children_.push_back(Child{std::move(name),
+                            is_worker,
+                            *std::move(proc),
+                            {},
+                            false,
+                            remote != nullptr});
   return absl::OkStatus();
 }
 
@@ -330,15 +411,28 @@ void Launcher::CollectExits() {
     absl::StatusOr<int> code = child.proc->Wait(absl::ZeroDuration());
     if (!code.ok()) continue;
     child.exit_code = *code;
-    if (*code > 128 && child.is_worker && options_.survive_worker_kills &&
+    // ssh's own failure (255) is not a kill: an unreachable host fails the
+    // job at once.
+    const bool killed = *code > 128 && !(child.remote && *code == 255);
+    if (killed && child.is_worker && options_.survive_worker_kills &&
         !failed_.has_value()) {
       child.lost = true;
-      PrintStatus(absl::StrCat(child.name, " was killed by signal ",
-                               *code - 128, "; the job goes on without it"));
+      PrintStatus(absl::StrCat(child.name, " was ", ExitReason(child, *code),
+                               "; the job goes on without it"));
       continue;
     }
     if (*code != 0 && !failed_.has_value()) failed_ = i;
   }
+}
+
+std::string Launcher::ExitReason(const Child& child, int code) {
+  // ssh exits 255 for its own failures; the remote process's code otherwise.
+  if (child.remote && code == 255) {
+    return "ssh failed: host unreachable, connection lost or login refused";
+  }
+  if (code > 128) return absl::StrCat("killed by signal ", code - 128);
+  if (code == kExitUsage) return "bad flags, config or data";
+  return "";
 }
 
 bool Launcher::AllExited(bool workers_only) const {
@@ -359,12 +453,17 @@ int Launcher::Finish(WaitResult result, absl::string_view deadline_message) {
     case WaitResult::kFailed: {
       const Child& child = children_[*failed_];
       int code = *child.exit_code;
+      const std::string reason = ExitReason(child, code);
       PrintStatus(absl::StrCat(
-          child.name, " exited with code ", code,
-          code > 128 ? absl::StrCat(" (killed by signal ", code - 128, ")")
-                     : "",
-          "; stopping the job"));
-      break;
+          child.name, " exited with code ", code, reason.empty() ? "" : " (",
+          reason, reason.empty() ? "" : ")", "; stopping the job"));
+      TerminateAll();
+      // Bad flags, config or data stay exit 2 for whoever runs the launcher,
+      // also when another process saw the job fail and exited first.
+      const bool usage =
+          std::any_of(children_.begin(), children_.end(),
+                      [](const Child& c) { return c.exit_code == kExitUsage; });
+      return usage ? kExitUsage : kExitFailed;
     }
     case WaitResult::kSignal:
       if (options_.graceful_stop && !children_.empty() &&
@@ -398,7 +497,7 @@ int Launcher::FailWith(const absl::Status& status) {
 }
 
 void Launcher::TerminateAll() {
-  for (Child& child : children_) child.proc->Signal(SIGTERM);
+  for (Child& child : children_) Terminate(child);
   // A second SIGINT/SIGTERM skips the rest of the grace period.
   const int signals_before = signals_received_;
   WaitUntil(

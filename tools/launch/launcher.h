@@ -25,6 +25,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
+#include "tools/launch/hosts_file.h"
+#include "tools/launch/remote_command.h"
 #include "tools/launch/subprocess.h"
 
 namespace petrel {
@@ -42,8 +44,23 @@ class Launcher {
     // Directory holding petrel-scheduler and petrel-server. Required.
     std::string bin_dir;
     // Address the daemons advertise and workers connect to.
-    // Default "127.0.0.1".
+    // Default "127.0.0.1". Unused with `hosts`.
     std::string host = "127.0.0.1";
+    // Hosts to run the processes on over ssh (petrel-launch --hosts), placed
+    // by PlaceProcesses(). Each process advertises its host's address (and
+    // binds it too when it is an IPv4 address), and its output lines are
+    // prefixed "[server 1@HOST] ". Default empty: everything runs here.
+    std::vector<HostEntry> hosts;
+    // How to reach `hosts`.
+    SshOptions ssh;
+    // The worker command is petrel-worker, which takes node flags: on a
+    // host given by an IPv4 address it gets --bind=ADDRESS as the daemons
+    // do. Default false: workers get the DMLC_* environment only.
+    bool worker_takes_node_flags = false;
+    // Environment the remote processes get besides the DMLC_* and PETREL_*
+    // variables the launcher sets (main passes its own PETREL_*, DMLC_* and
+    // GLOG_* variables). Default none.
+    std::vector<std::pair<std::string, std::string>> remote_env;
     // The worker command and its arguments. Required, non-empty.
     std::vector<std::string> command;
     // Extra arguments for every petrel-server (e.g. --config=FILE).
@@ -100,9 +117,11 @@ class Launcher {
   ~Launcher();
 
   // Runs the job to the end and returns the launcher's exit code: 0 when
-  // every process exited 0 (but the workers survive_worker_kills let go); 1
-  // when one failed, a deadline passed or a child could not be started; 2 for
-  // invalid options; 128 + signal number when stopped by SIGINT or SIGTERM.
+  // every process exited 0 (but the workers survive_worker_kills let go); 2
+  // for invalid options, or when a process failed and one exited 2 (bad
+  // data or config); 1 when one failed otherwise, a deadline passed or a
+  // child could not be started; 128 + signal number when stopped by SIGINT
+  // or SIGTERM.
   int Run();
 
  private:
@@ -111,7 +130,8 @@ class Launcher {
     bool is_worker = false;
     std::unique_ptr<Subprocess> proc;
     std::optional<int> exit_code;
-    bool lost = false;  // a worker killed by a signal, survive_worker_kills
+    bool lost = false;    // a worker killed by a signal, survive_worker_kills
+    bool remote = false;  // runs over ssh: SIGTERM is closing its stdin
   };
   enum class WaitResult { kDone, kFailed, kSignal, kDeadline };
 
@@ -122,15 +142,30 @@ class Launcher {
   // The port from the scheduler's PETREL_LISTEN line. REQUIRES:
   // SchedulerAnnounced() or the scheduler has exited.
   absl::StatusOr<int> AnnouncedPort();
+  // Starts a child here, or over ssh on `remote` when it is not null.
   absl::Status StartChild(std::string name, bool is_worker,
                           std::vector<std::string> argv,
-                          std::vector<std::pair<std::string, std::string>> env);
+                          std::vector<std::pair<std::string, std::string>> env,
+                          const HostEntry* remote);
+  // The host of the scheduler (index 0), server i or worker i, or null when
+  // the job runs here.
+  const HostEntry* SchedulerHost() const;
+  const HostEntry* ServerHost(int i) const;
+  const HostEntry* WorkerHost(int i) const;
+  // The address a process on `remote` (null: here) advertises.
+  const std::string& AddressOf(const HostEntry* remote) const;
+  // SIGTERM to a local child; a remote one gets its stdin closed, and its
+  // wrapper on the host sends the SIGTERM.
+  void Terminate(Child& child);
   absl::Status StartServersAndWorkers(int port,
                                       const std::string& command_path);
   WaitResult WaitUntil(const std::function<bool()>& done, absl::Time deadline,
                        bool stop_on_failure);
   void WaitForEvent(absl::Time deadline);
   void CollectExits();
+  // Why `child` exited with `code`, for messages: "killed by signal 9",
+  // "bad flags, config or data", "ssh failed: ..."; "" when nothing to add.
+  static std::string ExitReason(const Child& child, int code);
   bool AllExited(bool workers_only) const;
   bool AllSucceeded() const;
   int Finish(WaitResult result, absl::string_view deadline_message);
@@ -144,6 +179,7 @@ class Launcher {
   void PrintStatus(absl::string_view message);
 
   const Options options_;
+  Placement placement_;  // Where each process runs, with options_.hosts.
   absl::Time job_deadline_ = absl::InfiniteFuture();
   int event_fd_ = -1;   // Written by on_exit / on_line callbacks.
   int signal_fd_ = -1;  // signalfd for SIGINT/SIGTERM, or -1.

@@ -62,7 +62,8 @@ echo ack >&5
 echo "server stopping"
 )";
 
-// Fake worker. $1: "ok", "hang", "fail-rank-N" (rank N exits 3) or
+// Fake worker. $1: "ok", "hang", "fail-rank-N" (rank N exits 3),
+// "bad-config-rank-N" (rank N exits 2, as for a bad config) or
 // "kill-rank-N" (rank N kills itself with SIGKILL once the fake scheduler
 // counted it, as the real one counts a worker it lost).
 constexpr char kWorkerScript[] = R"(#!/bin/sh
@@ -72,6 +73,7 @@ echo "env role=$DMLC_ROLE uri=$DMLC_PS_ROOT_URI port=$DMLC_PS_ROOT_PORT" \
   "rank=$PETREL_RANK scheduler=$PETREL_SCHEDULER"
 case "$1" in
   fail-rank-"$PETREL_RANK") echo "failing on purpose" >&2; exit 3 ;;
+  bad-config-rank-"$PETREL_RANK") echo "bad config" >&2; exit 2 ;;
   kill-rank-"$PETREL_RANK") echo done > "$dir/workers_done"; kill -9 $$ ;;
   hang) echo ready; exec sleep 1000 ;;
 esac
@@ -85,7 +87,16 @@ constexpr const char* kFiles[] = {"petrel-scheduler",
                                   "servers_stop",
                                   "servers_acked",
                                   "scheduler_ignores_workers",
-                                  "job.textproto"};
+                                  "job.textproto",
+                                  "ssh"};
+
+// Fake ssh: runs the remote command (its last argument) here, after saying
+// which host it was for.
+constexpr char kSshScript[] = R"(#!/bin/sh
+while [ "$1" != "--" ]; do shift; done
+echo "ssh to $2"
+exec /bin/sh -c "$3"
+)";
 
 struct Result {
   int exit_code = -1;
@@ -120,8 +131,11 @@ class LauncherTest : public ::testing::Test {
     ASSERT_EQ(chmod(Path(name).c_str(), 0755), 0);
   }
 
-  std::unique_ptr<Subprocess> StartLaunch(std::vector<std::string> args) {
+  std::unique_ptr<Subprocess> StartLaunch(
+      std::vector<std::string> args,
+      std::vector<std::pair<std::string, std::string>> env = {}) {
     Subprocess::Options options;
+    options.env = std::move(env);
     options.argv = {PETREL_LAUNCH_BINARY, "--bin_dir=" + dir_,
                     "--grace_period_s=5"};
     options.argv.insert(options.argv.end(), args.begin(), args.end());
@@ -131,9 +145,11 @@ class LauncherTest : public ::testing::Test {
     return proc.ok() ? *std::move(proc) : nullptr;
   }
 
-  Result RunLaunch(std::vector<std::string> args) {
+  Result RunLaunch(std::vector<std::string> args,
+                   std::vector<std::pair<std::string, std::string>> env = {}) {
     Result result;
-    std::unique_ptr<Subprocess> proc = StartLaunch(std::move(args));
+    std::unique_ptr<Subprocess> proc =
+        StartLaunch(std::move(args), std::move(env));
     if (proc == nullptr) return result;
     absl::StatusOr<int> code = proc->Wait(kDeadline);
     EXPECT_TRUE(code.ok()) << code.status();
@@ -209,6 +225,59 @@ TEST_F(LauncherTest, FailingWorkerStopsJobAndIsNamed) {
 
 // With survive_worker_kills (--config) a worker killed by a signal does not
 // stop the job: it ends as the scheduler says.
+TEST_F(LauncherTest, AChildExitingWithCode2MakesTheLauncherExit2) {
+  Result result = RunLaunch({"--num_servers=1", "--num_workers=2", "--",
+                             "petrel-fake-worker", "bad-config-rank-0"});
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("petrel-launch: worker 0 exited with code 2 (bad "
+                        "flags, config or data); stopping the job\n"));
+}
+
+TEST_F(LauncherTest, HostsRunEachProcessOverSshOnItsAddress) {
+  WriteExecutable("ssh", kSshScript);
+  absl::Mutex mu;
+  std::vector<std::string> output;
+  Launcher::Options options;
+  options.num_servers = 2;
+  options.num_workers = 2;
+  options.bin_dir = dir_;
+  options.command = {"petrel-fake-worker", "ok"};
+  options.hosts = *ParseHostsFile(
+      "127.0.0.2 roles=scheduler\nnode3 slots=2\n"
+      "bob@127.0.0.4 roles=server,worker\n",
+      "hosts");
+  options.ssh.program = Path("ssh");
+  options.remote_env = {{"PETREL_EXTRA", "x"}, {"PETREL_RANK", "99"}};
+  options.print_output = [&](std::string_view line) {
+    absl::MutexLock lock(&mu);
+    output.emplace_back(line);
+  };
+  options.print_status = [](std::string_view) {};
+  EXPECT_EQ(Launcher(options).Run(), 0);
+  absl::MutexLock lock(&mu);
+  using ::testing::Contains;
+  EXPECT_THAT(output, Contains("[scheduler@127.0.0.2] ssh to 127.0.0.2"));
+  EXPECT_THAT(output, Contains("[scheduler@127.0.0.2] scheduler args: "
+                               "--port=0 --num_servers=2 --num_workers=2 "
+                               "--advertise_host=127.0.0.2 "
+                               "--bind=127.0.0.2"));
+  // A name is advertised but not bound; user@ is not part of the address.
+  EXPECT_THAT(output, Contains("[server 0@node3] server args: "
+                               "--scheduler=127.0.0.2:12345 --port=0 "
+                               "--advertise_host=node3 --rank=0 "
+                               "--num_servers=2 --num_workers=2"));
+  EXPECT_THAT(output, Contains("[server 1@bob@127.0.0.4] server args: "
+                               "--scheduler=127.0.0.2:12345 --port=0 "
+                               "--advertise_host=127.0.0.4 --rank=1 "
+                               "--num_servers=2 --num_workers=2 "
+                               "--bind=127.0.0.4"));
+  EXPECT_THAT(output, Contains("[worker 1@bob@127.0.0.4] env role=worker "
+                               "uri=127.0.0.2 port=12345 servers=2 workers=2 "
+                               "host=127.0.0.4 rank=1 "
+                               "scheduler=127.0.0.2:12345"));
+}
+
 TEST_F(LauncherTest, AKilledWorkerDoesNotStopAJobThatSurvivesIt) {
   Launcher::Options options;
   options.num_servers = 1;
@@ -334,7 +403,12 @@ TEST_F(LauncherTest, RejectsBadFlagsWithExitCode2) {
       {{"--num_workers=-1", "--", "petrel-fake-worker"},
        "num_workers must be at least 1, got -1"},
       {{"--num_workers=1"}, "no worker command given"},
-      {{"--", "petrel-no-such-command"}, "petrel-no-such-command"}};
+      {{"--", "petrel-no-such-command"}, "petrel-no-such-command"},
+      {{"--hosts=/nonexistent/hosts", "--", "true"},
+       "cannot read hosts file /nonexistent/hosts"},
+      {{"--hosts=/dev/null", "--", "true"}, "/dev/null: no host"},
+      {{"--hosts=/dev/null", "--host=10.0.0.1", "--", "true"},
+       "--host and --hosts exclude each other"}};
   for (const auto& [args, message] : cases) {
     Result result = RunLaunch(args);
     EXPECT_EQ(result.exit_code, 2) << result.output;
@@ -343,6 +417,43 @@ TEST_F(LauncherTest, RejectsBadFlagsWithExitCode2) {
         absl::StrSplit(result.output, '\n', absl::SkipEmpty());
     EXPECT_EQ(lines.size(), 1u) << result.output;
   }
+}
+
+// In an srun step petrel-launch --slurm becomes the task's process: here
+// task 2 of 3 with one server, so worker 0, whose exit code is the
+// launcher's.
+TEST_F(LauncherTest, SlurmTaskBecomesItsProcess) {
+  const std::vector<std::pair<std::string, std::string>> env = {
+      {"SLURM_JOB_ID", "77"},
+      {"SLURM_NTASKS", "3"},
+      {"SLURM_STEP_ID", "0"},
+      {"SLURM_PROCID", "2"},
+      {"SLURM_STEP_NODELIST", "n[1-2]"}};
+  Result result = RunLaunch(
+      {"--slurm", "--", "/bin/sh", "-c",
+       "echo $DMLC_ROLE rank=$PETREL_RANK at=$PETREL_SCHEDULER; exit 2"},
+      env);
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("petrel-launch: Slurm task 2 of 3 runs the worker 0\n"
+                        "worker rank=0 at=n1:20077\n"));
+  // Task 1 is the (fake) server, told where the scheduler is; it waits to
+  // be stopped, and the Subprocess's destructor kills it.
+  std::vector<std::pair<std::string, std::string>> server_env = env;
+  server_env[3].second = "1";
+  std::unique_ptr<Subprocess> server = StartLaunch(
+      {"--slurm", "--scheduler_port=5000", "--", "true"}, server_env);
+  ASSERT_NE(server, nullptr);
+  absl::StatusOr<std::string> line =
+      server->WaitForLine("server args:", kDeadline);
+  ASSERT_TRUE(line.ok()) << line.status();
+  EXPECT_EQ(*line,
+            "server args: --scheduler=n1:5000 --port=0 --rank=0 "
+            "--num_servers=1 --num_workers=1");
+  // More servers than the tasks allow: exit 2 before anything runs.
+  result = RunLaunch({"--slurm", "--num_servers=2", "--", "true"}, env);
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("the step has 3 tasks"));
 }
 
 TEST_F(LauncherTest, HelpDescribesFlagsAndDefaults) {
@@ -406,6 +517,9 @@ TEST(LauncherValidateTest, RejectsBadOptions) {
   EXPECT_EQ(Launcher::Validate(bad).code(), absl::StatusCode::kInvalidArgument);
   bad = options;
   bad.job_timeout = absl::Seconds(-1);
+  EXPECT_EQ(Launcher::Validate(bad).code(), absl::StatusCode::kInvalidArgument);
+  bad = options;
+  bad.hosts = *ParseHostsFile("h roles=server,worker\n", "hosts");
   EXPECT_EQ(Launcher::Validate(bad).code(), absl::StatusCode::kInvalidArgument);
 }
 

@@ -99,6 +99,7 @@ struct ExecPlan {
   const char* path;
   std::vector<char*> argv;
   std::vector<char*> envp;
+  int in_fd;  // -1: inherit stdin.
   int out_fd;
   int err_fd;
   int max_fd;
@@ -136,6 +137,7 @@ void CloseRange(int first, int last, int max_fd) {
 // async-signal-safe calls are allowed here.
 [[noreturn]] void ExecChild(const ExecPlan& plan) {
   if (plan.new_process_group) setpgid(0, 0);
+  if (plan.in_fd >= 0) dup2(plan.in_fd, STDIN_FILENO);
   dup2(plan.out_fd, STDOUT_FILENO);
   dup2(plan.out_fd, STDERR_FILENO);
   sigset_t empty;
@@ -192,18 +194,17 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(Options options) {
     }
     path = *found;
   }
-  FdPair out, err, wake;
+  FdPair in, out, err, wake;
   for (FdPair* p : {&out, &err, &wake}) {
     if (absl::Status s = MakePipe(*p); !s.ok()) return s;
   }
+  if (options.pipe_stdin) {
+    if (absl::Status s = MakePipe(in); !s.ok()) return s;
+  }
   std::vector<std::string> argv = options.argv;
-  ExecPlan plan{path.c_str(),
-                CStrings(argv),
-                CStrings(env),
-                out.fd[1],
-                err.fd[1],
-                MaxFd(),
-                options.new_process_group};
+  ExecPlan plan{
+      path.c_str(), CStrings(argv), CStrings(env), in.fd[0],
+      out.fd[1],    err.fd[1],      MaxFd(),       options.new_process_group};
   pid_t pid = fork();
   if (pid < 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat("fork for '", name, "'"));
@@ -211,6 +212,7 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(Options options) {
   if (pid == 0) ExecChild(plan);
   close(out.Release(1));
   close(err.Release(1));
+  if (in.fd[0] >= 0) close(in.Release(0));
   if (int error = ReadExecError(err.fd[0]); error != 0) {
     waitpid(pid, nullptr, 0);
     return absl::ErrnoToStatus(error, absl::StrCat("cannot run '", name, "'"));
@@ -221,22 +223,24 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(Options options) {
   int pid_fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   std::unique_ptr<Subprocess> proc(
       new Subprocess(std::move(options), pid, out.Release(0), pid_fd,
-                     wake.Release(0), wake.Release(1)));
+                     wake.Release(0), wake.Release(1), in.Release(1)));
   proc->reader_ = std::thread(&Subprocess::ReadLoop, proc.get());
   return proc;
 }
 
 Subprocess::Subprocess(Options options, pid_t pid, int out_fd, int pid_fd,
-                       int wake_read, int wake_write)
+                       int wake_read, int wake_write, int in_fd)
     : options_(std::move(options)),
       pid_(pid),
       out_fd_(out_fd),
       pid_fd_(pid_fd),
       wake_read_(wake_read),
-      wake_write_(wake_write) {}
+      wake_write_(wake_write),
+      in_fd_(in_fd) {}
 
 Subprocess::~Subprocess() {
   Signal(SIGKILL);
+  CloseStdin();
   char byte = 0;
   ssize_t ignored = write(wake_write_, &byte, 1);
   (void)ignored;
@@ -377,6 +381,11 @@ void Subprocess::Signal(int sig) {
   // for reuse) between the check and kill().
   absl::MutexLock lock(&mu_);
   if (!exit_code_.has_value()) kill(pid_, sig);
+}
+
+void Subprocess::CloseStdin() {
+  absl::MutexLock lock(&mu_);
+  if (in_fd_ >= 0) close(std::exchange(in_fd_, -1));
 }
 
 std::string Subprocess::Output() const {

@@ -61,6 +61,11 @@ class Subprocess {
     // Ctrl-C reaches only the parent (which decides what the child gets).
     // Default false: the parent's group.
     bool new_process_group = false;
+    // Give the child a pipe as stdin whose write end only this object holds
+    // (CloseStdin() or destruction closes it), so that the child sees end of
+    // file when the parent is done with it or dies. Default false: stdin is
+    // inherited.
+    bool pipe_stdin = false;
   };
 
   // Starts the child: fork, then exec with stdin inherited, stdout and stderr
@@ -94,6 +99,11 @@ class Subprocess {
   // it never signals a recycled pid.
   void Signal(int sig);
 
+  // Closes the write end of the child's stdin pipe (Options::pipe_stdin),
+  // so that the child reads end of file. Does nothing without the pipe or
+  // when it is closed already.
+  void CloseStdin();
+
   pid_t pid() const { return pid_; }
 
   // All kept output so far, one line per '\n'-terminated line.
@@ -101,7 +111,7 @@ class Subprocess {
 
  private:
   Subprocess(Options options, pid_t pid, int out_fd, int pid_fd, int wake_read,
-             int wake_write);
+             int wake_write, int in_fd);
 
   void ReadLoop();
   // Reads what the pipe holds now. Returns false at end of file.
@@ -122,6 +132,8 @@ class Subprocess {
   mutable absl::Mutex mu_;
   absl::CondVar changed_;  // Signalled on every new line and on exit.
   std::deque<std::string> lines_ ABSL_GUARDED_BY(mu_);
+  // Write end of the child's stdin pipe, or -1.
+  int in_fd_ ABSL_GUARDED_BY(mu_) = -1;
   uint64_t dropped_lines_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<int> exit_code_ ABSL_GUARDED_BY(mu_);
 };

@@ -46,6 +46,21 @@ TEST(SubprocessTest, CapturesStdoutAndStderrLines) {
   EXPECT_FALSE(proc->Running());
 }
 
+TEST(SubprocessTest, PipeStdinReachesEndOfFileOnCloseStdin) {
+  Subprocess::Options options;
+  options.pipe_stdin = true;
+  auto proc = StartShell("echo ready; cat > /dev/null; echo eof", options);
+  ASSERT_NE(proc, nullptr);
+  ASSERT_TRUE(proc->WaitForLine("ready", kDeadline).ok());
+  EXPECT_TRUE(proc->Running());
+  proc->CloseStdin();
+  proc->CloseStdin();  // A second close does nothing.
+  absl::StatusOr<int> code = proc->Wait(kDeadline);
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 0);
+  EXPECT_EQ(proc->Output(), "ready\neof\n");
+}
+
 TEST(SubprocessTest, CallsOnLineForEveryLineThenOnExit) {
   absl::Mutex mu;
   std::vector<std::string> lines;
