@@ -13,6 +13,8 @@ packages=(
 # torch for the tensor tests (PETREL_WITH_TORCH=0 leaves torch out; those
 # tests then skip).
 packages+=(python3-dev python3-pybind11 python3-numpy python3-pytest)
+# tools/petrel-plot draws the progress CSV with matplotlib.
+packages+=(python3-matplotlib)
 if [[ "${PETREL_WITH_TORCH:-1}" == 1 ]]; then
   packages+=(python3-torch)
 fi

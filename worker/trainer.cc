@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "glog/logging.h"
 
 #include "base/status_macros.h"
 #include "job/checkpoint_protocol.h"
@@ -536,7 +537,19 @@ absl::StatusOr<bool> Trainer::MaybeEvaluate(const Step& step,
       (next == nullptr ||
        (next->source == 0 && next->prepared->epoch != step.prepared->epoch));
   if (!at_every && !epoch_end) return false;
-  return validator_->Evaluate(step.prepared->epoch + 1, batches_);
+  PETREL_ASSIGN_OR_RETURN(
+      bool stop, validator_->Evaluate(step.prepared->epoch + 1, batches_));
+  // The best model's checkpoint: its pause, before training on. Bounded,
+  // for a scheduler that takes no checkpoints (no checkpoint directory).
+  if (validator_->checkpoint_requested() && options_.control != nullptr) {
+    if (options_.control->AwaitPauseRequest(absl::Seconds(5))) {
+      PETREL_RETURN_IF_ERROR(MaybePause());
+    } else {
+      LOG_FIRST_N(WARNING, 1) << "the scheduler did not take the \"best\" "
+                                 "checkpoint within 5 s; training goes on";
+    }
+  }
+  return stop;
 }
 
 // Out of the clock: asks the scheduler for more (data of workers that

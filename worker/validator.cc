@@ -21,6 +21,7 @@ absl::StatusOr<bool> Validator::Evaluate(int epoch, int64_t batch) {
   // An eval_every_batches point at an epoch's end: once.
   if (batch == last_batch_ || stopped_) return stopped_;
   last_batch_ = batch;
+  checkpoint_requested_ = false;
   const pb::JobConfig& job = *options_.job;
   const bool with_fields = options_.model->needs_fields();
   PETREL_ASSIGN_OR_RETURN(
@@ -46,6 +47,7 @@ absl::StatusOr<bool> Validator::Evaluate(int epoch, int64_t batch) {
       note = " best";
       if (options_.control != nullptr && !job.checkpoint().dir().empty()) {
         options_.control->RequestCheckpoint(kBestCheckpointReason);
+        checkpoint_requested_ = true;
       }
     }
     if (v.stop) {

@@ -10,9 +10,10 @@
 //     keeps (scheduler/checkpoint_coordinator.h);
 //   - `patience` evaluations without one stop the training: the report
 //     carries stop_training and the scheduler tells every worker.
-// The kept checkpoint is the cut at worker 0's next batch boundary after
-// the evaluation; workers that trained on meanwhile are at most the
-// bounded delay (one batch with BSP) ahead of the evaluated model.
+// The trainer then pauses worker 0 for that checkpoint before it trains
+// on, so the kept checkpoint holds worker 0 where it was evaluated; other
+// workers may have trained on meanwhile, at most the bounded delay (one
+// batch with BSP) ahead.
 //
 // Thread safety: call from the trainer's thread.
 #ifndef PETREL_WORKER_VALIDATOR_H_
@@ -62,12 +63,17 @@ class Validator {
   // for the final line when early stopping is on, else "".
   std::string Summary() const;
   bool stopped() const { return stopped_; }
+  // A "best" checkpoint was asked for by the last Evaluate: the trainer
+  // takes its pause at once, so that the checkpoint holds worker 0 where
+  // it was evaluated.
+  bool checkpoint_requested() const { return checkpoint_requested_; }
 
  private:
   const ValidatorOptions options_;
   const bool validation_;  // else data.test
   EarlyStopping rule_;
   bool stopped_ = false;
+  bool checkpoint_requested_ = false;
   int64_t last_batch_ = -1;
 };
 
