@@ -120,11 +120,14 @@ void JobProgress::EmitLocked() {
   const JobSnapshot s = SnapshotLocked();
   options_.print(absl::StrFormat(
       "progress epoch=%d/%d done=%s examples=%d examples_per_s=%.0f "
-      "train_logloss=%.5f elapsed=%s eta=%s",
+      "train_logloss=%s elapsed=%s eta=%s",
       s.epoch, std::max(1, s.epochs),
       s.fraction_done >= 0 ? absl::StrFormat("%.1f%%", 100 * s.fraction_done)
                            : std::string("?"),
-      s.examples, s.examples_per_s, s.train_logloss, FormatSeconds(s.elapsed_s),
+      s.examples, s.examples_per_s,
+      std::isnan(s.train_logloss) ? std::string("?")
+                                  : absl::StrFormat("%.5f", s.train_logloss),
+      FormatSeconds(s.elapsed_s),
       s.eta_s >= 0 ? FormatSeconds(s.eta_s) : std::string("?")));
   if (csv_ == nullptr) return;
   *csv_ << absl::StrFormat("train,%.3f,%d,%s,%d,%d,%.1f,%s,,,,,,\n",

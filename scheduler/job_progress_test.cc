@@ -74,6 +74,10 @@ TEST(JobProgressTest, UnknownFractionPrintsNoEta) {
   ASSERT_EQ(f.lines.size(), 1u);
   EXPECT_NE(f.lines[0].find("done=? "), std::string::npos) << f.lines[0];
   EXPECT_NE(f.lines[0].find("eta=?"), std::string::npos) << f.lines[0];
+  f.now += absl::Seconds(5);
+  f.progress->OnProgress(0, Report(0, 0, 0, NAN));
+  EXPECT_NE(f.lines.back().find("train_logloss=? "), std::string::npos)
+      << f.lines.back();
 }
 
 TEST(JobProgressTest, FormatsDurations) {

@@ -147,19 +147,8 @@ absl::StatusOr<ReaderOptions> ValidationReaderOptions(const pb::JobConfig& job,
   return ro;
 }
 
-absl::Status CheckValidationConfig(const pb::JobConfig& job) {
-  const pb::DataConfig& data = job.data();
-  const float f = data.validation_fraction();
-  if (!(f >= 0 && f < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("data.validation_fraction = ", f, " is not in [0, 1)"));
-  }
-  if (f > 0 && !data.validation().empty()) {
-    return absl::InvalidArgumentError(
-        "data.validation and data.validation_fraction are both set; use "
-        "one: validation files, or a fraction held out of data.train");
-  }
-  for (const std::string& file : data.validation()) {
+absl::Status CheckValidationFiles(const pb::JobConfig& job) {
+  for (const std::string& file : job.data().validation()) {
     struct stat st;
     if (stat(file.c_str(), &st) != 0) {
       return absl::InvalidArgumentError(

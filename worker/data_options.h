@@ -51,10 +51,9 @@ bool HasValidation(const pb::JobConfig& job);
 absl::StatusOr<ReaderOptions> ValidationReaderOptions(const pb::JobConfig& job,
                                                       bool with_fields);
 
-// InvalidArgument naming the field: validation_fraction outside [0, 1),
-// both data.validation and validation_fraction set, or a validation file
-// that does not exist.
-absl::Status CheckValidationConfig(const pb::JobConfig& job);
+// InvalidArgument naming the file when one of data.validation does not
+// exist. (job/job_check.h's CheckValidationConfig checks the fields.)
+absl::Status CheckValidationFiles(const pb::JobConfig& job);
 
 }  // namespace petrel
 

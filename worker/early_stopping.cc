@@ -2,7 +2,8 @@
 
 #include <cmath>
 
-#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "job/job_check.h"
 
 namespace petrel {
 
@@ -38,24 +39,9 @@ EarlyStopping::Verdict EarlyStopping::Add(double logloss, double auc, int epoch,
 }
 
 absl::Status ResolveEarlyStopping(pb::JobConfig* job) {
+  PETREL_RETURN_IF_ERROR(CheckValidationConfig(*job));
   pb::EarlyStoppingConfig* es = job->mutable_train()->mutable_early_stopping();
   if (es->patience() == 0) es->set_patience(3);
-  if (es->patience() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "train.early_stopping.patience = ", es->patience(), " must be >= 1"));
-  }
-  if (!std::isfinite(es->min_delta()) || es->min_delta() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("train.early_stopping.min_delta = ", es->min_delta(),
-                     " must be finite and >= 0"));
-  }
-  const pb::DataConfig& data = job->data();
-  if (es->metric() != pb::EarlyStoppingConfig::METRIC_NONE &&
-      data.validation().empty() && data.validation_fraction() == 0) {
-    return absl::InvalidArgumentError(
-        "train.early_stopping needs validation data: set data.validation "
-        "(files) or data.validation_fraction");
-  }
   return absl::OkStatus();
 }
 

@@ -56,10 +56,9 @@ class EarlyStopping {
   int since_best_ = 0;
 };
 
-// Applies the defaults of train.early_stopping (patience 0 = 3) and checks
-// it: patience >= 1, min_delta finite and >= 0, and validation data
-// (data.validation or data.validation_fraction) when a metric is set.
-// InvalidArgument naming the field.
+// Checks validation and early stopping (job/job_check.h's
+// CheckValidationConfig: InvalidArgument naming the field) and applies
+// the default of train.early_stopping.patience (0 = 3).
 absl::Status ResolveEarlyStopping(pb::JobConfig* job);
 
 }  // namespace petrel

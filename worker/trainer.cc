@@ -665,7 +665,7 @@ absl::Status ResolveTrainDefaults(pb::JobConfig* job) {
   if (job->model().kind() == pb::ModelConfig::KIND_MLP) {
     PETREL_RETURN_IF_ERROR(MlpLayoutFromJob(*job).status());
   }
-  PETREL_RETURN_IF_ERROR(CheckValidationConfig(*job));
+  PETREL_RETURN_IF_ERROR(CheckValidationFiles(*job));
   PETREL_RETURN_IF_ERROR(ResolveEarlyStopping(job));
   PETREL_RETURN_IF_ERROR(TrainReaderOptions(*job, 0, 1, false).status());
   return absl::OkStatus();
