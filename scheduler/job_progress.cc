@@ -13,9 +13,9 @@ namespace petrel {
 namespace {
 
 // An empty cell for an unknown value.
-std::string Cell(double value, const char* format) {
+std::string Cell(double value, int digits) {
   if (std::isnan(value) || value < 0) return "";
-  return absl::StrFormat(format, value);
+  return absl::StrFormat("%.*f", digits, value);
 }
 
 }  // namespace
@@ -131,9 +131,9 @@ void JobProgress::EmitLocked() {
       s.eta_s >= 0 ? FormatSeconds(s.eta_s) : std::string("?")));
   if (csv_ == nullptr) return;
   *csv_ << absl::StrFormat("train,%.3f,%d,%s,%d,%d,%.1f,%s,,,,,,\n",
-                           s.elapsed_s, s.epoch, Cell(s.fraction_done, "%.5f"),
+                           s.elapsed_s, s.epoch, Cell(s.fraction_done, 5),
                            s.examples, s.batches, s.examples_per_s,
-                           Cell(s.train_logloss, "%.6f"))
+                           Cell(s.train_logloss, 6))
         << std::flush;
 }
 
@@ -143,12 +143,11 @@ void JobProgress::OnEval(const pb::EvalReport& report) {
   const JobSnapshot s = SnapshotLocked();
   if (csv_ == nullptr) return;
   *csv_ << absl::StrFormat("eval,%.3f,%d,%s,%d,%d,%.1f,%s,%s,%s,%s,%d,%d,%d\n",
-                           s.elapsed_s, s.epoch, Cell(s.fraction_done, "%.5f"),
+                           s.elapsed_s, s.epoch, Cell(s.fraction_done, 5),
                            s.examples, s.batches, s.examples_per_s,
-                           Cell(s.train_logloss, "%.6f"), report.dataset(),
-                           Cell(report.logloss(), "%.6f"),
-                           Cell(report.auc(), "%.6f"), report.examples(),
-                           report.epoch(), report.batch())
+                           Cell(s.train_logloss, 6), report.dataset(),
+                           Cell(report.logloss(), 6), Cell(report.auc(), 6),
+                           report.examples(), report.epoch(), report.batch())
         << std::flush;
 }
 
