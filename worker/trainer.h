@@ -45,6 +45,7 @@
 #include "proto/job.pb.h"
 #include "van/postoffice.h"
 #include "worker/recovery_client.h"
+#include "worker/train_defaults.h"
 #include "worker/worker_control.h"
 
 namespace petrel {
@@ -92,11 +93,6 @@ struct TrainResult {
   int64_t total_train_examples = 0;  // all workers
   double examples_per_s = 0;         // all workers
 };
-
-// Applies the documented defaults of job.proto's training fields
-// (batch_size, epochs, progress interval, fm_dim, device) and checks the values
-// the trainer uses; InvalidArgument names the field.
-absl::Status ResolveTrainDefaults(pb::JobConfig* job);
 
 // Trains on `postoffice`'s cluster (joined, a worker). Returns what it
 // measured; errors: InvalidArgument/DataLoss from the data, DeadlineExceeded
