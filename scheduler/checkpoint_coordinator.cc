@@ -108,15 +108,6 @@ CheckpointCoordinator::Action CheckpointCoordinator::NextAction(
   absl::MutexLock lock(&mu_);
   while (true) {
     if (stop_) return Action::kNone;
-    // The best model of early stopping is kept even when training ended
-    // right after it was asked for.
-    auto best = std::find(requests_.begin(), requests_.end(),
-                          std::string(kBestCheckpointReason));
-    if (workers_done_ && best != requests_.end()) {
-      *reason = *best;
-      requests_.erase(best);
-      return Action::kCheckpoint;
-    }
     if (workers_done_) return Action::kEnd;
     if (stop_request_.has_value()) {
       *reason = *stop_request_;
