@@ -213,6 +213,22 @@ train { early_stopping { metric: METRIC_AUC } }
   EXPECT_TRUE(absl::StrContains(out, "data.validation")) << out;
 }
 
+// The whole-config check refuses it before anything starts.
+TEST_F(ValidationTest, PetrelLaunchRefusesEarlyStoppingWithoutValidation) {
+  const std::string config = WriteConfig(R"(
+model { kind: KIND_LR }
+train { early_stopping { metric: METRIC_LOGLOSS } }
+)");
+  int code = 0;
+  const std::string out = RunProgram(
+      {Bin("petrel-launch"), "--config=" + config,
+       "--train=" + dir_ + "/train.svm", "--test=" + dir_ + "/test.svm"},
+      &code);
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_TRUE(absl::StrContains(out, "needs validation data")) << out;
+  EXPECT_FALSE(absl::StrContains(out, "PETREL_LISTEN")) << out;
+}
+
 TEST_F(ValidationTest, ValidationFilesAndFractionTogetherAreAConfigError) {
   const std::string config = WriteConfig(absl::StrCat(
       "data { validation: \"", dir_, "/test.svm\" validation_fraction: 0.1 }"));
