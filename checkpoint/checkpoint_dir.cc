@@ -352,9 +352,12 @@ absl::Status RetainCheckpoints(const std::string& root, int keep) {
   PETREL_ASSIGN_OR_RETURN(std::vector<uint64_t> all, ListCheckpointDirs(root));
   std::vector<uint64_t> complete;
   std::vector<uint64_t> incomplete;
+  uint64_t best = 0;  // the newest "best" one; 0: none
   for (uint64_t id : all) {
-    (ReadManifest(CheckpointPath(root, id)).ok() ? complete : incomplete)
-        .push_back(id);
+    absl::StatusOr<pb::CheckpointManifest> m =
+        ReadManifest(CheckpointPath(root, id));
+    (m.ok() ? complete : incomplete).push_back(id);
+    if (m.ok() && m->reason() == kBestCheckpointReason) best = id;
   }
   if (complete.empty()) return absl::OkStatus();
   std::vector<uint64_t> remove;
@@ -363,7 +366,9 @@ absl::Status RetainCheckpoints(const std::string& root, int keep) {
     if (id < complete.back()) remove.push_back(id);
   }
   if (complete.size() > static_cast<size_t>(keep)) {
-    remove.insert(remove.end(), complete.begin(), complete.end() - keep);
+    for (auto it = complete.begin(); it != complete.end() - keep; ++it) {
+      if (*it != best) remove.push_back(*it);
+    }
   }
   absl::Status status;
   for (uint64_t id : remove) {

@@ -25,6 +25,9 @@ namespace petrel {
 
 inline constexpr int kCheckpointFormatVersion = 1;
 inline constexpr char kManifestName[] = "MANIFEST";
+// The reason of the checkpoints early stopping asks for at each new best
+// validation result (worker/validator.h); retention keeps the newest one.
+inline constexpr char kBestCheckpointReason[] = "best";
 
 // ROOT/ckpt-NNNNNNNN.
 std::string CheckpointPath(const std::string& root, uint64_t id);
@@ -61,7 +64,9 @@ absl::StatusOr<std::vector<uint64_t>> ListCheckpoints(const std::string& root);
 absl::StatusOr<std::string> ResolveCheckpoint(const std::string& spec,
                                               const std::string& root);
 // Removes all but the newest `keep` complete checkpoints, and every
-// incomplete one older than the newest complete one.
+// incomplete one older than the newest complete one. The newest complete
+// checkpoint taken for kBestCheckpointReason (early stopping's best model)
+// is kept as well.
 absl::Status RetainCheckpoints(const std::string& root, int keep);
 
 // Checks that `manifest`'s tables fit `tables` (a job's, as its servers

@@ -70,7 +70,8 @@ pb::CheckpointTable Table(int id, int dim, int stride,
 }
 
 // A complete checkpoint `id` under `root` with one table file of 4 rows.
-std::string WriteCheckpoint(const std::string& root, uint64_t id) {
+std::string WriteCheckpoint(const std::string& root, uint64_t id,
+                            const std::string& reason = "") {
   auto dir = CreateCheckpointDir(root, id);
   EXPECT_TRUE(dir.ok()) << dir.status();
   TableFileInfo info;
@@ -89,6 +90,7 @@ std::string WriteCheckpoint(const std::string& root, uint64_t id) {
   manifest.set_format_version(kCheckpointFormatVersion);
   manifest.set_id(id);
   manifest.set_num_servers(1);
+  manifest.set_reason(reason);
   *manifest.add_tables() = Table(1, 1, 3, pb::OptimizerProto::KIND_FTRL);
   *manifest.add_files() = *file;
   EXPECT_TRUE(WriteManifest(*dir, manifest).ok());
@@ -204,6 +206,16 @@ TEST(CheckpointDirTest, RetainKeepsTheNewestComplete) {
   EXPECT_FALSE(Exists(CheckpointPath(root, 3)));
   EXPECT_EQ(RetainCheckpoints(root, 0).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Early stopping's best model outlives `keep`; only the newest best does.
+TEST(CheckpointDirTest, RetainKeepsTheNewestBestToo) {
+  const std::string root = TempDir();
+  WriteCheckpoint(root, 1, kBestCheckpointReason);
+  WriteCheckpoint(root, 2, kBestCheckpointReason);
+  for (uint64_t id = 3; id <= 5; ++id) WriteCheckpoint(root, id, "end");
+  ASSERT_TRUE(RetainCheckpoints(root, 1).ok());
+  EXPECT_THAT(*ListCheckpoints(root), ElementsAre(2, 5));
 }
 
 TEST(CheckpointDirTest, RetainRemovesIncompleteOnlyBehindACompleteOne) {

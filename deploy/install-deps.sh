@@ -17,6 +17,8 @@ packages+=(python3-dev python3-pybind11 python3-numpy python3-pytest)
 # adduser runs in the package's postinst (dpkg-shlibdeps comes with
 # build-essential's dpkg-dev).
 packages+=(systemd adduser)
+# tools/petrel-plot draws the progress CSV with matplotlib.
+packages+=(python3-matplotlib)
 if [[ "${PETREL_WITH_TORCH:-1}" == 1 ]]; then
   packages+=(python3-torch)
 fi

@@ -119,6 +119,38 @@ int64_t EstimateWorkerBytes(const pb::JobConfig& job) {
          static_cast<int64_t>(sizeof(float));
 }
 
+absl::Status CheckValidationConfig(const pb::JobConfig& job) {
+  const pb::DataConfig& data = job.data();
+  const float f = data.validation_fraction();
+  if (!(f >= 0 && f < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data.validation_fraction = ", f, " is not in [0, 1)"));
+  }
+  if (f > 0 && !data.validation().empty()) {
+    return absl::InvalidArgumentError(
+        "data.validation and data.validation_fraction are both set; use "
+        "one: validation files, or a fraction held out of data.train");
+  }
+  const pb::EarlyStoppingConfig& es = job.train().early_stopping();
+  if (es.patience() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("train.early_stopping.patience = ", es.patience(),
+                     " must be >= 1 (0: the default, 3)"));
+  }
+  if (!std::isfinite(es.min_delta()) || es.min_delta() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("train.early_stopping.min_delta = ", es.min_delta(),
+                     " must be finite and >= 0"));
+  }
+  if (es.metric() != pb::EarlyStoppingConfig::METRIC_NONE &&
+      data.validation().empty() && f == 0) {
+    return absl::InvalidArgumentError(
+        "train.early_stopping needs validation data: set data.validation "
+        "(files) or data.validation_fraction");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckJobConfig(const pb::JobConfig& config, int num_servers,
                             int64_t physical_bytes) {
   pb::JobConfig job = config;
@@ -144,6 +176,7 @@ absl::Status CheckJobConfig(const pb::JobConfig& config, int num_servers,
     absl::Status s = MlpLayoutFromJob(job).status();
     if (!s.ok()) return s;
   }
+  if (absl::Status s = CheckValidationConfig(job); !s.ok()) return s;
   const int64_t limit = job.memory_limit_mib() > 0
                             ? job.memory_limit_mib() * kMiB
                             : physical_bytes;

@@ -45,12 +45,20 @@ int64_t EstimateWorkerBytes(const pb::JobConfig& job);
 
 // InvalidArgument naming the field: num_servers or num_workers negative,
 // memory_limit_mib negative, data.max_abs_value negative or not finite, an
-// invalid MLP layout, or a process whose estimate exceeds the limit
+// invalid MLP layout, validation or early stopping that cannot work
+// (CheckValidationConfig), or a process whose estimate exceeds the limit
 // (memory_limit_mib, or `physical_bytes` when that is 0; no check when both
 // are 0), with the estimate and the limit. `num_servers` > 0 is the
 // cluster's actual number of servers (flags may override the job's).
 absl::Status CheckJobConfig(const pb::JobConfig& job, int num_servers,
                             int64_t physical_bytes);
+
+// InvalidArgument naming the field: data.validation_fraction outside
+// [0, 1), both data.validation and validation_fraction set, or
+// train.early_stopping with a patience below 0, a min_delta negative or
+// not finite, or a metric but no validation data. (Patience 0 is the
+// default, 3.) CheckJobConfig runs it.
+absl::Status CheckValidationConfig(const pb::JobConfig& job);
 
 // For a job whose processes all run on this machine (petrel-launch): the
 // estimates of `num_servers` servers and `num_workers` workers together

@@ -128,5 +128,29 @@ TEST(JobCheckTest, DescribeTableNamesTheOptimizer) {
   EXPECT_EQ(DescribeTable(job, 2), "table 2 (optimizer Adam)");
 }
 
+TEST(JobCheckTest, RefusesValidationAndEarlyStoppingThatCannotWork) {
+  pb::JobConfig job;
+  EXPECT_TRUE(CheckValidationConfig(job).ok());
+  job.mutable_data()->set_validation_fraction(1.5f);
+  EXPECT_THAT(CheckJobConfig(job, 0, 0).message(),
+              HasSubstr("data.validation_fraction = 1.5"));
+  job.mutable_data()->set_validation_fraction(0.25f);
+  job.mutable_data()->add_validation("valid.txt");
+  EXPECT_THAT(CheckValidationConfig(job).message(), HasSubstr("both set"));
+  job.mutable_data()->clear_validation();
+  pb::EarlyStoppingConfig* es = job.mutable_train()->mutable_early_stopping();
+  es->set_metric(pb::EarlyStoppingConfig::METRIC_AUC);
+  EXPECT_TRUE(CheckValidationConfig(job).ok());
+  es->set_patience(-1);
+  EXPECT_THAT(CheckValidationConfig(job).message(), HasSubstr("patience"));
+  es->set_patience(2);
+  es->set_min_delta(-0.5f);
+  EXPECT_THAT(CheckValidationConfig(job).message(), HasSubstr("min_delta"));
+  es->set_min_delta(0);
+  job.mutable_data()->set_validation_fraction(0);
+  EXPECT_THAT(CheckJobConfig(job, 0, 0).message(),
+              HasSubstr("needs validation data"));
+}
+
 }  // namespace
 }  // namespace petrel

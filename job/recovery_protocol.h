@@ -10,6 +10,16 @@
 //   kDropWorker   sched -> server     worker rank       the server's last
 //                                                        clock of it
 //   kFailed       worker -> sched     reason            ""  (***)
+//   kEval         worker -> sched     EvalReport        RecoveryReply
+//
+// Every RecoveryReply carries stop_training once worker 0 reported an
+// EvalReport with stop_training (early stopping): a worker that sees it
+// ends its training at its next batch boundary and sends kDone, which gets
+// no more pieces.
+//
+// The scheduler merges the progress of kProgress and kDone into the job's
+// progress line and CSV, and writes kEval's results into the CSV
+// (scheduler/job_progress.h).
 //
 // (*) A worker sends kDone once it trained every piece it holds and left
 // the bounded-delay clock. The scheduler answers when it has more pieces
@@ -41,6 +51,7 @@ enum RecoveryHead : int {
   kDone = 2,
   kDropWorker = 3,
   kFailed = 4,
+  kEval = 5,
 };
 
 // How often a training worker reports its progress (while it trains

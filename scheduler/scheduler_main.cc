@@ -8,6 +8,10 @@
 //   petrel-scheduler --port=9000 --num_servers=2 --num_workers=4
 //   petrel-scheduler --port=9000 --config=job.textproto
 //
+// It prints the job's progress line, merged from the workers' reports
+// (scheduler/job_progress.h), and with --progress_csv (or the config's
+// train.progress_csv) writes the progress and evaluations as CSV.
+//
 // A training worker that dies does not fail the job (unless
 // --survive_worker_failures=false): its data goes to the live workers.
 // SIGUSR1 takes a checkpoint now; SIGTERM/SIGINT checkpoints (with a
@@ -29,6 +33,7 @@
 #include "checkpoint/start_checkpoint.h"
 #include "job/job_check.h"
 #include "scheduler/checkpoint_coordinator.h"
+#include "scheduler/job_progress.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/worker_recovery.h"
 #include "van/daemon_main.h"
@@ -61,6 +66,10 @@ DEFINE_string(restore_from, "",
               "directory) the job resumes from; overrides "
               "checkpoint.restore_from. The scheduler checks that it exists "
               "and fits the job. Default empty.");
+DEFINE_string(progress_csv, "",
+              "Where to write the job's progress and evaluations as CSV "
+              "(docs/training.md); overrides train.progress_csv. Default "
+              "empty: the config's, else no CSV.");
 DEFINE_int32(checkpoint_timeout_s, 600,
              "Longest wait for the workers to pause and the servers to save "
              "a checkpoint (1..86400). Default 600.");
@@ -123,6 +132,17 @@ class SchedulerDaemon : public petrel::NodeDaemon {
     }
     absl::Status s = CheckRestore(job_, settings.postoffice.num_workers);
     if (!s.ok()) return s;
+    if (!FLAGS_progress_csv.empty()) {
+      job_.mutable_train()->set_progress_csv(FLAGS_progress_csv);
+    }
+    const std::string& csv = job_.train().progress_csv();
+    if (!csv.empty()) {
+      absl::Status w = petrel::CheckWritableFile(csv);
+      if (!w.ok()) {
+        return absl::Status(w.code(), absl::StrCat("train.progress_csv ", csv,
+                                                   ": ", w.message()));
+      }
+    }
     if (FLAGS_virtual_nodes < 1 || FLAGS_virtual_nodes > 4096) {
       return absl::InvalidArgumentError("--virtual_nodes: must be in 1..4096");
     }
@@ -141,11 +161,26 @@ class SchedulerDaemon : public petrel::NodeDaemon {
   absl::Status Build(petrel::NodeRuntime& runtime) override {
     scheduler_ =
         std::make_unique<petrel::Scheduler>(runtime.postoffice(), options_);
+    petrel::JobProgressOptions popts;
+    popts.csv_path = job_.train().progress_csv();
+    if (job_.train().progress_interval_s() > 0) {
+      popts.interval = absl::Seconds(job_.train().progress_interval_s());
+    }
+    absl::StatusOr<std::unique_ptr<petrel::JobProgress>> progress =
+        petrel::JobProgress::Create(popts);
+    if (!progress.ok()) return progress.status();
+    progress_ = std::move(*progress);
     if (FLAGS_survive_worker_failures) {
       recovery_ = std::make_unique<petrel::WorkerRecovery>(
           runtime.postoffice(), [this](const std::string& reason) {
             scheduler_->EndJob(absl::AbortedError(reason));
           });
+      recovery_->set_progress_hook(
+          [this](int rank, const petrel::pb::WorkerProgress& p) {
+            progress_->OnProgress(rank, p);
+          });
+      recovery_->set_eval_hook(
+          [this](const petrel::pb::EvalReport& r) { progress_->OnEval(r); });
       scheduler_->set_worker_lost_hook(
           [this](int id) { return recovery_->OnWorkerLost(id); });
       absl::Status s = recovery_->Start();
@@ -169,6 +204,7 @@ class SchedulerDaemon : public petrel::NodeDaemon {
     if (status.ok()) status = scheduler_->Run();
     if (coordinator_ != nullptr) coordinator_->Stop();
     if (recovery_ != nullptr) recovery_->Stop();
+    progress_->Finish();
     if (status.ok()) LOG(INFO) << "job finished";
     return status;
   }
@@ -194,6 +230,7 @@ class SchedulerDaemon : public petrel::NodeDaemon {
   petrel::pb::JobConfig job_;
   petrel::SchedulerOptions options_;
   std::unique_ptr<petrel::Scheduler> scheduler_;
+  std::unique_ptr<petrel::JobProgress> progress_;
   // After scheduler_, so destroyed first: the scheduler's hook calls it.
   std::unique_ptr<petrel::WorkerRecovery> recovery_;
   // After scheduler_, so destroyed first: its thread calls scheduler_.

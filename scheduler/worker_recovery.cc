@@ -109,16 +109,25 @@ void WorkerRecovery::Handle(const SimpleData& d, SimpleApp* app) {
     app->Response(d).IgnoreError();  // once the job is failing
     return;
   }
+  if (d.head == kEval) {
+    HandleEval(d, app);
+    return;
+  }
   pb::WorkerProgress progress;
   const int rank = IdToRank(d.sender);
+  const bool parsed = ProtoFromBody(d.body, &progress);
+  if (parsed && !d.duplicate && progress_hook_ && IsWorkerId(d.sender) &&
+      rank < postoffice_->num_workers() &&
+      (d.head == kProgress || d.head == kDone)) {
+    progress_hook_(rank, progress);
+  }
   absl::MutexLock lock(&mu_);
   if (workers_.empty()) {
     workers_.resize(postoffice_->num_workers());
     next_piece_id_ = postoffice_->num_workers();
   }
   if (!IsWorkerId(d.sender) || rank >= static_cast<int>(workers_.size()) ||
-      (d.head != kProgress && d.head != kDone) ||
-      !ProtoFromBody(d.body, &progress)) {
+      (d.head != kProgress && d.head != kDone) || !parsed) {
     LOG_EVERY_T(WARNING, 1.0)
         << "ignoring recovery request " << d.head << " from node " << d.sender;
     app->Response(d).IgnoreError();
@@ -130,6 +139,7 @@ void WorkerRecovery::Handle(const SimpleData& d, SimpleApp* app) {
   }
   Update(rank, progress);
   Worker& w = workers_[rank];
+  if (stop_training_) w.to_deliver.clear();
   if (d.head == kDone) {
     w.waiting_done = d;
     if (!w.to_deliver.empty()) {
@@ -141,8 +151,32 @@ void WorkerRecovery::Handle(const SimpleData& d, SimpleApp* app) {
   }
   pb::RecoveryReply reply;
   for (const pb::DataPiece& p : w.to_deliver) *reply.add_pieces() = p;
-  app->Response(d, reply.pieces_size() > 0 ? ProtoToBody(reply) : "")
+  reply.set_stop_training(stop_training_);
+  app->Response(
+         d, reply.pieces_size() > 0 || stop_training_ ? ProtoToBody(reply) : "")
       .IgnoreError();
+}
+
+void WorkerRecovery::HandleEval(const SimpleData& d, SimpleApp* app) {
+  pb::EvalReport report;
+  if (!IsWorkerId(d.sender) || !ProtoFromBody(d.body, &report)) {
+    LOG_EVERY_T(WARNING, 1.0)
+        << "ignoring a malformed evaluation report from node " << d.sender;
+    app->Response(d).IgnoreError();
+    return;
+  }
+  if (!d.duplicate && eval_hook_) eval_hook_(report);
+  pb::RecoveryReply reply;
+  {
+    absl::MutexLock lock(&mu_);
+    if (report.stop_training() && !d.duplicate && !stop_training_) {
+      stop_training_ = true;
+      LOG(INFO) << "early stopping (worker " << IdToRank(d.sender)
+                << "): " << report.reason() << "; every worker stops";
+    }
+    reply.set_stop_training(stop_training_);
+  }
+  app->Response(d, ProtoToBody(reply)).IgnoreError();
 }
 
 // Answers the worker's waiting kDone with the pieces still to deliver.
@@ -167,6 +201,7 @@ void WorkerRecovery::MaybeFinish() {
   finished_ = true;
   pb::RecoveryReply reply;
   reply.set_finished(true);
+  reply.set_stop_training(stop_training_);
   reply.set_leader(leader);
   for (const pb::WorkerDeath& d : deaths_) *reply.add_deaths() = d;
   for (const Worker& w : workers_) {
@@ -265,7 +300,9 @@ void WorkerRecovery::Reassign(int rank) {
     death.set_trained_twice((server_clock - dead.clock) * dead.batch_size);
   }
   std::vector<pb::DataPiece> left;
+  // After an early stop nobody trains on: its data is not dealt out.
   for (const auto& [id, p] : dead.pieces) {
+    if (stop_training_) break;
     for (pb::DataPiece& q : SplitByEpoch(p, &next_piece_id_)) {
       left.push_back(std::move(q));
     }

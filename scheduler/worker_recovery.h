@@ -15,6 +15,12 @@
 // dead and no death is still being handled; the summary of the deaths is
 // logged then and sent with it.
 //
+// Early stopping: once worker 0 reports an evaluation with stop_training
+// (kEval), every answer carries stop_training, kDone gets no more pieces
+// and a dead worker's data is not dealt out again. Every progress report
+// and evaluation also goes to the hooks (the job's progress line and CSV,
+// scheduler/job_progress.h).
+//
 // Thread safety: the public methods are thread-safe; OnWorkerLost never
 // blocks (it runs under the Scheduler's lock, on the van thread).
 #ifndef PETREL_SCHEDULER_WORKER_RECOVERY_H_
@@ -44,12 +50,23 @@ class WorkerRecovery {
   // Ends the job as failed (a worker reported that its training failed).
   // Called on the van thread, without this object's lock.
   using FailJob = std::function<void(const std::string& reason)>;
+  // Receive every worker's progress report and worker 0's evaluations.
+  // Called on the van thread, without this object's lock.
+  using ProgressHook =
+      std::function<void(int rank, const pb::WorkerProgress& progress)>;
+  using EvalHook = std::function<void(const pb::EvalReport& report)>;
 
   // `postoffice` (the scheduler's, not started) must outlive this object.
   WorkerRecovery(Postoffice* postoffice, FailJob fail_job);
   ~WorkerRecovery();
   WorkerRecovery(const WorkerRecovery&) = delete;
   WorkerRecovery& operator=(const WorkerRecovery&) = delete;
+
+  // REQUIRES: before Start.
+  void set_progress_hook(ProgressHook hook) {
+    progress_hook_ = std::move(hook);
+  }
+  void set_eval_hook(EvalHook hook) { eval_hook_ = std::move(hook); }
 
   // Registers the app and starts the thread. REQUIRES: before the
   // Postoffice starts.
@@ -78,6 +95,7 @@ class WorkerRecovery {
   };
 
   void Handle(const SimpleData& d, SimpleApp* app);
+  void HandleEval(const SimpleData& d, SimpleApp* app);
   void Update(int rank, const pb::WorkerProgress& progress)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Loop();
@@ -91,12 +109,15 @@ class WorkerRecovery {
 
   Postoffice* const postoffice_;
   const FailJob fail_job_;
+  ProgressHook progress_hook_;
+  EvalHook eval_hook_;
   SimpleApp app_;
   std::thread thread_;
 
   mutable absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_training_ ABSL_GUARDED_BY(mu_) = false;   // early stopping
   std::vector<Worker> workers_ ABSL_GUARDED_BY(mu_);  // by rank
   std::deque<int> pending_ ABSL_GUARDED_BY(mu_);      // dead, not handled
   std::vector<pb::WorkerDeath> deaths_ ABSL_GUARDED_BY(mu_);

@@ -223,5 +223,39 @@ TEST_F(WorkerRecoveryTest, AFailedWorkerFailsTheJob) {
   EXPECT_FALSE(recovery_->OnWorkerLost(WorkerRankToId(1)));
 }
 
+// Worker 0's evaluation says stop (early stopping): every worker hears it
+// in its next answer, a dead worker's data is not dealt out any more, and
+// the job finishes once the live workers are done.
+TEST_F(WorkerRecoveryTest, EarlyStoppingStopsEveryWorker) {
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_FALSE(Send(r, kProgress, Progress(1, {Piece(r, 0, 100, 3, 100)}))
+                     .stop_training());
+  }
+  pb::EvalReport report;
+  report.set_dataset("validation");
+  report.set_stop_training(true);
+  report.set_reason("no improvement");
+  SimpleApp* app = workers_[0].get();
+  ASSERT_TRUE(app->Wait(app->Request(kEval, ProtoToBody(report), kSchedulerId),
+                        kTimeout)
+                  .ok());
+  EXPECT_TRUE(Send(1, kProgress, Progress(2, {Piece(1, 0, 200, 3, 200)}))
+                  .stop_training());
+  ASSERT_TRUE(recovery_->OnWorkerLost(WorkerRankToId(2)));
+  ASSERT_TRUE(WaitUntil([&] { return recovery_->deaths().size() == 1; }));
+  EXPECT_EQ(recovery_->deaths()[0].reassigned_to_size(), 0);
+  pb::RecoveryReply end0;
+  std::thread done0(
+      [&] { end0 = Send(0, kDone, Progress(2, {Piece(0, 0, 200, 3, 200)})); });
+  pb::RecoveryReply end1 =
+      Send(1, kDone, Progress(2, {Piece(1, 0, 200, 3, 200)}));
+  done0.join();
+  for (const pb::RecoveryReply& end : {end0, end1}) {
+    EXPECT_TRUE(end.finished());
+    EXPECT_TRUE(end.stop_training());
+    EXPECT_EQ(end.pieces_size(), 0);
+  }
+}
+
 }  // namespace
 }  // namespace petrel

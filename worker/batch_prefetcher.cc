@@ -42,6 +42,7 @@ absl::StatusOr<bool> BatchPrefetcher::ReadOne(int* epoch, PreparedBatch* out) {
   }
   out->epoch = *epoch;
   out->next_offset = reader_->next_offset();
+  out->fraction_read = reader_->fraction_read();
   PETREL_RETURN_IF_ERROR(Dedup(out->batch.keys, &out->unique, &out->inverse));
   return true;
 }

@@ -30,6 +30,8 @@ struct PreparedBatch {
   // The reader's next_offset() after this batch: where the example after
   // its last one starts (-1 when not known, e.g. from the cache).
   int64_t next_offset = -1;
+  // The reader's fraction_read() after this batch (-1: not known).
+  double fraction_read = -1;
 };
 
 class BatchPrefetcher {

@@ -82,6 +82,13 @@ absl::StatusOr<CacheKey> MakeCacheKey(const ReaderOptions& options) {
       "\nmax_abs_value=", options.max_abs_value,
       "\nclip_out_of_range=", options.clip_out_of_range,
       "\nshare=", options.worker_rank, "/", options.num_workers, "\n");
+  // A split reads other examples (kAll keeps the keys of older caches).
+  if (options.holdout.part != HoldoutPart::kAll) {
+    absl::StrAppend(
+        &identity, "holdout=",
+        options.holdout.part == HoldoutPart::kTrain ? "train" : "held_out", "/",
+        options.holdout.fraction, "/", options.holdout.seed, "\n");
+  }
   std::string stats;
   std::string first_absolute;
   for (const std::string& file : options.files) {

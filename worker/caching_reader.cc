@@ -49,6 +49,10 @@ int64_t CachingReader::next_offset() const {
   return source_ == Source::kText ? text_->next_offset() : -1;
 }
 
+double CachingReader::fraction_read() const {
+  return source_ == Source::kText ? text_->fraction_read() : -1;
+}
+
 absl::Status CachingReader::SeekToOffset(int64_t offset) {
   if (source_ != Source::kText) {
     return absl::FailedPreconditionError(

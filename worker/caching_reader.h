@@ -64,6 +64,7 @@ class CachingReader : public Reader {
   // The text reader's while the pass parses text; -1 while it comes from
   // the cache.
   int64_t next_offset() const override;
+  double fraction_read() const override;
   // Seeks the text reader while the pass parses text (FailedPrecondition
   // while it comes from the cache). The rest of that pass is then not
   // kept: the next pass builds the cache from the whole share.

@@ -54,6 +54,16 @@ ReaderOptions Common(const pb::JobConfig& job, bool with_fields) {
   return ro;
 }
 
+// For files read whole at each evaluation: a cache file, not memory.
+absl::Status EvalCache(const pb::JobConfig& job, ReaderOptions* ro) {
+  absl::StatusOr<CacheOptions> cache = CacheFromConfig(job.data().cache());
+  if (!cache.ok()) return cache.status();
+  ro->cache = *cache;
+  if (ro->cache.mode == CacheMode::kAuto) ro->cache.mode = CacheMode::kFile;
+  if (ro->cache.mode == CacheMode::kMemory) ro->cache.mode = CacheMode::kOff;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ReaderOptions> TrainReaderOptions(const pb::JobConfig& job,
@@ -63,6 +73,11 @@ absl::StatusOr<ReaderOptions> TrainReaderOptions(const pb::JobConfig& job,
   ro.files.assign(job.data().train().begin(), job.data().train().end());
   ro.worker_rank = rank;
   ro.num_workers = num_workers;
+  if (job.data().validation_fraction() > 0) {
+    ro.holdout =
+        HoldoutOptions{HoldoutPart::kTrain, job.data().validation_fraction(),
+                       job.data().validation_seed()};
+  }
   absl::StatusOr<CacheOptions> cache = CacheFromConfig(job.data().cache());
   if (!cache.ok()) return cache.status();
   ro.cache = *cache;
@@ -101,12 +116,46 @@ absl::StatusOr<ReaderOptions> TestReaderOptions(const pb::JobConfig& job,
                                                 bool with_fields) {
   ReaderOptions ro = Common(job, with_fields);
   ro.files.assign(job.data().test().begin(), job.data().test().end());
-  absl::StatusOr<CacheOptions> cache = CacheFromConfig(job.data().cache());
-  if (!cache.ok()) return cache.status();
-  ro.cache = *cache;
-  if (ro.cache.mode == CacheMode::kAuto) ro.cache.mode = CacheMode::kFile;
-  if (ro.cache.mode == CacheMode::kMemory) ro.cache.mode = CacheMode::kOff;
+  absl::Status s = EvalCache(job, &ro);
+  if (!s.ok()) return s;
   return ro;
+}
+
+bool HasValidation(const pb::JobConfig& job) {
+  return !job.data().validation().empty() ||
+         job.data().validation_fraction() > 0;
+}
+
+absl::StatusOr<ReaderOptions> ValidationReaderOptions(const pb::JobConfig& job,
+                                                      bool with_fields) {
+  ReaderOptions ro = Common(job, with_fields);
+  if (!job.data().validation().empty()) {
+    ro.files.assign(job.data().validation().begin(),
+                    job.data().validation().end());
+  } else if (job.data().validation_fraction() > 0) {
+    ro.files.assign(job.data().train().begin(), job.data().train().end());
+    ro.holdout =
+        HoldoutOptions{HoldoutPart::kHeldOut, job.data().validation_fraction(),
+                       job.data().validation_seed()};
+  } else {
+    return absl::InvalidArgumentError(
+        "no validation data: set data.validation or "
+        "data.validation_fraction");
+  }
+  absl::Status s = EvalCache(job, &ro);
+  if (!s.ok()) return s;
+  return ro;
+}
+
+absl::Status CheckValidationFiles(const pb::JobConfig& job) {
+  for (const std::string& file : job.data().validation()) {
+    struct stat st;
+    if (stat(file.c_str(), &st) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("data.validation: ", file, " does not exist"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace petrel

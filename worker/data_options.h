@@ -1,5 +1,7 @@
 // The ReaderOptions a job config (proto/job.proto's DataConfig) asks for:
-// the training share of one worker and the test files, with the
+// the training share of one worker (without the examples
+// data.validation_fraction holds out), the validation set and the test
+// files, with the
 // parsed-example cache of data.cache.
 //
 // Thread-safe (pure functions).
@@ -37,6 +39,21 @@ absl::Status CheckTrainedSomething(const pb::JobConfig& job, int64_t examples);
 // files in a cache file, and MODE_MEMORY leaves them uncached.
 absl::StatusOr<ReaderOptions> TestReaderOptions(const pb::JobConfig& job,
                                                 bool with_fields);
+
+// Whether the job has validation data (data.validation or
+// data.validation_fraction).
+bool HasValidation(const pb::JobConfig& job);
+
+// The validation set, for one evaluation: data.validation's files, or the
+// examples of data.train that data.validation_fraction holds out
+// (worker/holdout.h), cached like the test files. InvalidArgument when
+// the job has no validation data.
+absl::StatusOr<ReaderOptions> ValidationReaderOptions(const pb::JobConfig& job,
+                                                      bool with_fields);
+
+// InvalidArgument naming the file when one of data.validation does not
+// exist. (job/job_check.h's CheckValidationConfig checks the fields.)
+absl::Status CheckValidationFiles(const pb::JobConfig& job);
 
 }  // namespace petrel
 

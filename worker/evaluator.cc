@@ -1,5 +1,7 @@
 #include "worker/evaluator.h"
 
+#include "absl/strings/str_cat.h"
+
 #include "base/status_macros.h"
 #include "worker/data_options.h"
 #include "worker/model_rows.h"
@@ -15,13 +17,20 @@ absl::StatusOr<EvalResult> Evaluate(const pb::JobConfig& job,
   }
   PETREL_ASSIGN_OR_RETURN(ReaderOptions ro,
                           TestReaderOptions(job, model->needs_fields()));
-  PETREL_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, OpenReader(ro));
+  return EvaluateOn(ro, job.train().batch_size(), kv, model, timeout,
+                    "the test files");
+}
+
+absl::StatusOr<EvalResult> EvaluateOn(const ReaderOptions& options,
+                                      int batch_size, KVWorker<float>* kv,
+                                      Model* model, absl::Duration timeout,
+                                      const std::string& what) {
+  PETREL_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, OpenReader(options));
   KVRowSource rows(kv, timeout);
-  PETREL_ASSIGN_OR_RETURN(
-      EvalResult result,
-      ScoreReader(reader.get(), job.train().batch_size(), model, &rows));
+  PETREL_ASSIGN_OR_RETURN(EvalResult result,
+                          ScoreReader(reader.get(), batch_size, model, &rows));
   if (result.examples == 0) {
-    return absl::InvalidArgumentError("the test files hold no examples");
+    return absl::InvalidArgumentError(absl::StrCat(what, " hold no examples"));
   }
   return result;
 }

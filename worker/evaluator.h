@@ -7,12 +7,15 @@
 #ifndef PETREL_WORKER_EVALUATOR_H_
 #define PETREL_WORKER_EVALUATOR_H_
 
+#include <string>
+
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
 #include "kv/kv_worker.h"
 #include "proto/job.pb.h"
 #include "worker/model.h"
+#include "worker/reader.h"
 #include "worker/scorer.h"
 
 namespace petrel {
@@ -23,6 +26,13 @@ namespace petrel {
 absl::StatusOr<EvalResult> Evaluate(const pb::JobConfig& job,
                                     KVWorker<float>* kv, Model* model,
                                     absl::Duration timeout);
+
+// The same on the examples `options` reads (e.g. ValidationReaderOptions),
+// named `what` in the error when there are none.
+absl::StatusOr<EvalResult> EvaluateOn(const ReaderOptions& options,
+                                      int batch_size, KVWorker<float>* kv,
+                                      Model* model, absl::Duration timeout,
+                                      const std::string& what);
 
 }  // namespace petrel
 

@@ -37,6 +37,7 @@
 #include "absl/status/statusor.h"
 
 #include "worker/batch.h"
+#include "worker/holdout.h"
 
 namespace petrel {
 
@@ -86,6 +87,9 @@ struct ReaderOptions {
   bool clip_out_of_range = false;  // default false
   // Default off: no cache (see CacheOptions).
   CacheOptions cache;
+  // Default: every example. With a split, only the training part or only
+  // the held-out part (worker/holdout.h).
+  HoldoutOptions holdout;
 };
 
 // Reads one worker's share of the examples, in file order.
@@ -117,6 +121,10 @@ class Reader {
   // it (ShardedLineReader::next_offset). -1 when not known: the pass is
   // served from the parsed-example cache, or the reader reads no text.
   virtual int64_t next_offset() const { return -1; }
+  // How much of the current pass over the share was read, in [0, 1], by
+  // bytes; -1 when not known (a pass served from the parsed-example
+  // cache). For progress lines.
+  virtual double fraction_read() const { return -1; }
 
   // Positions the current pass at `offset`, a next_offset() of a reader
   // over the same files, options and share (ShardedLineReader::Seek), so

@@ -24,6 +24,7 @@ void RecoveryClient::HandleReply(const SimpleData& d) {
     LOG_EVERY_T(WARNING, 1.0) << "malformed recovery reply from the scheduler";
     return;
   }
+  if (reply.stop_training()) stop_training_ = true;
   absl::MutexLock lock(&mu_);
   for (const pb::DataPiece& p : reply.pieces()) {
     if (!seen_.insert(p.id()).second) continue;
@@ -50,6 +51,13 @@ bool RecoveryClient::ReportFailure(const std::string& reason,
                                    absl::Duration timeout) {
   const int ts = app_.Request(kFailed, reason, kSchedulerId);
   return app_.Wait(ts, timeout).ok();
+}
+
+bool RecoveryClient::ReportEval(const pb::EvalReport& report,
+                                absl::Duration wait) {
+  const int ts = app_.Request(kEval, ProtoToBody(report), kSchedulerId);
+  if (wait <= absl::ZeroDuration()) return false;
+  return app_.Wait(ts, wait).ok();
 }
 
 absl::StatusOr<pb::RecoveryReply> RecoveryClient::Done(

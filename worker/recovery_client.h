@@ -10,6 +10,7 @@
 //   recovery.Report(progress);                  // every kProgressInterval
 //   for (pb::DataPiece& p : recovery.TakeAssigned()) { /* train it too */ }
 //   ...
+//   if (recovery.stop_training()) { /* early stopping: end the training */ }
 //   absl::StatusOr<pb::RecoveryReply> r = recovery.Done(progress, timeout);
 //
 // Thread safety: thread-safe. The response handler runs on the van thread;
@@ -56,12 +57,18 @@ class RecoveryClient {
   // (kFailed), so that the job fails now rather than go on without it.
   // Waits up to `timeout` for the acknowledgement; false without one.
   bool ReportFailure(const std::string& reason, absl::Duration timeout);
+  // Sends an evaluation's result (kEval) and waits up to `wait` for the
+  // acknowledgement (zero: not at all); false without one.
+  bool ReportEval(const pb::EvalReport& report, absl::Duration wait);
+  // The scheduler said to stop training (early stopping). Cheap.
+  bool stop_training() const { return stop_training_.load(); }
 
  private:
   void HandleReply(const SimpleData& d);
 
   SimpleApp app_;
   std::atomic<bool> have_new_{false};
+  std::atomic<bool> stop_training_{false};
 
   absl::Mutex mu_;
   absl::flat_hash_set<int64_t> seen_ ABSL_GUARDED_BY(mu_);

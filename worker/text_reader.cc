@@ -1,5 +1,6 @@
 #include "worker/text_reader.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -29,6 +30,7 @@ absl::StatusOr<bool> TextReader::Next(int max_examples, Batch* batch) {
     absl::StatusOr<bool> more = lines_->NextLine(&line);
     if (!more.ok()) return more.status();
     if (!*more) break;
+    if (!KeepLine(options_.holdout, line)) continue;
     const size_t examples = batch->size();
     absl::StatusOr<bool> parsed = parser_(line, options_, batch);
     if (parsed.ok()) continue;
@@ -51,6 +53,14 @@ absl::Status TextReader::Rewind() {
 
 int64_t TextReader::next_offset() const {
   return static_cast<int64_t>(lines_->next_offset());
+}
+
+double TextReader::fraction_read() const {
+  const uint64_t begin = lines_->share_begin();
+  const uint64_t end = lines_->share_end();
+  if (end <= begin) return 1;
+  const uint64_t at = std::min(std::max(lines_->next_offset(), begin), end);
+  return static_cast<double>(at - begin) / static_cast<double>(end - begin);
 }
 
 absl::Status TextReader::SeekToOffset(int64_t offset) {

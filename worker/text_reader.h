@@ -44,6 +44,7 @@ class TextReader : public Reader {
   absl::Status Rewind() override;
   int64_t malformed_lines() const override { return malformed_lines_; }
   int64_t next_offset() const override;
+  double fraction_read() const override;
   absl::Status SeekToOffset(int64_t offset) override;
 
  private:

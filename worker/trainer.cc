@@ -1,12 +1,12 @@
 #include "worker/trainer.h"
 
 #include <cstdio>
-#include <fstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "glog/logging.h"
 
 #include "base/status_macros.h"
 #include "job/checkpoint_protocol.h"
@@ -23,6 +23,7 @@
 #include "worker/model_rows.h"
 #include "worker/reader.h"
 #include "worker/resume_position.h"
+#include "worker/validator.h"
 
 namespace petrel {
 namespace {
@@ -65,6 +66,10 @@ class Trainer {
   // must skip instead. Prints how it resumes.
   int64_t Resume(const ReaderOptions& ro, Reader* reader);
   absl::Status TrainLoop();
+  // Worker 0's evaluations after `step` was trained (validator.h); true
+  // when training must stop (early stopping).
+  absl::StatusOr<bool> MaybeEvaluate(const Step& step, const Step* next);
+  bool StopRequested() const;
   absl::StatusOr<pb::RecoveryReply> TrainReassigned();
   absl::StatusOr<bool> Prepare(int64_t clock, Step* step);
   absl::Status Compute(int64_t clock, Step* step);
@@ -108,6 +113,10 @@ class Trainer {
   int64_t clock_ = 0;
   int pos_epoch_ = 0;
   int64_t pos_examples_in_epoch_ = 0;
+  // The fraction of the own share's current epoch trained (-1: unknown),
+  // and the examples of its first complete epoch (0: not yet known).
+  double pos_fraction_in_epoch_ = 0;
+  int64_t examples_per_epoch_ = 0;
   // Where the next line of the own share starts (-1: not known, e.g. a pass
   // served from the parsed-example cache).
   int64_t pos_byte_offset_ = -1;
@@ -116,7 +125,7 @@ class Trainer {
   int64_t pauses_ = 0;           // checkpoint pauses taken
   absl::Time start_;
   absl::Time last_progress_;
-  std::unique_ptr<std::ofstream> csv_;
+  std::unique_ptr<Validator> validator_;  // worker 0
 
   absl::Mutex stats_mu_;
   int stats_reports_ ABSL_GUARDED_BY(stats_mu_) = 0;
@@ -174,14 +183,16 @@ absl::Status Trainer::Start() {
   // Every worker has registered its apps (the stats app above) before
   // any of them can finish and report.
   PETREL_RETURN_IF_ERROR(po_->Barrier(kWorkerGroup, options_.timeout));
-  if (po_->my_rank() == 0 && !job_.train().progress_csv().empty()) {
-    csv_ = std::make_unique<std::ofstream>(job_.train().progress_csv());
-    if (!*csv_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cannot write progress_csv ", job_.train().progress_csv()));
-    }
-    *csv_ << "elapsed_s,epoch,batches,examples,examples_per_s,train_logloss,"
-             "test_logloss,test_auc\n";
+  if (po_->my_rank() == 0) {
+    ValidatorOptions vo;
+    vo.job = &job_;
+    vo.kv = &kv_;
+    vo.model = model_.get();
+    vo.recovery = options_.recovery;
+    vo.control = options_.control;
+    vo.print = options_.print;
+    vo.timeout = options_.timeout;
+    validator_ = std::make_unique<Validator>(std::move(vo));
   }
   return absl::OkStatus();
 }
@@ -252,6 +263,7 @@ int64_t Trainer::Resume(const ReaderOptions& ro, Reader* reader) {
 // sends the pulls of its unique keys for clock `clock` (-1 outside the
 // clock). False when every piece is exhausted.
 absl::StatusOr<bool> Trainer::Prepare(int64_t clock, Step* step) {
+  if (StopRequested()) return false;
   if (options_.recovery != nullptr) {
     for (const pb::DataPiece& p : options_.recovery->TakeAssigned()) {
       PETREL_RETURN_IF_ERROR(AddSource(p));
@@ -354,11 +366,18 @@ void Trainer::CountTrained(const Step& step) {
   }
   if (step.source != 0) return;
   if (prepared.epoch != pos_epoch_) {
+    if (examples_per_epoch_ == 0) examples_per_epoch_ = pos_examples_in_epoch_;
     pos_epoch_ = prepared.epoch;
     pos_examples_in_epoch_ = 0;
   }
   pos_examples_in_epoch_ += n;
   pos_byte_offset_ = prepared.next_offset;
+  pos_fraction_in_epoch_ = prepared.fraction_read;
+  if (pos_fraction_in_epoch_ < 0 && examples_per_epoch_ > 0) {
+    pos_fraction_in_epoch_ =
+        std::min(1.0, static_cast<double>(pos_examples_in_epoch_) /
+                          static_cast<double>(examples_per_epoch_));
+  }
 }
 
 pb::WorkerProgress Trainer::Progress() const {
@@ -372,13 +391,26 @@ pb::WorkerProgress Trainer::Progress() const {
   }
   p.set_examples_trained(trained);
   p.set_batch_size(job_.train().batch_size());
+  const int epochs = job_.train().epochs();
+  p.set_epochs(epochs);
+  const pb::DataPiece& own = sources_[0].piece;
+  if (own.epoch() >= own.end_epoch()) {
+    p.set_fraction_done(1);
+  } else if (pos_fraction_in_epoch_ >= 0) {
+    p.set_fraction_done((pos_epoch_ + pos_fraction_in_epoch_) / epochs);
+  } else {
+    p.set_fraction_done(-1);
+  }
+  p.set_window_logloss(loss_.window_logloss());
+  p.set_window_examples(loss_.window_examples());
   return p;
 }
 
 absl::Status Trainer::Compute(int64_t clock, Step* step) {
   const auto& tables = model_->tables();
-  if (step->prepared->epoch != pos_epoch_ && po_->my_rank() == 0 &&
-      options_.control != nullptr && job_.checkpoint().at_epoch_end()) {
+  if (step->prepared->epoch != pos_epoch_ && step->source == 0 &&
+      po_->my_rank() == 0 && options_.control != nullptr &&
+      job_.checkpoint().at_epoch_end()) {
     options_.control->RequestCheckpoint("epoch_end");
   }
   PETREL_RETURN_IF_ERROR(WaitPulls(step));
@@ -426,6 +458,7 @@ absl::Status Trainer::Compute(int64_t clock, Step* step) {
 void Trainer::MaybeReportProgress(bool force) {
   absl::Time now = absl::Now();
   absl::Duration interval = absl::Seconds(job_.train().progress_interval_s());
+  if (!options_.worker_progress_lines) return;
   if (!force && now - last_progress_ < interval) return;
   last_progress_ = now;
   double elapsed = absl::ToDoubleSeconds(now - start_);
@@ -435,11 +468,6 @@ void Trainer::MaybeReportProgress(bool force) {
       "train_logloss=%.5f elapsed_s=%.1f",
       po_->my_rank(), epoch_ + 1, batches_, loss_.total_examples(), rate,
       loss_.window_logloss(), elapsed));
-  if (csv_) {
-    *csv_ << absl::StrFormat("%.3f,%d,%d,%d,%.0f,%.6f,,\n", elapsed, epoch_ + 1,
-                             batches_, loss_.total_examples(), rate,
-                             loss_.window_logloss());
-  }
 }
 
 // The evaluating worker (the leader: worker 0, or the lowest live rank
@@ -482,18 +510,46 @@ absl::Status Trainer::TrainLoop() {
     PETREL_RETURN_IF_ERROR(Compute(clock, cur));
     ++clock;
     MaybeReportProgress(false);
-    const int every = job_.train().eval_every_batches();
-    if (every > 0 && po_->my_rank() == 0 && batches_ % every == 0) {
-      PETREL_ASSIGN_OR_RETURN(
-          EvalResult eval,
-          Evaluate(job_, &kv_, model_.get(), options_.timeout));
-      Print(absl::StrFormat("eval batches=%d test_logloss=%.5f test_auc=%.5f",
-                            batches_, eval.logloss, eval.auc));
-    }
+    PETREL_ASSIGN_OR_RETURN(bool stop,
+                            MaybeEvaluate(*cur, have_next ? next : nullptr));
+    // The batch prepared next is dropped (its pulls only read).
+    if (stop || (have_next && StopRequested())) break;
     std::swap(cur, next);
     have = have_next;
   }
   return WaitPushes();
+}
+
+bool Trainer::StopRequested() const {
+  return (validator_ != nullptr && validator_->stopped()) ||
+         (options_.recovery != nullptr && options_.recovery->stop_training());
+}
+
+absl::StatusOr<bool> Trainer::MaybeEvaluate(const Step& step,
+                                            const Step* next) {
+  if (validator_ == nullptr || step.source != 0) return false;
+  const int every = job_.train().eval_every_batches();
+  const bool at_every = every > 0 && batches_ % every == 0;
+  // The end of one of worker 0's epochs (with validation data; the test
+  // files are evaluated at the end of training anyway).
+  const bool epoch_end =
+      HasValidation(job_) &&
+      (next == nullptr ||
+       (next->source == 0 && next->prepared->epoch != step.prepared->epoch));
+  if (!at_every && !epoch_end) return false;
+  PETREL_ASSIGN_OR_RETURN(
+      bool stop, validator_->Evaluate(step.prepared->epoch + 1, batches_));
+  // The best model's checkpoint: its pause, before training on. Bounded,
+  // for a scheduler that takes no checkpoints (no checkpoint directory).
+  if (validator_->checkpoint_requested() && options_.control != nullptr) {
+    if (options_.control->AwaitPauseRequest(absl::Seconds(5))) {
+      PETREL_RETURN_IF_ERROR(MaybePause());
+    } else {
+      LOG_FIRST_N(WARNING, 1) << "the scheduler did not take the \"best\" "
+                                 "checkpoint within 5 s; training goes on";
+    }
+  }
+  return stop;
 }
 
 // Out of the clock: asks the scheduler for more (data of workers that
@@ -516,6 +572,8 @@ absl::StatusOr<pb::RecoveryReply> Trainer::TrainReassigned() {
 void Trainer::PrintFinal(const pb::RecoveryReply& end, const EvalResult& eval,
                          const TrainResult& result) {
   std::string deaths;
+  const std::string kept =
+      validator_ != nullptr ? validator_->Summary() : std::string();
   if (end.deaths_size() > 0) {
     std::vector<std::string> ranks;
     int64_t twice = 0;
@@ -529,9 +587,9 @@ void Trainer::PrintFinal(const pb::RecoveryReply& end, const EvalResult& eval,
   }
   Print(absl::StrFormat(
       "final test_logloss=%.4f test_auc=%.4f examples_per_s=%.0f "
-      "train_examples=%d test_examples=%d train_logloss=%.4f%s",
+      "train_examples=%d test_examples=%d train_logloss=%.4f%s%s",
       eval.logloss, eval.auc, result.examples_per_s,
-      result.total_train_examples, eval.examples, result.train_logloss,
+      result.total_train_examples, eval.examples, result.train_logloss, kept,
       deaths));
 }
 
@@ -558,53 +616,22 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   result.test_logloss = eval.logloss;
   result.test_auc = eval.auc;
   result.test_examples = eval.examples;
-  if (csv_) {
-    *csv_ << absl::StrFormat("%.3f,%d,%d,%d,%.0f,%.6f,%.6f,%.6f\n",
-                             result.train_seconds, epoch_ + 1, batches_,
-                             result.total_train_examples, result.examples_per_s,
-                             result.train_logloss, eval.logloss, eval.auc);
+  if (options_.recovery != nullptr) {
+    pb::EvalReport report;
+    report.set_dataset("test");
+    report.set_epoch(epoch_ + 1);
+    report.set_batch(batches_);
+    report.set_logloss(eval.logloss);
+    report.set_auc(eval.auc);
+    report.set_examples(eval.examples);
+    // Acknowledged before the job ends, so that it reaches the CSV.
+    options_.recovery->ReportEval(report, absl::Seconds(5));
   }
   PrintFinal(end, eval, result);
   return result;
 }
 
 }  // namespace
-
-absl::Status ResolveTrainDefaults(pb::JobConfig* job) {
-  pb::TrainConfig* t = job->mutable_train();
-  if (t->batch_size() == 0) t->set_batch_size(1024);
-  if (t->epochs() == 0) t->set_epochs(1);
-  if (t->progress_interval_s() == 0) t->set_progress_interval_s(2.0f);
-  if (job->model().fm_dim() == 0) job->mutable_model()->set_fm_dim(8);
-  if (t->batch_size() < 1 || t->batch_size() > (1 << 24)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "train.batch_size = ", t->batch_size(), " is not in 1..2^24"));
-  }
-  if (t->epochs() < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("train.epochs = ", t->epochs(), " must be >= 1"));
-  }
-  if (t->eval_every_batches() < 0 || t->progress_interval_s() < 0) {
-    return absl::InvalidArgumentError(
-        "train.eval_every_batches and train.progress_interval_s must be >= 0");
-  }
-  if (job->model().fm_dim() < 1 || job->model().fm_dim() > 1024) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model.fm_dim = ", job->model().fm_dim(), " is not in 1..1024"));
-  }
-  PETREL_RETURN_IF_ERROR(CheckTrainFiles(*job));
-  if (t->device().empty()) t->set_device("auto");
-  absl::StatusOr<DeviceChoice> device = ParseDeviceChoice(t->device());
-  if (!device.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("train.device: ", device.status().message()));
-  }
-  if (job->model().kind() == pb::ModelConfig::KIND_MLP) {
-    PETREL_RETURN_IF_ERROR(MlpLayoutFromJob(*job).status());
-  }
-  PETREL_RETURN_IF_ERROR(TrainReaderOptions(*job, 0, 1, false).status());
-  return absl::OkStatus();
-}
 
 absl::StatusOr<TrainResult> RunTrainer(const TrainerOptions& options,
                                        Postoffice* postoffice) {

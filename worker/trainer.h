@@ -2,11 +2,17 @@
 // of the training data it reads, collects the unique keys, pulls their rows
 // (the next batch's pull is in flight while the current batch computes),
 // runs the model forward and backward, pushes the gradients and advances its
-// clock (bounded-delay consistency is enforced by the servers). It prints a
-// progress line every few seconds; after the last epoch worker 0 evaluates
-// the model on the test files and prints the final summary line:
+// clock (bounded-delay consistency is enforced by the servers). It reports
+// its progress to the scheduler, which prints the job's merged progress
+// line. Worker 0 evaluates on the validation data during training and
+// applies early stopping (worker/validator.h); after the last epoch (or
+// the early stop) it evaluates the model on the test files and prints
+// the final summary line:
 //   final test_logloss=0.4563 test_auc=0.7871 examples_per_s=812345
 //   train_examples=1000000
+// With train.early_stopping it also names where the best validation
+// result was (the model a "best" checkpoint keeps):
+//   ... early_stopped=1 kept_epoch=2 kept_batch=40 best_valid_logloss=0.45
 //
 // Worker failures (options.recovery): the trainer reads batches round
 // robin from every piece of data it holds (its own share first, then the
@@ -39,6 +45,7 @@
 #include "proto/job.pb.h"
 #include "van/postoffice.h"
 #include "worker/recovery_client.h"
+#include "worker/train_defaults.h"
 #include "worker/worker_control.h"
 
 namespace petrel {
@@ -63,6 +70,10 @@ struct TrainerOptions {
   // the examples of it already trained are skipped, the clock and the
   // trained-example count continue. Default none: from the beginning.
   std::optional<pb::WorkerPosition> resume;
+  // Print this worker's own progress line every
+  // train.progress_interval_s ("progress worker=R ..."). Default false: the
+  // scheduler prints the job's merged line (scheduler/job_progress.h).
+  bool worker_progress_lines = false;
   // Meet the servers at a barrier of every server and worker before the
   // first pull (they load a checkpoint first: restore or warm start).
   // Every node of the job must agree. Default false.
@@ -82,11 +93,6 @@ struct TrainResult {
   int64_t total_train_examples = 0;  // all workers
   double examples_per_s = 0;         // all workers
 };
-
-// Applies the documented defaults of job.proto's training fields
-// (batch_size, epochs, progress interval, fm_dim, device) and checks the values
-// the trainer uses; InvalidArgument names the field.
-absl::Status ResolveTrainDefaults(pb::JobConfig* job);
 
 // Trains on `postoffice`'s cluster (joined, a worker). Returns what it
 // measured; errors: InvalidArgument/DataLoss from the data, DeadlineExceeded

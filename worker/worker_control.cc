@@ -78,6 +78,15 @@ absl::Status WorkerControl::Pause(const pb::WorkerPosition& position,
   return absl::OkStatus();
 }
 
+bool WorkerControl::AwaitPauseRequest(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto pending = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return pending_pause_.has_value() || stop_.has_value();
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&pending), timeout);
+  return pending_pause_.has_value();
+}
+
 std::optional<std::string> WorkerControl::stop_reason() const {
   absl::MutexLock lock(&mu_);
   return stop_;

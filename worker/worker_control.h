@@ -52,6 +52,9 @@ class WorkerControl {
   // when neither came within `timeout`. REQUIRES: pause_requested().
   absl::Status Pause(const pb::WorkerPosition& position,
                      absl::Duration timeout);
+  // Waits up to `timeout` for a kPause (e.g. of a checkpoint this worker
+  // just asked for); true when one is pending.
+  bool AwaitPauseRequest(absl::Duration timeout);
   // The scheduler's kStop reason (or StopLocally's), once one arrived.
   std::optional<std::string> stop_reason() const;
   // Stops this worker without the scheduler (e.g. it did not acknowledge

@@ -64,9 +64,10 @@ DEFINE_int32(batch_size, 0,
 DEFINE_bool(skip_malformed, false,
             "train: skip (and count) malformed data lines instead of failing "
             "with the file and line; overrides data.skip_malformed when set.");
-DEFINE_string(progress_csv, "",
-              "train: write the progress series as CSV here (worker 0); "
-              "overrides train.progress_csv.");
+DEFINE_bool(worker_progress, false,
+            "train: print this worker's own progress line every "
+            "train.progress_interval_s (the scheduler prints the job's "
+            "merged line). Default false.");
 DEFINE_string(device, "",
               "train: where to compute: auto (a GPU when the build has CUDA "
               "and the machine a device, else the CPU), cpu or cuda (fails "
@@ -119,9 +120,6 @@ absl::StatusOr<petrel::pb::JobConfig> TrainConfigFromFlags() {
   }
   if (FLAGS_batch_size > 0)
     job.mutable_train()->set_batch_size(FLAGS_batch_size);
-  if (!FLAGS_progress_csv.empty()) {
-    job.mutable_train()->set_progress_csv(FLAGS_progress_csv);
-  }
   if (!FLAGS_device.empty()) job.mutable_train()->set_device(FLAGS_device);
   if (!FLAGS_checkpoint_dir.empty()) {
     job.mutable_checkpoint()->set_dir(FLAGS_checkpoint_dir);
@@ -133,14 +131,6 @@ absl::StatusOr<petrel::pb::JobConfig> TrainConfigFromFlags() {
   if (!s.ok()) return s;
   s = petrel::ResolveTrainDefaults(&job);
   if (!s.ok()) return s;
-  if (!job.train().progress_csv().empty()) {
-    s = petrel::CheckWritableFile(job.train().progress_csv());
-    if (!s.ok()) {
-      return absl::Status(s.code(), absl::StrCat("train.progress_csv ",
-                                                 job.train().progress_csv(),
-                                                 ": ", s.message()));
-    }
-  }
   return job;
 }
 
@@ -175,6 +165,7 @@ absl::Status RunTrain(petrel::NodeRuntime& runtime,
   options.control = control;
   options.recovery = recovery;
   options.wait_for_servers = !start.dir.empty();
+  options.worker_progress_lines = FLAGS_worker_progress;
   if (start.restore) {
     const int rank = runtime.postoffice()->my_rank();
     for (const petrel::pb::WorkerPosition& p : start.manifest.workers()) {

@@ -124,8 +124,9 @@ TEST(NodeFailureTest, KilledServerEndsATrainingWorkerAtOnce) {
   absl::StatusOr<Subprocess*> server = cluster.StartNode("petrel-server");
   ASSERT_TRUE(server.ok()) << server.status();
   absl::StatusOr<Subprocess*> worker = cluster.StartNode(
-      "petrel-worker", {"--job=train", "--train=" + dir + "/train",
-                        "--test=" + dir + "/test", "--timeout_s=60"});
+      "petrel-worker",
+      {"--job=train", "--train=" + dir + "/train", "--test=" + dir + "/test",
+       "--timeout_s=60", "--worker_progress"});
   ASSERT_TRUE(worker.ok()) << worker.status();
   absl::StatusOr<Announce> a = cluster.WaitReady(*server);
   ASSERT_TRUE(a.ok()) << cluster.Output();

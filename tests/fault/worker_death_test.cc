@@ -101,7 +101,8 @@ class JobTest : public ::testing::Test {
     for (int rank = 0; rank < kWorkers; ++rank) {
       absl::StatusOr<Subprocess*> worker = job.cluster->StartNode(
           "petrel-worker",
-          {"--job=train", "--timeout_s=30", absl::StrCat("--rank=", rank)});
+          {"--job=train", "--timeout_s=30", "--worker_progress",
+           absl::StrCat("--rank=", rank)});
       EXPECT_TRUE(worker.ok()) << worker.status();
       if (worker.ok()) job.workers.push_back(*worker);
     }

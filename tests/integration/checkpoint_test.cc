@@ -447,15 +447,16 @@ TEST_F(CheckpointTest, UnwritableCheckpointDirIsRefusedBeforeTraining) {
     EXPECT_TRUE(absl::StrContains((*p)->Output(), file + "/ckpt"))
         << (*p)->Output();
   }
-  absl::StatusOr<std::unique_ptr<Subprocess>> worker = StartProgram(
-      {Bin("petrel-worker"), "--job=train", "--config=" + config,
-       "--progress_csv=" + file + "/progress.csv", "--scheduler=127.0.0.1:1"});
-  ASSERT_TRUE(worker.ok());
-  absl::StatusOr<int> code = (*worker)->Wait(kTimeout);
+  // The scheduler writes the progress CSV.
+  absl::StatusOr<std::unique_ptr<Subprocess>> scheduler =
+      StartProgram({Bin("petrel-scheduler"), "--config=" + config,
+                    "--progress_csv=" + file + "/progress.csv", "--port=0"});
+  ASSERT_TRUE(scheduler.ok());
+  absl::StatusOr<int> code = (*scheduler)->Wait(kTimeout);
   ASSERT_TRUE(code.ok());
-  EXPECT_EQ(*code, 2) << (*worker)->Output();
-  EXPECT_TRUE(absl::StrContains((*worker)->Output(), file + "/progress.csv"))
-      << (*worker)->Output();
+  EXPECT_EQ(*code, 2) << (*scheduler)->Output();
+  EXPECT_TRUE(absl::StrContains((*scheduler)->Output(), file + "/progress.csv"))
+      << (*scheduler)->Output();
 }
 
 }  // namespace

@@ -76,6 +76,11 @@ DEFINE_string(restore_from, "",
               "With --config: a checkpoint directory or 'latest' the job "
               "continues from, passed to every process (overrides "
               "checkpoint.restore_from). Default empty.");
+DEFINE_string(progress_csv, "",
+              "Where the scheduler writes the job's progress and evaluations "
+              "as CSV (docs/training.md; tools/petrel-plot draws it); "
+              "overrides train.progress_csv. Default empty: the config's, "
+              "else none.");
 DEFINE_int32(stop_timeout_s, 120,
              "With --config, the first SIGINT/SIGTERM asks the scheduler to "
              "stop the job (after a checkpoint when it has a checkpoint "
@@ -117,6 +122,7 @@ constexpr char kUsage[] =
     "       petrel-launch --config=JOB.textproto [--train=F] [--test=F]\n"
     "           [--epochs=N] [--device=auto|cpu|cuda]\n"
     "           [--checkpoint_dir=DIR] [--restore_from=DIR|latest]\n"
+    "           [--progress_csv=FILE]\n"
     "       petrel-launch --hosts=FILE [--ssh_port=P] [--ssh_options=O] ...\n"
     "       srun petrel-launch --slurm [--scheduler_port=P] ...\n"
     "Starts DIR/petrel-scheduler, then S x DIR/petrel-server and W workers\n"
@@ -172,6 +178,9 @@ petrel::Launcher::Options OptionsFromFlags(std::vector<std::string> command) {
   options.drain_timeout = absl::Seconds(FLAGS_drain_timeout_s);
   options.grace_period = absl::Seconds(FLAGS_grace_period_s);
   options.handle_signals = true;
+  if (!FLAGS_progress_csv.empty()) {
+    options.scheduler_args.push_back("--progress_csv=" + FLAGS_progress_csv);
+  }
   return options;
 }
 
