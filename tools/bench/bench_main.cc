@@ -51,6 +51,7 @@
 //       --key_dist=zipf --repeat=3
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,7 @@
 
 #include "base/cli.h"
 #include "base/flag_check.h"
+#include "roles/built_in_roles.h"
 #include "tools/bench/petrel_workloads.h"
 #include "tools/bench/workloads.h"
 #include "van/node_flags.h"
@@ -172,6 +174,8 @@ int main(int argc, char** argv) {
   if (int code = petrel::ParseCommandLine(cli, &argc, &argv); code >= 0) {
     return code;
   }
+  // Started by a PS-Lite launcher as the scheduler or a server.
+  if (std::optional<int> code = petrel::RunBuiltInRole(cli.name)) return *code;
   petrel::WorkloadConfig config;
   config.value_bytes = FLAGS_value_bytes;
   config.num_keys = FLAGS_num_keys;
