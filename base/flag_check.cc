@@ -1,6 +1,5 @@
 #include "base/flag_check.h"
 
-#include <cstdio>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -58,32 +57,16 @@ absl::Status CheckCommandLineFlags(int argc, const char* const* argv) {
   return absl::OkStatus();
 }
 
+absl::Status CheckFlagRange(absl::string_view flag, int64_t value, int64_t min,
+                            int64_t max) {
+  if (value >= min && value <= max) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, ": ", value, " is not in ", min, "..", max));
+}
+
 bool FlagIsSet(const char* name) {
   gflags::CommandLineFlagInfo info;
   return gflags::GetCommandLineFlagInfo(name, &info) && !info.is_default;
-}
-
-int ParseToolCommandLine(int* argc, char*** argv, const char* help_filter) {
-  const std::string program = (*argv)[0];
-  const std::string name = program.substr(program.rfind('/') + 1);
-  if (absl::Status s = CheckCommandLineFlags(*argc, *argv); !s.ok()) {
-    std::fprintf(stderr, "%s: %s (see --help)\n", name.c_str(),
-                 std::string(s.message()).c_str());
-    return 2;
-  }
-  gflags::ParseCommandLineNonHelpFlags(argc, argv, /*remove_flags=*/true);
-  std::string help;
-  if (gflags::GetCommandLineOption("help", &help) && help == "true") {
-    gflags::ShowUsageWithFlagsRestrict(program.c_str(), help_filter);
-    return 0;
-  }
-  gflags::HandleCommandLineHelpFlags();  // --helpfull, --version, ...
-  if (*argc > 1) {
-    std::fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n",
-                 name.c_str(), (*argv)[1]);
-    return 2;
-  }
-  return -1;
 }
 
 }  // namespace petrel

@@ -2,13 +2,17 @@
 // CheckCommandLineFlags finds the command-line mistakes that would make
 // gflags::ParseCommandLineFlags print an error and exit(1) (an unknown flag,
 // a value that does not parse, a missing value), so that a binary can report
-// them as a Status and exit 2, the project's code for bad flags. Library
-// code does not use this file: it reads no flags.
+// them as a Status and exit 2, the project's code for bad flags; base/cli.h
+// is the whole command-line handling built on it. Library code does not use
+// this file: it reads no flags.
 
 #ifndef PETREL_BASE_FLAG_CHECK_H_
 #define PETREL_BASE_FLAG_CHECK_H_
 
+#include <cstdint>
+
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace petrel {
 
@@ -24,15 +28,11 @@ absl::Status CheckCommandLineFlags(int argc, const char* const* argv);
 // layered setting lets it win over a config file or an environment value.
 bool FlagIsSet(const char* name);
 
-// The whole command-line handling of a tool's main (petrel-predict,
-// petrel-export): CheckCommandLineFlags, gflags parsing (flags removed from
-// argv), --help (the usage message and the flags defined in files whose path
-// contains `help_filter`, e.g. "predict_main"), gflags' other help flags
-// (--helpfull, --version), and no positional argument. Returns -1 when main
-// goes on, else the exit code main returns: 0 after help, 2 after one line
-// "PROGRAM: what is wrong (see --help)" on stderr.
-// REQUIRES: as CheckCommandLineFlags; gflags::SetUsageMessage was called.
-int ParseToolCommandLine(int* argc, char*** argv, const char* help_filter);
+// OK when `min <= value <= max`; otherwise InvalidArgument
+// "--FLAG: VALUE is not in MIN..MAX" (main exits 2). The one wording of a
+// flag's range check in every binary.
+absl::Status CheckFlagRange(absl::string_view flag, int64_t value, int64_t min,
+                            int64_t max);
 
 }  // namespace petrel
 

@@ -44,5 +44,14 @@ TEST(FlagCheckTest, RejectsMissingValue) {
   EXPECT_EQ(Check({"--fc_name"}).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(FlagCheckTest, RangeNamesTheFlagTheValueAndTheRange) {
+  EXPECT_TRUE(CheckFlagRange("rank", -1, -1, 16383).ok());
+  EXPECT_TRUE(CheckFlagRange("rank", 16383, -1, 16383).ok());
+  absl::Status s = CheckFlagRange("rank", -5, -1, 16383);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "--rank: -5 is not in -1..16383");
+  EXPECT_FALSE(CheckFlagRange("port", 70000, 0, 65535).ok());
+}
+
 }  // namespace
 }  // namespace petrel

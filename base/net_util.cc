@@ -59,6 +59,18 @@ absl::StatusOr<std::string> LocalAddressTowards(const std::string& host) {
   return std::string(inet_ntop(AF_INET, &addr.sin_addr, buf, sizeof(buf)));
 }
 
+absl::Status CheckHostResolves(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
+  if (res != nullptr) freeaddrinfo(res);
+  if (rc == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("cannot resolve host '", host, "': ", gai_strerror(rc)));
+}
+
 absl::StatusOr<std::pair<std::string, int>> ParseHostPort(
     const std::string& address) {
   size_t colon = address.rfind(':');

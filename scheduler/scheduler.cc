@@ -140,6 +140,27 @@ void Scheduler::HandleControl(Message&& msg) {
   }
 }
 
+absl::Status Scheduler::CheckClusterSize(const pb::Node& node) const {
+  struct Count {
+    int given;
+    int mine;
+    const char* flag;
+    const char* variable;
+  };
+  for (const Count& c : {Count{node.num_servers(), postoffice_->num_servers(),
+                               "num_servers", "DMLC_NUM_SERVER"},
+                         Count{node.num_workers(), postoffice_->num_workers(),
+                               "num_workers", "DMLC_NUM_WORKER"}}) {
+    if (c.given != 0 && c.given != c.mine) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "this node has ", c.flag, "=", c.given, " but the scheduler ", c.flag,
+          "=", c.mine, " (give every node the same --", c.flag, " or ",
+          c.variable, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Scheduler::CheckJoin(const pb::Node& node,
                                   const std::string& token) {
   if (token != options_.auth_token) {
@@ -191,11 +212,14 @@ void Scheduler::HandleJoin(const Message& msg) {
   postoffice_->van()->Connect(route);
   pb::Control reply;
   absl::Status s = CheckJoin(node, control.auth_token());
+  // After the token check: only a member of the job learns its size.
+  const bool bad_config = s.ok() && !(s = CheckClusterSize(node)).ok();
   if (!s.ok()) {
     LOG(WARNING) << "refused " << RoleName(node.role()) << " from "
                  << Where(node) << ": " << s.message();
     reply.set_cmd(pb::COMMAND_REJECT);
     reply.set_reason(std::string(s.message()));
+    reply.set_bad_config(bad_config);
     SendControl(route.id(), std::move(reply));
     return;
   }

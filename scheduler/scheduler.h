@@ -120,6 +120,9 @@ class Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckJoin(const pb::Node& node, const std::string& token)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // InvalidArgument naming both values when the joining node was given
+  // another cluster size than the scheduler's.
+  absl::Status CheckClusterSize(const pb::Node& node) const;
   void FormCluster() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SendControl(int recipient, pb::Control control);
   void TerminateAll(bool failed, const std::string& reason)

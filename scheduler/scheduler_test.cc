@@ -60,7 +60,8 @@ class Harness {
   }
 
   Node* AddNode(pb::Role role, int requested_rank = -1,
-                const std::string& token = "") {
+                const std::string& token = "",
+                std::function<void(PostofficeOptions&)> adjust = nullptr) {
     auto node = std::make_unique<Node>();
     node->metrics = std::make_unique<MetricsRegistry>();
     PostofficeOptions po =
@@ -69,6 +70,7 @@ class Harness {
     po.auth_token = token;
     po.join_timeout = absl::Seconds(10);
     po.heartbeat_interval = absl::Milliseconds(20);
+    if (adjust) adjust(po);
     node->po = std::make_unique<Postoffice>(
         po,
         std::make_unique<LoopbackVan>(&network_, TestVanOptions(),
@@ -198,6 +200,31 @@ TEST(SchedulerTest, RejectsDuplicateRequestedRank) {
   s = too_high->po->Start();
   EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_THAT(s.message(), HasSubstr("rank 2 requested"));
+}
+
+TEST(SchedulerTest, RefusesANodeGivenAnotherClusterSizeNamingBothValues) {
+  Harness h(2, 1);
+  Harness::Node* wrong =
+      h.AddNode(pb::ROLE_SERVER, -1, "", [](PostofficeOptions& po) {
+        po.num_servers = 3;
+        po.num_servers_given = true;
+      });
+  absl::Status s = wrong->po->Start();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(),
+              HasSubstr("this node has num_servers=3 but the scheduler "
+                        "num_servers=2"));
+  // The same counts given explicitly join.
+  auto agree = [](PostofficeOptions& po) {
+    po.num_servers_given = true;
+    po.num_workers_given = true;
+  };
+  std::vector<Harness::Node*> nodes = {
+      h.AddNode(pb::ROLE_SERVER, -1, "", agree),
+      h.AddNode(pb::ROLE_SERVER, -1, "", agree),
+      h.AddNode(pb::ROLE_WORKER, -1, "", agree)};
+  for (auto* n : nodes) h.StartAsync(n);
+  for (auto* n : nodes) EXPECT_TRUE(h.StartResult(n).ok());
 }
 
 TEST(SchedulerTest, RejectsWrongAuthToken) {

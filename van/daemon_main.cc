@@ -12,13 +12,17 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
+#include "base/cli.h"
+#include "base/flag_check.h"
 #include "base/signal_watcher.h"
+#include "base/status_macros.h"
+#include "van/legacy_env.h"
 #include "van/node_flags.h"
 
 DEFINE_int32(stop_timeout_s, 120,
              "After SIGTERM/SIGINT, end the process at once if it has not "
              "exited (the job checkpoints first when it has a checkpoint "
-             "directory) within this many seconds. Default 120; >= 1.");
+             "directory) within this many seconds (1..86400). Default 120.");
 
 namespace petrel {
 namespace {
@@ -26,32 +30,59 @@ namespace {
 constexpr int kExitBadFlags = 2;
 
 // Prints the daemon's one line for a failure; returns `code`.
-int Report(const DaemonInfo& info, const absl::Status& status, int code) {
-  std::fprintf(stderr, "%s: %s\n", info.name,
+int Report(const std::string& name, const absl::Status& status, int code) {
+  std::fprintf(stderr, "%s: %s\n", name.c_str(),
                std::string(status.message()).c_str());
   return code;
 }
 
 // Steps 3 and 4 of RunNodeDaemon's; `runtime` is made here.
-absl::Status Configure(const DaemonInfo& info, NodeDaemon& daemon,
+absl::Status Configure(pb::Role role, NodeDaemon& daemon,
                        std::unique_ptr<NodeRuntime>* runtime) {
-  if (absl::Status s = daemon.LoadConfig(); !s.ok()) return s;
-  absl::StatusOr<NodeSettings> settings = NodeSettingsFromFlags(info.role);
+  ClusterDefaults defaults;
+  if (absl::Status s = daemon.LoadConfig(&defaults); !s.ok()) return s;
+  absl::StatusOr<NodeSettings> settings = NodeSettingsFromFlags(role, defaults);
   if (!settings.ok()) return settings.status();
   if (absl::Status s = daemon.CheckFlags(*settings); !s.ok()) return s;
-  if (info.tune_allocator) TuneAllocatorForLargeMessages();
+  if (daemon.tunes_allocator()) TuneAllocatorForLargeMessages();
   *runtime = std::make_unique<NodeRuntime>(*settings);
   return daemon.Build(**runtime);
 }
 
+// The role DMLC_ROLE names when a daemon of it should run instead of the
+// program's own; ROLE_UNSPECIFIED otherwise.
+absl::StatusOr<pb::Role> OtherRole(const DaemonInfo& info) {
+  if (!info.other_role) return pb::ROLE_UNSPECIFIED;
+  PETREL_ASSIGN_OR_RETURN(LegacyEnv env, ReadLegacyEnv(&std::getenv));
+  if (!env.role.has_value()) return pb::ROLE_UNSPECIFIED;
+  const pb::Role role = *env.role == "scheduler" ? pb::ROLE_SCHEDULER
+                        : *env.role == "server"  ? pb::ROLE_SERVER
+                                                 : pb::ROLE_WORKER;
+  return role == info.role ? pb::ROLE_UNSPECIFIED : role;
+}
+
 }  // namespace
 
-int RunNodeDaemon(int argc, char** argv, const DaemonInfo& info,
-                  std::unique_ptr<NodeDaemon> owned) {
-  gflags::SetUsageMessage(info.usage);
-  if (int code = ParseNodeCommandLine(&argc, &argv); code >= 0) return code;
-  FLAGS_logtostderr = true;
-  google::InitGoogleLogging(argv[0]);
+int RunNodeDaemon(int argc, char** argv, const DaemonInfo& info) {
+  CliOptions cli;
+  cli.name = info.name;
+  cli.usage = info.usage;
+  if (int code = ParseCommandLine(cli, &argc, &argv); code >= 0) return code;
+  absl::StatusOr<pb::Role> other = OtherRole(info);
+  if (!other.ok()) return Report(info.name, other.status(), kExitBadFlags);
+  absl::StatusOr<std::unique_ptr<NodeDaemon>> daemon =
+      std::unique_ptr<NodeDaemon>();
+  if (*other != pb::ROLE_UNSPECIFIED) daemon = info.other_role(*other);
+  if (daemon.ok() && *daemon != nullptr) {
+    return RunParsedNodeDaemon(info.name, *other, *std::move(daemon));
+  }
+  if (daemon.ok()) daemon = info.make_daemon();
+  if (!daemon.ok()) return Report(info.name, daemon.status(), kExitBadFlags);
+  return RunParsedNodeDaemon(info.name, info.role, *std::move(daemon));
+}
+
+int RunParsedNodeDaemon(const std::string& name, pb::Role role,
+                        std::unique_ptr<NodeDaemon> owned) {
   SignalWatcher signals;
   std::unique_ptr<NodeRuntime> runtime;
   // Declared after `runtime`, so destroyed before it.
@@ -62,34 +93,39 @@ int RunNodeDaemon(int argc, char** argv, const DaemonInfo& info,
   absl::Notification exited;
   std::thread stop_timer;
   std::thread interrupter;
-  signals.set_repeat_callback([&](const std::string& name) {
-    std::fprintf(stderr, "%s: second %s: stopping at once\n", info.name,
-                 name.c_str());
+  signals.set_repeat_callback([&](const std::string& signal) {
+    std::fprintf(stderr, "%s: second %s: stopping at once\n", name.c_str(),
+                 signal.c_str());
     std::_Exit(1);
   });
-  if (info.watch_usr1) {
+  if (daemon.handles_usr1()) {
     signals.set_usr1_callback(
         [&](const std::string&) { daemon.OnUsr1(*runtime); });
   }
+  if (absl::Status s =
+          CheckFlagRange("stop_timeout_s", FLAGS_stop_timeout_s, 1, 86400);
+      !s.ok()) {
+    return Report(name, s, kExitBadFlags);
+  }
   // Before Configure: Build may start threads, which inherit the mask.
   signals.Block();
-  if (absl::Status s = Configure(info, daemon, &runtime); !s.ok()) {
-    return Report(info, s, kExitBadFlags);
+  if (absl::Status s = Configure(role, daemon, &runtime); !s.ok()) {
+    return Report(name, s, kExitBadFlags);
   }
-  signals.Start([&](const std::string& name) {
-    stop_timer = std::thread([&exited, &info, name] {
+  signals.Start([&](const std::string& signal) {
+    stop_timer = std::thread([&exited, &name, signal] {
       if (exited.WaitForNotificationWithTimeout(
               absl::Seconds(FLAGS_stop_timeout_s))) {
         return;
       }
       std::fprintf(stderr, "%s: still running %ds after %s: stopping at once\n",
-                   info.name, FLAGS_stop_timeout_s, name.c_str());
+                   name.c_str(), FLAGS_stop_timeout_s, signal.c_str());
       std::_Exit(1);
     });
     // On a thread of its own: Interrupt may wait for the scheduler, and
     // the watcher must stay free for a second signal.
-    interrupter = std::thread([&daemon, &runtime, name] {
-      daemon.Interrupt(*runtime, name + " received");
+    interrupter = std::thread([&daemon, &runtime, signal] {
+      daemon.Interrupt(*runtime, signal + " received");
     });
   });
   absl::Status status = daemon.Run(*runtime);
@@ -100,7 +136,7 @@ int RunNodeDaemon(int argc, char** argv, const DaemonInfo& info,
   if (stop_timer.joinable()) stop_timer.join();
   if (interrupter.joinable()) interrupter.join();
   if (status.ok()) return 0;
-  return Report(info, status, ExitCodeFor(status));
+  return Report(name, status, ExitCodeFor(status));
 }
 
 }  // namespace petrel

@@ -1,9 +1,12 @@
 // RunNodeDaemon: the start-up and exit of Petrel's node daemons
 // (petrel-scheduler, petrel-server, petrel-worker) in one place. Each
-// daemon's main() describes itself (DaemonInfo) and implements NodeDaemon;
-// RunNodeDaemon then does what they all share, in this order:
-//   1. parses the command line (node_flags.h: --help exits 0, an unknown
-//      flag or a stray argument exits 2) and logs to stderr with glog;
+// daemon's main() describes itself (DaemonInfo) and gives a NodeDaemon
+// (van/node_daemon.h); RunNodeDaemon then does what they all share, in
+// this order:
+//   1. parses the command line (base/cli.h: --help and --version exit 0,
+//      an unknown flag or a stray argument exits 2; glog logs to stderr or
+//      --log_dir); with DaemonInfo::other_role, DMLC_ROLE may name another
+//      role, whose daemon then runs instead;
 //   2. blocks SIGTERM and SIGINT before any thread starts (SignalWatcher);
 //   3. NodeDaemon::LoadConfig, the node settings from flags and DMLC_*
 //      variables, NodeDaemon::CheckFlags;
@@ -11,7 +14,7 @@
 //      NodeDaemon::Build on it;
 //   5. turns a signal into NodeDaemon::Interrupt("SIGTERM received"); a
 //      second SIGTERM/SIGINT, or --stop_timeout_s after the first, ends the
-//      process at once (exit 1, one line); with DaemonInfo::watch_usr1,
+//      process at once (exit 1, one line); when the daemon handles_usr1,
 //      SIGUSR1 calls NodeDaemon::OnUsr1;
 //   6. NodeDaemon::Run (which starts the runtime: the PETREL_READY or
 //      PETREL_LISTEN line), stops the runtime, NodeDaemon::Finish;
@@ -29,68 +32,49 @@
 #ifndef PETREL_VAN_DAEMON_MAIN_H_
 #define PETREL_VAN_DAEMON_MAIN_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
-#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 #include "proto/meta.pb.h"
-#include "van/node_runtime.h"
+#include "van/node_daemon.h"
 
 namespace petrel {
 
-// What one daemon does beyond the shared start-up. Every step may fail
-// with a Status whose message becomes the daemon's one line on stderr.
-class NodeDaemon {
- public:
-  virtual ~NodeDaemon() = default;
-
-  // Reads files whose values are defaults of the node flags (e.g. a job
-  // config's cluster sizes), before the settings are built.
-  virtual absl::Status LoadConfig() { return absl::OkStatus(); }
-  // Checks the daemon's own flags once the node settings are valid.
-  virtual absl::Status CheckFlags(const NodeSettings& /*settings*/) {
-    return absl::OkStatus();
-  }
-  // Builds the daemon's parts on `runtime`, which is not started yet.
-  virtual absl::Status Build(NodeRuntime& /*runtime*/) {
-    return absl::OkStatus();
-  }
-  // Starts `runtime` and runs the node until its job ended.
-  virtual absl::Status Run(NodeRuntime& runtime) = 0;
-  // Runs after the runtime stopped (no request runs any more) with Run's
-  // result; returns the daemon's final result. Default: `status`.
-  virtual absl::Status Finish(NodeRuntime& /*runtime*/, absl::Status status) {
-    return status;
-  }
-  // A signal arrived: `reason` is e.g. "SIGTERM received". Runs on a
-  // thread of its own, concurrently with Run and possibly past its end (it
-  // is joined before RunNodeDaemon returns), so it may wait briefly (e.g.
-  // for the scheduler to acknowledge a stop). Default: wakes the
-  // Postoffice's waiters with Aborted(reason).
-  virtual void Interrupt(NodeRuntime& runtime, const std::string& reason) {
-    runtime.postoffice()->Interrupt(reason);
-  }
-  // SIGUSR1 arrived (only with DaemonInfo::watch_usr1). Signal thread.
-  virtual void OnUsr1(NodeRuntime& /*runtime*/) {}
-};
+using DaemonFactory =
+    std::function<absl::StatusOr<std::unique_ptr<NodeDaemon>>()>;
+using RoleDaemonFactory =
+    std::function<absl::StatusOr<std::unique_ptr<NodeDaemon>>(pb::Role)>;
 
 struct DaemonInfo {
   // The program's name, which starts its line on stderr.
-  const char* name = "";
+  std::string name;
+  // The program's own role.
   pb::Role role = pb::ROLE_UNSPECIFIED;
   // The usage message --help prints above the flags.
-  const char* usage = "";
-  // Calls TuneAllocatorForLargeMessages before the runtime starts.
-  bool tune_allocator = false;
-  // Watch SIGUSR1 (NodeDaemon::OnUsr1). Default false.
-  bool watch_usr1 = false;
+  std::string usage;
+  // Builds the program's daemon once the command line is parsed; an error
+  // (InvalidArgument for a bad flag) is the program's one line. Required.
+  DaemonFactory make_daemon;
+  // Builds the daemon of another role when DMLC_ROLE names one (PS-Lite's
+  // launchers start one program in every role); returns nullptr for a role
+  // it does not run. Default none: DMLC_ROLE must name the program's role.
+  RoleDaemonFactory other_role;
 };
 
-// Runs `daemon` as described above; returns main's exit code. `daemon` is
-// destroyed before the runtime, so its parts may hold on to the Postoffice.
-int RunNodeDaemon(int argc, char** argv, const DaemonInfo& info,
-                  std::unique_ptr<NodeDaemon> daemon);
+// Runs the program's daemon (or, with DaemonInfo::other_role, the one
+// DMLC_ROLE names) as described above; returns main's exit code. The
+// daemon is destroyed before the runtime, so its parts may hold on to the
+// Postoffice.
+int RunNodeDaemon(int argc, char** argv, const DaemonInfo& info);
+
+// Steps 2 to 7 of RunNodeDaemon, for a program that parsed its command line
+// itself (base/cli.h): runs `daemon` as role `role`, its lines starting
+// with `name`. Returns the exit code.
+int RunParsedNodeDaemon(const std::string& name, pb::Role role,
+                        std::unique_ptr<NodeDaemon> daemon);
 
 }  // namespace petrel
 

@@ -2,8 +2,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 
@@ -16,14 +18,15 @@ DEFINE_string(scheduler, "",
               "Scheduler address HOST:PORT (workers and servers). Default: "
               "DMLC_PS_ROOT_URI:DMLC_PS_ROOT_PORT.");
 DEFINE_int32(port, 0,
-             "Port to bind; 0 takes a free port. Default 0 (or DMLC_PORT).");
+             "Port to bind (0..65535); 0 takes a free port. Default 0 (or "
+             "DMLC_PORT; on the scheduler DMLC_PS_ROOT_PORT).");
 DEFINE_string(bind, "0.0.0.0",
               "Address to bind. Default 0.0.0.0 (all interfaces).");
 DEFINE_string(
     advertise_host, "",
     "Host other nodes use to reach this one. Default: DMLC_NODE_HOST, "
-    "else the address of --interface, else the local address that "
-    "routes to the scheduler.");
+    "else the address of --interface, else (scheduler) DMLC_PS_ROOT_URI, "
+    "else the local address that routes to the scheduler.");
 DEFINE_int32(advertise_port, 0,
              "Port other nodes use to reach this one, when it differs from "
              "the bound port (port forwarding, a proxy); 0: the bound port. "
@@ -32,28 +35,30 @@ DEFINE_string(interface, "",
               "Network interface whose IPv4 address to advertise (e.g. eth0). "
               "Default: DMLC_INTERFACE.");
 DEFINE_int32(num_servers, 1,
-             "Servers in the job (>= 1). Default 1 (or DMLC_NUM_SERVER).");
+             "Servers in the job (1..16384). Default 1 (or DMLC_NUM_SERVER, or "
+             "the job config's num_servers).");
 DEFINE_int32(num_workers, 1,
-             "Workers in the job (>= 1). Default 1 (or DMLC_NUM_WORKER).");
+             "Workers in the job (1..16384). Default 1 (or DMLC_NUM_WORKER, or "
+             "the job config's num_workers).");
 DEFINE_int32(rank, -1,
-             "Rank to ask for within the role; -1 lets join order decide. "
-             "Default -1 (or PETREL_RANK).");
+             "Rank to ask for within the role (-1..16383); -1 lets join order "
+             "decide. Default -1 (or PETREL_RANK).");
 DEFINE_string(auth_token, "",
               "Shared secret every node presents when joining. Default empty.");
 DEFINE_int32(join_timeout_s, 60,
              "Seconds to wait for the cluster to form before giving up "
              "(1..86400). Default 60.");
 DEFINE_int32(heartbeat_interval_ms, 1000,
-             "Milliseconds between heartbeats to the scheduler; 0 disables. "
-             "Default 1000.");
+             "Milliseconds between heartbeats to the scheduler (0..3600000); 0 "
+             "disables. Default 1000.");
 DEFINE_int64(max_message_bytes, int64_t{4} << 30,
              "Largest message accepted, in bytes (1 KiB .. 2^62; over 2 GiB is "
              "fine). Default 4 GiB.");
 DEFINE_int32(max_frames, 16,
              "Most data frames per message (1..1024). Default 16.");
 DEFINE_int32(metrics_port, -1,
-             "Port of the Prometheus /metrics endpoint; 0 takes a free port, "
-             "-1 disables it. Default -1.");
+             "Port of the Prometheus /metrics endpoint (-1..65535); 0 takes a "
+             "free port, -1 disables it. Default -1.");
 
 namespace petrel {
 namespace {
@@ -62,31 +67,47 @@ absl::Status Invalid(absl::string_view flag, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", why));
 }
 
+// Where a node finds the scheduler; the scheduler binds its port
+// (PS-Lite: DMLC_PS_ROOT_PORT is the scheduler's port) and advertises its
+// host (DMLC_PS_ROOT_URI).
 absl::Status ApplySchedulerAddress(const LegacyEnv& env,
                                    PostofficeOptions& po) {
   if (env.root_uri.has_value()) po.scheduler_host = *env.root_uri;
   if (env.root_port.has_value()) po.scheduler_port = *env.root_port;
   std::string address = FLAGS_scheduler;
+  const char* source = "--scheduler";
   if (address.empty()) {
-    if (const char* s = std::getenv("PETREL_SCHEDULER"); s != nullptr)
+    if (const char* s = std::getenv("PETREL_SCHEDULER"); s != nullptr) {
       address = s;
+      source = "PETREL_SCHEDULER";
+    }
   }
   if (!address.empty()) {
-    PETREL_ASSIGN_OR_RETURN(auto host_port, ParseHostPort(address));
-    po.scheduler_host = host_port.first;
-    po.scheduler_port = host_port.second;
+    absl::StatusOr<std::pair<std::string, int>> host_port =
+        ParseHostPort(address);
+    if (!host_port.ok()) return Annotate(host_port.status(), source);
+    po.scheduler_host = host_port->first;
+    po.scheduler_port = host_port->second;
+  } else {
+    source = env.root_uri.has_value() ? "DMLC_PS_ROOT_URI" : "--scheduler";
   }
-  if (po.role != pb::ROLE_SCHEDULER && po.scheduler_port == 0) {
+  if (po.role == pb::ROLE_SCHEDULER) return absl::OkStatus();
+  if (po.scheduler_port == 0) {
     return Invalid("scheduler",
                    "no scheduler address; pass --scheduler=HOST:PORT or set "
                    "DMLC_PS_ROOT_URI and DMLC_PS_ROOT_PORT");
   }
-  return absl::OkStatus();
+  // A name that does not resolve would only show as a join timeout.
+  return Annotate(CheckHostResolves(po.scheduler_host), source);
 }
 
 absl::Status ApplyAdvertiseHost(const LegacyEnv& env, PostofficeOptions& po) {
   std::string interface = env.interface_name.value_or("");
   if (FlagIsSet("interface")) interface = FLAGS_interface;
+  // PS-Lite's scheduler is reached at DMLC_PS_ROOT_URI.
+  if (po.role == pb::ROLE_SCHEDULER && env.root_uri.has_value()) {
+    po.advertise_host = *env.root_uri;
+  }
   if (env.node_host.has_value()) po.advertise_host = *env.node_host;
   if (!interface.empty() && !FlagIsSet("advertise_host")) {
     absl::StatusOr<std::string> address = InterfaceAddress(interface);
@@ -94,63 +115,74 @@ absl::Status ApplyAdvertiseHost(const LegacyEnv& env, PostofficeOptions& po) {
     po.advertise_host = *address;
   }
   if (FlagIsSet("advertise_host")) po.advertise_host = FLAGS_advertise_host;
-  if (FLAGS_advertise_port < 0 || FLAGS_advertise_port > 65535) {
-    return Invalid("advertise_port",
-                   absl::StrCat(FLAGS_advertise_port, " is not in 0..65535"));
+  if (!po.advertise_host.empty()) {
+    PETREL_RETURN_IF_ERROR(
+        Annotate(CheckHostResolves(po.advertise_host), "advertised host"));
   }
+  PETREL_RETURN_IF_ERROR(
+      CheckFlagRange("advertise_port", FLAGS_advertise_port, 0, 65535));
   po.advertise_port = FLAGS_advertise_port;
   return absl::OkStatus();
 }
 
-absl::Status ApplyCounts(const LegacyEnv& env, PostofficeOptions& po) {
-  po.num_servers = env.num_server.value_or(FLAGS_num_servers);
-  po.num_workers = env.num_worker.value_or(FLAGS_num_workers);
-  if (FlagIsSet("num_servers")) po.num_servers = FLAGS_num_servers;
-  if (FlagIsSet("num_workers")) po.num_workers = FLAGS_num_workers;
-  if (po.num_servers < 1 || po.num_servers > 16384) {
-    return Invalid("num_servers",
-                   absl::StrCat(po.num_servers, " is not in 1..16384"));
+// One cluster size: the flag, else DMLC_NUM_*, else the job config, else
+// the flag's default. `given` says whether anything but the default set it.
+absl::Status ApplyCount(const char* flag, int flag_value,
+                        std::optional<int> env_value, int config_value,
+                        int* count, bool* given) {
+  *count = flag_value;
+  *given = true;
+  if (!FlagIsSet(flag)) {
+    if (env_value.has_value()) {
+      *count = *env_value;
+    } else if (config_value > 0) {
+      *count = config_value;
+    } else {
+      *given = false;
+    }
   }
-  if (po.num_workers < 1 || po.num_workers > 16384) {
-    return Invalid("num_workers",
-                   absl::StrCat(po.num_workers, " is not in 1..16384"));
-  }
+  return CheckFlagRange(flag, *count, 1, 16384);
+}
+
+absl::Status ApplyCounts(const LegacyEnv& env, const ClusterDefaults& config,
+                         PostofficeOptions& po) {
+  PETREL_RETURN_IF_ERROR(ApplyCount("num_servers", FLAGS_num_servers,
+                                    env.num_server, config.num_servers,
+                                    &po.num_servers, &po.num_servers_given));
+  PETREL_RETURN_IF_ERROR(ApplyCount("num_workers", FLAGS_num_workers,
+                                    env.num_worker, config.num_workers,
+                                    &po.num_workers, &po.num_workers_given));
   po.requested_rank = FLAGS_rank;
   if (!FlagIsSet("rank")) {
     if (const char* r = std::getenv("PETREL_RANK");
-        r != nullptr && *r != '\0') {
-      po.requested_rank = std::atoi(r);
+        r != nullptr && *r != '\0' &&
+        !absl::SimpleAtoi(r, &po.requested_rank)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("PETREL_RANK='", r, "' is not an integer"));
     }
   }
-  return absl::OkStatus();
+  return CheckFlagRange("rank", po.requested_rank, -1, 16383);
+}
+
+// The port this node binds: --port, else (scheduler) DMLC_PS_ROOT_PORT,
+// else DMLC_PORT, else 0 (a free port).
+absl::StatusOr<int> BindPort(const LegacyEnv& env, pb::Role role) {
+  int port = 0;
+  if (FlagIsSet("port")) {
+    port = FLAGS_port;
+  } else if (role == pb::ROLE_SCHEDULER && env.root_port.has_value()) {
+    port = *env.root_port;
+  } else if (env.port.has_value()) {
+    port = *env.port;
+  }
+  PETREL_RETURN_IF_ERROR(CheckFlagRange("port", port, 0, 65535));
+  return port;
 }
 
 }  // namespace
 
-int ParseNodeCommandLine(int* argc, char*** argv) {
-  const std::string program = (*argv)[0];
-  const std::string name = program.substr(program.rfind('/') + 1);
-  if (absl::Status s = CheckCommandLineFlags(*argc, *argv); !s.ok()) {
-    std::fprintf(stderr, "%s: %s (see --help)\n", name.c_str(),
-                 std::string(s.message()).c_str());
-    return 2;
-  }
-  gflags::ParseCommandLineNonHelpFlags(argc, argv, /*remove_flags=*/true);
-  std::string help;
-  if (gflags::GetCommandLineOption("help", &help) && help == "true") {
-    gflags::ShowUsageWithFlags(program.c_str());
-    return 0;
-  }
-  gflags::HandleCommandLineHelpFlags();  // --helpfull, --version, ...
-  if (*argc > 1) {
-    std::fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n",
-                 name.c_str(), (*argv)[1]);
-    return 2;
-  }
-  return -1;
-}
-
-absl::StatusOr<NodeSettings> NodeSettingsFromFlags(pb::Role role) {
+absl::StatusOr<NodeSettings> NodeSettingsFromFlags(
+    pb::Role role, const ClusterDefaults& config) {
   PETREL_ASSIGN_OR_RETURN(LegacyEnv env, ReadLegacyEnv(&std::getenv));
   NodeSettings s;
   PostofficeOptions& po = s.postoffice;
@@ -161,40 +193,30 @@ absl::StatusOr<NodeSettings> NodeSettingsFromFlags(pb::Role role) {
                                                   : "worker";
     if (*env.role != mine) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "DMLC_ROLE=", *env.role, " but this program is a ", mine));
+          "DMLC_ROLE=", *env.role, " but this program runs only as a ", mine));
     }
   }
   PETREL_RETURN_IF_ERROR(ApplySchedulerAddress(env, po));
   PETREL_RETURN_IF_ERROR(ApplyAdvertiseHost(env, po));
-  PETREL_RETURN_IF_ERROR(ApplyCounts(env, po));
+  PETREL_RETURN_IF_ERROR(ApplyCounts(env, config, po));
   po.auth_token = FLAGS_auth_token;
-  if (FLAGS_join_timeout_s < 1 || FLAGS_join_timeout_s > 86400) {
-    return Invalid("join_timeout_s", "must be in 1..86400");
-  }
+  PETREL_RETURN_IF_ERROR(
+      CheckFlagRange("join_timeout_s", FLAGS_join_timeout_s, 1, 86400));
   po.join_timeout = absl::Seconds(FLAGS_join_timeout_s);
-  if (FLAGS_heartbeat_interval_ms < 0) {
-    return Invalid("heartbeat_interval_ms", "must be >= 0");
-  }
+  PETREL_RETURN_IF_ERROR(CheckFlagRange(
+      "heartbeat_interval_ms", FLAGS_heartbeat_interval_ms, 0, 3600000));
   po.heartbeat_interval = absl::Milliseconds(FLAGS_heartbeat_interval_ms);
 
   s.van.bind_host = FLAGS_bind;
-  s.van.port = env.port.value_or(0);
-  if (FlagIsSet("port") || !env.port.has_value()) s.van.port = FLAGS_port;
-  if (s.van.port < 0 || s.van.port > 65535) {
-    return Invalid("port", absl::StrCat(s.van.port, " is not in 0..65535"));
-  }
-  if (FLAGS_max_message_bytes < 1024 ||
-      FLAGS_max_message_bytes > (int64_t{1} << 62)) {
-    return Invalid("max_message_bytes", "must be in 1024..2^62");
-  }
+  PETREL_ASSIGN_OR_RETURN(s.van.port, BindPort(env, role));
+  PETREL_RETURN_IF_ERROR(CheckFlagRange(
+      "max_message_bytes", FLAGS_max_message_bytes, 1024, int64_t{1} << 62));
   s.van.limits.max_message_bytes = FLAGS_max_message_bytes;
-  if (FLAGS_max_frames < 1 || FLAGS_max_frames > 1024) {
-    return Invalid("max_frames", "must be in 1..1024");
-  }
+  PETREL_RETURN_IF_ERROR(
+      CheckFlagRange("max_frames", FLAGS_max_frames, 1, 1024));
   s.van.limits.max_frames = FLAGS_max_frames;
-  if (FLAGS_metrics_port < -1 || FLAGS_metrics_port > 65535) {
-    return Invalid("metrics_port", "must be -1, 0 or a port");
-  }
+  PETREL_RETURN_IF_ERROR(
+      CheckFlagRange("metrics_port", FLAGS_metrics_port, -1, 65535));
   s.metrics_port = FLAGS_metrics_port;
   return s;
 }

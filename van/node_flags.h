@@ -8,22 +8,19 @@
 #include "absl/status/statusor.h"
 
 #include "proto/meta.pb.h"
+#include "van/node_daemon.h"
 #include "van/node_runtime.h"
 
 namespace petrel {
 
-// Builds a node's settings in layers: defaults, then PS-Lite's DMLC_*
-// environment variables, then flags given on the command line (a flag
-// always wins). `role` is the binary's role; DMLC_ROLE must agree with it
-// when set. InvalidArgument names the flag or variable and its value.
-absl::StatusOr<NodeSettings> NodeSettingsFromFlags(pb::Role role);
-
-// Parses a node binary's command line with gflags (set the usage message
-// first). Returns -1 when main should go on; otherwise the exit code main
-// should return: 0 after --help printed the usage (gflags itself would exit
-// 1), 2 after one line on stderr naming an unknown flag or a stray
-// argument (gflags itself would exit 1).
-int ParseNodeCommandLine(int* argc, char*** argv);
+// Builds a node's settings in layers: defaults, then `config` (a job
+// config's cluster sizes), then PS-Lite's DMLC_* environment variables,
+// then flags given on the command line (a flag always wins). `role` is the
+// node's role; DMLC_ROLE must agree with it when set. A scheduler host that
+// does not resolve is an error here, not a join timeout. InvalidArgument
+// names the flag or variable and its value.
+absl::StatusOr<NodeSettings> NodeSettingsFromFlags(
+    pb::Role role, const ClusterDefaults& config = {});
 
 }  // namespace petrel
 

@@ -84,6 +84,8 @@ pb::Node Postoffice::SelfNode() const {
                                             : van_->port());
   node.set_requested_rank(options_.requested_rank);
   node.set_transport_id(van_->transport_id());
+  if (options_.num_servers_given) node.set_num_servers(options_.num_servers);
+  if (options_.num_workers_given) node.set_num_workers(options_.num_workers);
   return node;
 }
 
@@ -273,8 +275,12 @@ void Postoffice::HandleControl(Message&& msg) {
       break;
     case pb::COMMAND_REJECT: {
       absl::MutexLock lock(&mu_);
-      join_error_ = absl::PermissionDeniedError(
-          absl::StrCat("the scheduler refused this node: ", control.reason()));
+      std::string reason =
+          absl::StrCat("the scheduler refused this node: ", control.reason());
+      // The node's own settings are wrong: as a bad flag (exit 2).
+      join_error_ = control.bad_config()
+                        ? absl::InvalidArgumentError(std::move(reason))
+                        : absl::PermissionDeniedError(std::move(reason));
       break;
     }
     case pb::COMMAND_BARRIER: {

@@ -46,6 +46,12 @@ struct PostofficeOptions {
   int advertise_port = 0;
   int num_servers = 1;
   int num_workers = 1;
+  // num_servers / num_workers were given explicitly (a flag, DMLC_NUM_*, a
+  // job config), not defaults: the node tells the scheduler, which refuses
+  // the join (InvalidArgument from Start) when its own differ. Default
+  // false: the scheduler's counts are taken as they are.
+  bool num_servers_given = false;
+  bool num_workers_given = false;
   // Rank to ask for; -1: any (join order decides).
   int requested_rank = -1;
   // Shared secret every join must present. Default empty.

@@ -17,6 +17,11 @@
 //          recovery from worker failures (job/recovery_protocol.h);
 //          --restore_from continues from a checkpoint's worker position.
 //
+// Started with DMLC_ROLE=scheduler or DMLC_ROLE=server, as PS-Lite's
+// launchers start one program in every role, it runs the built-in scheduler
+// or server instead (roles/built_in_roles.h), with the same flags as
+// petrel-scheduler and petrel-server.
+//
 // SIGTERM/SIGINT during training asks the scheduler to stop the job (after
 // a checkpoint when the job has a checkpoint directory); a second signal
 // ends the worker at once.
@@ -42,7 +47,9 @@
 #include "checkpoint/start_checkpoint.h"
 #include "job/checkpoint_protocol.h"
 #include "job/job_check.h"
+#include "job/job_flags.h"
 #include "kv/kv_worker.h"
+#include "roles/built_in_roles.h"
 #include "van/daemon_main.h"
 #include "worker/check_job.h"
 #include "worker/data_files.h"
@@ -51,9 +58,6 @@
 #include "worker/worker_control.h"
 
 DEFINE_string(job, "check", "Job to run: check or train. Default check.");
-DEFINE_string(config, "",
-              "train: the job config (protobuf text format, proto/job.proto). "
-              "Default empty: defaults plus the flags below.");
 DEFINE_string(train, "",
               "train: training files, comma-separated; overrides data.train.");
 DEFINE_string(test, "",
@@ -73,13 +77,6 @@ DEFINE_string(device, "",
               "and the machine a device, else the CPU), cpu or cuda (fails "
               "without a GPU); overrides train.device. Default: the "
               "config's, else auto.");
-DEFINE_string(checkpoint_dir, "",
-              "train: where checkpoints go; overrides checkpoint.dir. "
-              "Default empty.");
-DEFINE_string(restore_from, "",
-              "train: a checkpoint directory or 'latest' (in the checkpoint "
-              "directory) to continue from; overrides "
-              "checkpoint.restore_from. Default empty.");
 DEFINE_int32(rounds, 10,
              "check: push rounds (>= 1; rounds * W * (W + 1) / 2 < 2^24). "
              "Default 10.");
@@ -282,6 +279,12 @@ int main(int argc, char** argv) {
       "runs a built-in Petrel worker job.\n"
       "  petrel-worker --scheduler=HOST:PORT [--job=check] [--rounds=10] "
       "[--num_keys=1000]";
-  return petrel::RunNodeDaemon(argc, argv, info,
-                               std::make_unique<WorkerDaemon>());
+  info.make_daemon = [] {
+    return absl::StatusOr<std::unique_ptr<petrel::NodeDaemon>>(
+        std::make_unique<WorkerDaemon>());
+  };
+  // Started with DMLC_ROLE=scheduler or server (PS-Lite's launchers), it
+  // runs the built-in scheduler or server.
+  info.other_role = &petrel::BuiltInDaemonFromFlags;
+  return petrel::RunNodeDaemon(argc, argv, info);
 }

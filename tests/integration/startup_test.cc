@@ -2,10 +2,14 @@
 // themselves (a missing server, an unreachable scheduler, a port in use),
 // flag handling (bad flags exit 2, --help exits 0) and PS-Lite's DMLC_*
 // environment variables.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <netinet/in.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -131,8 +135,21 @@ TEST(StartupTest, PortInUseIsOneLineNamingThePort) {
 
 TEST(StartupTest, BadFlagsExitTwoForEveryDaemon) {
   const std::vector<std::vector<std::string>> bad = {
-      {"--num_servers=0"}, {"--num_workers=-3"}, {"--scheduler=nonsense"},
-      {"--port=70000"},    {"--no_such_flag=1"}, {"stray_argument"}};
+      {"--num_servers=0"},
+      {"--num_workers=-3"},
+      {"--scheduler=nonsense"},
+      {"--port=70000"},
+      {"--port=-1"},
+      {"--rank=-5"},
+      {"--join_timeout_s=0"},
+      {"--heartbeat_interval_ms=-1"},
+      {"--metrics_port=70000"},
+      {"--advertise_port=-2"},
+      {"--stop_timeout_s=0"},
+      {"--max_frames=0"},
+      {"--no_such_flag=1"},
+      {"stray_argument"},
+      {"--log_dir=/nonexistent/petrel-logs"}};
   for (const char* daemon :
        {"petrel-scheduler", "petrel-server", "petrel-worker"}) {
     for (const std::vector<std::string>& flags : bad) {
@@ -155,25 +172,130 @@ TEST(StartupTest, BadFlagsExitTwoForEveryDaemon) {
                 &out),
       2)
       << out;
+  // The role's own flags, on the daemon and on petrel-worker run in the
+  // role by DMLC_ROLE.
+  const std::vector<std::pair<std::string, std::string>> role_flags = {
+      {"scheduler", "--heartbeat_timeout_s=-5"},
+      {"scheduler", "--connection_grace_ms=-1"},
+      {"scheduler", "--virtual_nodes=0"},
+      {"scheduler", "--checkpoint_timeout_s=0"},
+      {"server", "--server_threads=-1"},
+      {"server", "--store_mode=nope"}};
+  for (const auto& [role, flag] : role_flags) {
+    for (const std::string& daemon :
+         {"petrel-" + role, std::string("petrel-worker")}) {
+      EXPECT_EQ(RunToExit({Bin(daemon), "--scheduler=127.0.0.1:1", flag}, &out,
+                          {{"DMLC_ROLE", role}}),
+                2)
+          << daemon << " " << flag << "\n"
+          << out;
+      EXPECT_TRUE(absl::StrContains(out, flag.substr(0, flag.find('='))))
+          << out;
+    }
+  }
+}
+
+TEST(StartupTest, UnresolvableHostFailsAtOnceNamingIt) {
+  const std::vector<std::pair<std::vector<std::string>,
+                              std::vector<std::pair<std::string, std::string>>>>
+      cases = {
+          {{Bin("petrel-worker"), "--scheduler=no-such-host.invalid:9000"}, {}},
+          {{Bin("petrel-server")},
+           {{"DMLC_PS_ROOT_URI", "no-such-host.invalid"},
+            {"DMLC_PS_ROOT_PORT", "9000"}}},
+          {{Bin("petrel-worker"), "--scheduler=127.0.0.1:9000",
+            "--advertise_host=no-such-host.invalid"},
+           {}},
+          {{Bin("petrel-launch"), "--host=no-such-host.invalid", "--", "true"},
+           {}}};
+  for (const auto& [argv, env] : cases) {
+    const absl::Time start = absl::Now();
+    std::string out;
+    EXPECT_EQ(RunToExit(argv, &out, env), 2) << argv[0] << "\n" << out;
+    EXPECT_LT(absl::Now() - start, absl::Seconds(20)) << argv[0];
+    EXPECT_TRUE(absl::StrContains(out,
+                                  "cannot resolve host "
+                                  "'no-such-host.invalid'"))
+        << out;
+  }
+}
+
+TEST(StartupTest, VersionOnEveryBinaryNamesVersionCommitBuildAndCuda) {
+  for (const char* binary :
+       {"petrel-scheduler", "petrel-server", "petrel-worker", "petrel-launch",
+        "petrel-datagen", "petrel-bench", "petrel-predict", "petrel-export"}) {
+    std::string out;
+    EXPECT_EQ(RunToExit({Bin(binary), "--version"}, &out), 0) << out;
+    EXPECT_TRUE(absl::StartsWith(out, std::string(binary) + " ")) << out;
+    EXPECT_TRUE(absl::StrContains(out, "(commit ")) << out;
+    EXPECT_TRUE(absl::StrContains(out, ", CUDA o")) << out;
+  }
+}
+
+TEST(StartupTest, HelpOnEveryBinaryIsItsOwnFlagsWithoutInternalsOrPaths) {
+  for (const char* binary :
+       {"petrel-scheduler", "petrel-server", "petrel-worker", "petrel-launch",
+        "petrel-datagen", "petrel-bench", "petrel-predict", "petrel-export"}) {
+    std::string out;
+    EXPECT_EQ(RunToExit({Bin(binary), "--help"}, &out), 0) << out;
+    EXPECT_TRUE(absl::StartsWith(out, std::string(binary) + ": ")) << out;
+    EXPECT_TRUE(absl::StrContains(out, "--log_dir=")) << out;
+    for (const char* internal : {"Flags from", "logtostderr", "flagfile",
+                                 "stderrthreshold", "/src/", "_main.cc"}) {
+      EXPECT_FALSE(absl::StrContains(out, internal))
+          << binary << " --help shows " << internal << "\n"
+          << out;
+    }
+    EXPECT_EQ(RunToExit({Bin(binary), "--helpfull"}, &out), 0) << out;
+    EXPECT_TRUE(absl::StrContains(out, "logtostderr")) << out;
+  }
+}
+
+TEST(StartupTest, LogDirGetsTheLogFilesAndStderrOnlyTheFailure) {
+  char tmpl[] = "/tmp/petrel-logdir-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  ClosedPort closed;
+  std::string out;
+  EXPECT_EQ(
+      RunToExit({Bin("petrel-worker"),
+                 absl::StrCat("--scheduler=127.0.0.1:", closed.port()),
+                 "--bind=127.0.0.1", "--join_timeout_s=1", "--log_dir=" + dir},
+                &out),
+      1)
+      << out;
+  EXPECT_TRUE(absl::StrContains(out, "petrel-worker: no answer from the "))
+      << out;
+  EXPECT_FALSE(absl::StrContains(out, "] worker bound port")) << out;
+  std::ifstream info(dir + "/petrel-worker.INFO");
+  std::stringstream text;
+  text << info.rdbuf();
+  EXPECT_TRUE(absl::StrContains(text.str(), "worker bound port")) << text.str();
+  std::filesystem::remove_all(dir);
 }
 
 TEST(StartupTest, HelpExitsZeroAndDocumentsEachFlag) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> daemons =
       {{"petrel-scheduler",
-        {"-port", "-num_servers", "-num_workers", "-join_timeout_s",
-         "-heartbeat_timeout_s", "-bind", "-advertise_host", "-metrics_port"}},
+        {"--port=0", "--num_servers=1", "--num_workers=1",
+         "--join_timeout_s=", "--heartbeat_timeout_s=30",
+         "--bind=", "--advertise_host=", "--metrics_port=-1", "\nScheduler (",
+         "\nCluster (every node):"}},
        {"petrel-server",
-        {"-scheduler", "-port", "-store_mode", "-join_timeout_s", "-bind",
-         "-advertise_host", "-metrics_port"}},
+        {"--scheduler=", "--port=", "--store_mode=\"sum\"", "--join_timeout_s=",
+         "--bind=", "--advertise_host=", "--metrics_port=", "\nServer ("}},
        {"petrel-worker",
-        {"-scheduler", "-job", "-rounds", "-num_keys", "-inflight",
-         "-timeout_s", "-join_timeout_s", "-bind", "-advertise_host"}}};
+        {"--scheduler=", "--job=\"check\"", "--rounds=10",
+         "--num_keys=", "--inflight=", "--timeout_s=", "--join_timeout_s=",
+         "--bind=", "--advertise_host=", "\nWorker jobs:", "\nScheduler (",
+         "--heartbeat_timeout_s=", "\nServer (", "--store_mode="}}};
   for (const auto& [daemon, flags] : daemons) {
     std::string out;
     EXPECT_EQ(RunToExit({Bin(daemon), "--help"}, &out), 0) << out;
     for (const std::string& flag : flags) {
-      EXPECT_TRUE(absl::StrContains(out, flag + " ("))
-          << daemon << " --help does not document " << flag;
+      EXPECT_TRUE(absl::StrContains(out, flag))
+          << daemon << " --help does not document " << flag << "\n"
+          << out;
     }
     EXPECT_TRUE(absl::StrContains(out, "Default")) << out;
   }
@@ -249,10 +371,14 @@ TEST(StartupTest, FlagOverridesDmlcEnvironment) {
   }
   EXPECT_EQ(code, 0) << out;
   EXPECT_TRUE(absl::StrContains(out, "ok=true")) << out;
-  // And a role in DMLC_ROLE that contradicts the binary is a bad flag.
-  EXPECT_EQ(RunToExit({Bin("petrel-worker"), "--scheduler=127.0.0.1:1"}, &out,
-                      {{"DMLC_ROLE", "server"}}),
+  // A role in DMLC_ROLE that contradicts a daemon that runs only its own
+  // is a bad flag (petrel-worker runs any role: dmlc_env_test).
+  EXPECT_EQ(RunToExit({Bin("petrel-server"), "--scheduler=127.0.0.1:1"}, &out,
+                      {{"DMLC_ROLE", "worker"}}),
             2)
+      << out;
+  EXPECT_TRUE(absl::StrContains(
+      out, "DMLC_ROLE=worker but this program runs only as a server"))
       << out;
 }
 

@@ -51,6 +51,7 @@
 //       --key_dist=zipf --repeat=3
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,7 +59,9 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
+#include "base/cli.h"
 #include "base/flag_check.h"
+#include "roles/built_in_roles.h"
 #include "tools/bench/petrel_workloads.h"
 #include "tools/bench/workloads.h"
 #include "van/node_flags.h"
@@ -161,20 +164,18 @@ int main(int argc, char** argv) {
   petrel::WorkloadTable table = petrel::BuiltinWorkloads();
   petrel::PetrelBench bench;
   petrel::AddPetrelWorkloads(&bench, &table);
-  gflags::SetUsageMessage(absl::StrCat(
-      "petrel-bench [flags]: Petrel system benchmark; one result line per "
-      "run.\nWorkloads:\n",
-      petrel::DescribeWorkloads(table)));
-  if (absl::Status s = petrel::CheckCommandLineFlags(argc, argv); !s.ok()) {
-    return BadFlags(s);
+  petrel::CliOptions cli;
+  cli.name = "petrel-bench";
+  cli.usage = absl::StrCat(
+      "Petrel system benchmark; one result line per run (stdout; logs go "
+      "to stderr).\n  petrel-bench [--workload=push,pull] [flags]\n"
+      "Workloads:\n",
+      petrel::DescribeWorkloads(table));
+  if (int code = petrel::ParseCommandLine(cli, &argc, &argv); code >= 0) {
+    return code;
   }
-  gflags::ParseCommandLineFlags(&argc, &argv, /*remove_flags=*/true);
-  FLAGS_logtostderr = true;  // stdout carries the result lines
-  google::InitGoogleLogging(argv[0]);
-  if (argc > 1) {
-    return BadFlags(absl::InvalidArgumentError(
-        absl::StrCat("unexpected argument \"", argv[1], "\"")));
-  }
+  // Started by a PS-Lite launcher as the scheduler or a server.
+  if (std::optional<int> code = petrel::RunBuiltInRole(cli.name)) return *code;
   petrel::WorkloadConfig config;
   config.value_bytes = FLAGS_value_bytes;
   config.num_keys = FLAGS_num_keys;

@@ -19,6 +19,7 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
+#include "base/cli.h"
 #include "tools/datagen/generator.h"
 
 DEFINE_string(train_out, "", "Training file to write (required).");
@@ -128,9 +129,13 @@ int Run() {
 }  // namespace petrel
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "petrel-datagen --train_out=FILE [--test_out=FILE] [--format=libsvm]");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  google::InitGoogleLogging(argv[0]);
+  petrel::CliOptions cli;
+  cli.name = "petrel-datagen";
+  cli.usage =
+      "writes synthetic training and test data with a known model.\n"
+      "  petrel-datagen --train_out=FILE [--test_out=FILE] [--format=libsvm]";
+  if (int code = petrel::ParseCommandLine(cli, &argc, &argv); code >= 0) {
+    return code;
+  }
   return petrel::datagen::Run();
 }

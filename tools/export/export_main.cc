@@ -22,6 +22,7 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
+#include "base/cli.h"
 #include "base/flag_check.h"
 #include "base/status_macros.h"
 #include "tools/export/table_export.h"
@@ -94,17 +95,16 @@ int Run() {
 }  // namespace petrel
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "petrel-export --model=CHECKPOINT --output=FILE "
-      "[--format=text|binary] [--tables=ID,...] [--with_state]\n"
-      "Writes a checkpoint's tables as text or the binary layout of "
+  petrel::CliOptions cli;
+  cli.name = "petrel-export";
+  cli.usage =
+      "writes a checkpoint's tables as text or the binary layout of "
       "docs/export-format.md.\n"
-      "Exit status: 0 done, 1 runtime failure, 2 bad flags.");
-  if (int code = petrel::ParseToolCommandLine(&argc, &argv, "export_main");
-      code >= 0) {
+      "  petrel-export --model=CHECKPOINT --output=FILE "
+      "[--format=text|binary] [--tables=ID,...] [--with_state]\n"
+      "Exit status: 0 done, 1 runtime failure, 2 bad flags.";
+  if (int code = petrel::ParseCommandLine(cli, &argc, &argv); code >= 0) {
     return code;
   }
-  FLAGS_logtostderr = true;
-  google::InitGoogleLogging(argv[0]);
   return petrel::Run();
 }

@@ -20,8 +20,10 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
+#include "base/cli.h"
 #include "base/config_file.h"
 #include "base/flag_check.h"
+#include "base/net_util.h"
 #include "base/status_macros.h"
 #include "job/job_check.h"
 #include "proto/job.pb.h"
@@ -338,27 +340,17 @@ int main(int argc, char** argv) {
       break;
     }
   }
-  gflags::SetUsageMessage(kUsage);
-  if (absl::Status s = petrel::CheckCommandLineFlags(flag_argc, argv);
-      !s.ok()) {
-    return UsageError(std::string(s.message()));
+  petrel::CliOptions cli;
+  cli.name = "petrel-launch";
+  cli.usage = kUsage;
+  cli.positional_arguments = command.empty();  // COMMAND without "--"
+  if (int code = petrel::ParseCommandLine(cli, &flag_argc, &argv); code >= 0) {
+    return code;
   }
-  gflags::ParseCommandLineNonHelpFlags(&flag_argc, &argv, true);
-  std::string help;
-  if (gflags::GetCommandLineOption("help", &help) && help == "true") {
-    gflags::ShowUsageWithFlagsRestrict(argv[0], "launch_main");
-    return 0;
+  if (flag_argc > 1) command.assign(argv + 1, argv + flag_argc);
+  if (absl::Status s = petrel::CheckHostResolves(FLAGS_host); !s.ok()) {
+    return UsageError(absl::StrCat("--host: ", s.message()));
   }
-  gflags::HandleCommandLineHelpFlags();
-  if (flag_argc > 1) {
-    if (!command.empty()) {
-      return UsageError(
-          absl::StrCat("unexpected argument '", argv[1], "' before '--'"));
-    }
-    command.assign(argv + 1, argv + flag_argc);
-  }
-  google::InitGoogleLogging(argv[0]);
-  FLAGS_logtostderr = true;
 
   if ((!FLAGS_checkpoint_dir.empty() || !FLAGS_restore_from.empty()) &&
       FLAGS_config.empty()) {

@@ -460,7 +460,7 @@ TEST_F(LauncherTest, HelpDescribesFlagsAndDefaults) {
   Result result = RunLaunch({"--help"});
   EXPECT_EQ(result.exit_code, 0);
   for (const char* flag : {"-num_servers", "-num_workers", "-bin_dir", "-host",
-                           "-timeout_s", "default: \"127.0.0.1\""}) {
+                           "-timeout_s", "--host=\"127.0.0.1\""}) {
     EXPECT_THAT(result.output, HasSubstr(flag));
   }
 }

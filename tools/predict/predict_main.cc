@@ -24,6 +24,7 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
+#include "base/cli.h"
 #include "base/flag_check.h"
 #include "tools/predict/predictor.h"
 
@@ -111,16 +112,15 @@ int Run() {
 }  // namespace petrel
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "petrel-predict --model=CHECKPOINT --input=FILE [--output=FILE] "
+  petrel::CliOptions cli;
+  cli.name = "petrel-predict";
+  cli.usage =
+      "scores FILE with a checkpoint's model; prints logloss and AUC.\n"
+      "  petrel-predict --model=CHECKPOINT --input=FILE [--output=FILE] "
       "[--format=libsvm|criteo] [--device=auto|cpu|cuda]\n"
-      "Scores FILE with a checkpoint's model; prints logloss and AUC.\n"
-      "Exit status: 0 done, 1 runtime failure, 2 bad flags.");
-  if (int code = petrel::ParseToolCommandLine(&argc, &argv, "predict_main");
-      code >= 0) {
+      "Exit status: 0 done, 1 runtime failure, 2 bad flags.";
+  if (int code = petrel::ParseCommandLine(cli, &argc, &argv); code >= 0) {
     return code;
   }
-  FLAGS_logtostderr = true;
-  google::InitGoogleLogging(argv[0]);
   return petrel::Run();
 }
