@@ -16,6 +16,10 @@ packages+=(python3-dev python3-pybind11 python3-numpy python3-pytest)
 if [[ "${PETREL_WITH_TORCH:-1}" == 1 ]]; then
   packages+=(python3-torch)
 fi
+# The Kubernetes tests (tests/cluster/kubernetes_test.py): YAML, the API
+# schema (the Kubernetes client's models), and network namespaces joined
+# by a bridge for the pods (iproute2; unshare and nsenter are util-linux).
+packages+=(python3-yaml python3-kubernetes iproute2 util-linux)
 # clang builds the libFuzzer target; optional for users, used by CI.
 if [[ "${PETREL_WITH_CLANG:-1}" == 1 ]]; then
   packages+=(clang)

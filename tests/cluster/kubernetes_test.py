@@ -583,29 +583,37 @@ def image_facts(source_dir):
             "user": users[-1] if users else None}
 
 
-def _owner_package(path):
-    for p in (path, os.path.realpath(path)):
-        r = subprocess.run(["dpkg", "-S", p], capture_output=True, text=True)
-        if r.returncode == 0:
-            return r.stdout.split(":")[0].split(",")[0].strip()
-    return None
+def _owner_packages(paths):
+    """{path: Debian package holding it} for `paths`, in one dpkg -S."""
+    paths = sorted(set(paths))
+    queries = {p: p for p in paths}
+    queries.update({os.path.realpath(p): p for p in paths})
+    r = subprocess.run(["dpkg", "-S", *queries], capture_output=True,
+                       text=True)
+    owners = {}
+    for line in r.stdout.splitlines():
+        pkgs, _, path = line.partition(": ")
+        if path in queries:
+            owners[queries[path]] = pkgs.split(",")[0].split(":")[0].strip()
+    return owners
 
 
 def _dependency_closure(packages):
     """`packages` and everything they depend on, as installed here."""
+    out = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Package}\t${Depends}, ${Pre-Depends}\n"],
+        capture_output=True, text=True, check=True).stdout
+    depends = {}
+    for line in out.splitlines():
+        name, _, deps = line.partition("\t")
+        depends[name] = [alt.split("(")[0].split(":")[0].strip()
+                         for dep in deps.split(",") for alt in dep.split("|")]
     seen, todo = set(), list(packages)
     while todo:
         p = todo.pop()
-        if p in seen:
-            continue
-        seen.add(p)
-        r = subprocess.run(["dpkg-query", "-W", "-f=${Depends}, ${Pre-Depends}",
-                            p], capture_output=True, text=True)
-        for dep in r.stdout.split(","):
-            for alt in dep.split("|"):
-                name = alt.split("(")[0].split(":")[0].strip()
-                if name:
-                    todo.append(name)
+        if p and p not in seen:
+            seen.add(p)
+            todo.extend(depends.get(p, []))
     return seen
 
 
@@ -634,7 +642,7 @@ def part_image(args):
     for tool in ("dpkg", "dpkg-query", "ldd", "readelf"):
         if shutil.which(tool) is None:
             skip(f"{tool} is needed to check the image's libraries")
-    direct, loaded = {}, {}
+    direct, loaded, libs = {}, {}, []
     for t in facts["targets"]:
         path = os.path.join(args.bin_dir, t)
         if not os.path.exists(path):
@@ -659,11 +667,13 @@ def part_image(args):
                 print(f"{t}: {soname} left out (this build has CUDA; the "
                       "image's is built without)")
                 continue
-            pkg = _owner_package(lib)
-            if pkg is None:
-                fail(f"{t} loads {lib}, which no Debian package holds")
-            (direct if soname in needed else loaded).setdefault(
-                pkg, set()).add(soname)
+            libs.append((t, soname, lib, soname in needed))
+    owners = _owner_packages(lib for _, _, lib, _ in libs)
+    for t, soname, lib, is_direct in libs:
+        if lib not in owners:
+            fail(f"{t} loads {lib}, which no Debian package holds")
+        (direct if is_direct else loaded).setdefault(owners[lib],
+                                                     set()).add(soname)
     explicit = set(facts["packages"])
     missing = sorted(set(direct) - explicit)
     if missing:
