@@ -210,9 +210,11 @@ def part_manifests(args):
 # ---------------------------------------------------------------------------
 # Part 2: run the job's pods here.
 
-def _run(*argv, **kw):
-    return subprocess.run(argv, check=True, capture_output=True, text=True,
-                          timeout=30, **kw)
+def _run(*argv):
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        fail(f"{' '.join(argv)}: exit {r.returncode}: {r.stderr.strip()}")
+    return r
 
 
 def _lo_up():
@@ -312,33 +314,38 @@ def _generate_data(bin_dir, data_dir):
                    check=True, capture_output=True, timeout=60)
 
 
-def inside(args):
-    """In the new network and mount namespaces: set up and run the job."""
-    top = os.path.join(args.source_dir, "deploy", "kubernetes")
-    objects = km.render(os.path.join(top, "base"))
-    work = args.work
+def _pod_network():
+    """lo, and the bridge the pods' veths join (the node's pod network)."""
     _lo_up()
-    _run("ip", "link", "add", "petrel-br", "type", "bridge")
+    bridge = subprocess.run(["ip", "link", "add", "petrel-br", "type",
+                             "bridge"], capture_output=True, text=True)
+    if bridge.returncode != 0:
+        skip(f"cannot create a bridge for the pods' network here: "
+             f"{bridge.stderr.strip()}")
     _run("ip", "addr", "add", f"{SUBNET}.1/24", "dev", "petrel-br")
     _run("ip", "link", "set", "petrel-br", "up")
 
-    # The image: the binaries where the Dockerfile puts them.
-    image = os.path.join(work, "image-bin")
-    os.makedirs(image)
-    for b in ("petrel-scheduler", "petrel-server", "petrel-worker"):
-        shutil.copy2(os.path.join(args.bin_dir, b), image)
-    shutil.copy2(os.path.join(top, "petrel-wait-for-host"), image)
 
-    pods = km.job_pods(objects)
-    for i, pod in enumerate(pods):
-        pod.ip = f"{SUBNET}.{i + 2}"
-    # The Service's DNS: every pod's name, in /etc/hosts.
-    hosts = "".join(f"{p.ip} {' '.join(p.dns_names(NAMESPACE))}\n"
-                    for p in pods if p.dns_names(NAMESPACE))
-    overlays = set()
-    # Volumes: ConfigMaps as files, the PersistentVolumeClaim as a directory
-    # with generated data. All pods share this mount namespace, so a path
-    # must hold the same volume in every pod that mounts it.
+def _volume_key(volume, mount, volume_dirs, work):
+    if "configMap" in volume:
+        return ("configMap", volume["configMap"]["name"])
+    if "persistentVolumeClaim" in volume:
+        return ("persistentVolumeClaim",
+                volume["persistentVolumeClaim"]["claimName"])
+    if "emptyDir" in volume:
+        # One directory for every pod that mounts it here (a cluster gives
+        # each pod its own).
+        key = ("emptyDir", mount["mountPath"])
+        if key not in volume_dirs:
+            volume_dirs[key] = tempfile.mkdtemp(dir=work, prefix="empty-")
+        return key
+    fail(f"volume {volume['name']}: a kind this test does not mount")
+
+
+def _mount_volumes(objects, pods, work, bin_dir):
+    """ConfigMaps as files, the PersistentVolumeClaim as a directory of
+    generated data, each at its mountPath. All pods share this mount
+    namespace, so a path must hold the same volume in every pod."""
     volume_dirs = {}
     for cm in _by_kind(objects, "ConfigMap"):
         d = os.path.join(work, "configmap-" + cm["metadata"]["name"])
@@ -349,29 +356,14 @@ def inside(args):
         volume_dirs[("configMap", cm["metadata"]["name"])] = d
     for pvc in _by_kind(objects, "PersistentVolumeClaim"):
         d = os.path.join(work, "pvc-" + pvc["metadata"]["name"])
-        _generate_data(args.bin_dir, os.path.join(d, "data"))
+        _generate_data(bin_dir, os.path.join(d, "data"))
         volume_dirs[("persistentVolumeClaim", pvc["metadata"]["name"])] = d
-    mounted = {}
+    mounted, overlays = {}, set()
     for pod in pods:
         volumes = {v["name"]: v for v in pod.spec.get("volumes", [])}
         for c in pod.spec["containers"] + pod.spec.get("initContainers", []):
             for m in c.get("volumeMounts", []):
-                v = volumes[m["name"]]
-                if "configMap" in v:
-                    key = ("configMap", v["configMap"]["name"])
-                elif "persistentVolumeClaim" in v:
-                    key = ("persistentVolumeClaim",
-                           v["persistentVolumeClaim"]["claimName"])
-                elif "emptyDir" in v:
-                    # One directory for every pod that mounts it here (a
-                    # cluster gives each pod its own).
-                    key = ("emptyDir", m["mountPath"])
-                    if key not in volume_dirs:
-                        volume_dirs[key] = tempfile.mkdtemp(dir=work,
-                                                            prefix="empty-")
-                else:
-                    fail(f"volume {m['name']}: a kind this test does not "
-                         "mount")
+                key = _volume_key(volumes[m["name"]], m, volume_dirs, work)
                 path = m["mountPath"]
                 if path in mounted:
                     if mounted[path] != key:
@@ -380,81 +372,112 @@ def inside(args):
                 _mount_at(volume_dirs[key], path, m.get("readOnly", False),
                           overlays, work)
                 mounted[path] = key
+
+
+def _pod_dns(pods, work):
+    """The Service's DNS: every pod's names in /etc/hosts, and no DNS
+    server, so that a name it lacks fails at once instead of waiting for a
+    server this network cannot reach."""
     with open(os.path.join(work, "hosts"), "w") as f:
         with open("/etc/hosts") as orig:
             f.write(orig.read())
-        f.write(hosts)
+        for p in pods:
+            if p.dns_names(NAMESPACE):
+                f.write(f"{p.ip} {' '.join(p.dns_names(NAMESPACE))}\n")
     _run("mount", "--bind", os.path.join(work, "hosts"), "/etc/hosts")
-    # No DNS server but /etc/hosts: a name it lacks fails at once instead
-    # of waiting for a server that this network cannot reach.
     with open(os.path.join(work, "resolv.conf"), "w") as f:
         f.write("options attempts:1 timeout:1\n")
     _run("mount", "--bind", os.path.join(work, "resolv.conf"),
          "/etc/resolv.conf")
-    # The pods' user must reach the image and the volumes.
-    for root, dirs, files in os.walk(work):
-        os.chmod(root, 0o755)
-        for f in files:
-            os.chmod(os.path.join(root, f), 0o755)
 
-    deadline = time.monotonic() + DEADLINE_S
-    running = []  # (pod, container name, Popen, log path)
-    nets = []
-    try:
-        for pod in pods:
-            net = PodNet(pod.ip)
-            nets.append(net)
-            sc = pod.spec.get("securityContext", {})
+
+def _kubelet_probes(pod, container, deadline):
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
+        probe = container.get(kind, {}).get("httpGet")
+        if probe is None:
+            continue
+        port = ports.get(probe["port"], probe["port"])
+        _probe(pod.ip, port, probe["path"], deadline)
+        print(f"  {kind} GET {pod.ip}:{port}{probe['path']}: 200")
+
+
+def _check_uid(pid, uid):
+    with open(f"/proc/{pid}/status") as f:
+        uids = next(ln for ln in f if ln.startswith("Uid:")).split()[1:]
+    if any(int(u) != uid for u in uids):
+        fail(f"process {pid} runs as uid {uids}, not the pod's {uid}")
+    print(f"  runs as uid {uid}")
+
+
+class PodRunner:
+    """Starts the pods' containers as the kubelet would, each in its pod's
+    network namespace, as the pod's user."""
+
+    def __init__(self, objects, image, work, setuid):
+        self.objects, self.image, self.work = objects, image, work
+        self.setuid = setuid
+        self.deadline = time.monotonic() + DEADLINE_S
+        self.running = []  # (pod, Popen, log path)
+        self.nets = []
+
+    def start(self, pod, probe):
+        net = PodNet(pod.ip)
+        self.nets.append(net)
+        sc = pod.spec.get("securityContext", {})
+        user = []
+        if self.setuid:
             user = ["--setuid", str(sc["runAsUser"]),
                     "--setgid", str(sc.get("runAsGroup", sc["runAsUser"]))]
-            if os.geteuid() != 0 or args.no_setuid:
-                user = []
-            for c in pod.spec.get("initContainers", []) + pod.spec[
-                    "containers"]:
-                env = km.container_env(pod, c, objects, NAMESPACE)
-                argv = km.container_argv(c, env)
-                env["PATH"] = f"{image}:{IMAGE_PATH}"
-                log = os.path.join(work, f"{pod.name}.{c['name']}.log")
-                print(f"{pod.name} ({pod.ip}) {c['name']}: "
-                      f"{' '.join(argv)}", flush=True)
-                with open(log, "w") as out:
-                    proc = subprocess.Popen(
-                        ["nsenter", f"--net={net.netns}", *user, "--",
-                         *argv], env=env, stdout=out,
-                        stderr=subprocess.STDOUT, cwd="/")
-                if c in pod.spec.get("initContainers", []):
-                    rc = proc.wait(timeout=max(1, deadline - time.monotonic()))
-                    if rc != 0:
-                        fail(f"{pod.name} init container {c['name']} exited "
-                             f"{rc}: {open(log).read()}")
-                    continue
-                running.append((pod, c, proc, log))
-                # The kubelet's probes, while the node waits for the
-                # cluster to form (the last worker completes it).
-                last = pod is pods[-1]
-                for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
-                    probe = c.get(kind, {}).get("httpGet")
-                    if probe is None or last:
-                        continue
-                    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
-                    port = ports.get(probe["port"], probe["port"])
-                    _probe(pod.ip, port, probe["path"], deadline)
-                    print(f"  {kind} GET {pod.ip}:{port}{probe['path']}: 200")
+        inits = pod.spec.get("initContainers", [])
+        for c in inits + pod.spec["containers"]:
+            env = km.container_env(pod, c, self.objects, NAMESPACE)
+            argv = km.container_argv(c, env)
+            env["PATH"] = f"{self.image}:{IMAGE_PATH}"
+            log = os.path.join(self.work, f"{pod.name}.{c['name']}.log")
+            print(f"{pod.name} ({pod.ip}) {c['name']}: {' '.join(argv)}",
+                  flush=True)
+            with open(log, "w") as out:
+                proc = subprocess.Popen(
+                    ["nsenter", f"--net={net.netns}", *user, "--", *argv],
+                    env=env, stdout=out, stderr=subprocess.STDOUT, cwd="/")
+            if c in inits:
+                rc = proc.wait(timeout=self.left())
+                if rc != 0:
+                    fail(f"{pod.name} init container {c['name']} exited "
+                         f"{rc}: {open(log).read()}")
+                continue
+            self.running.append((pod, proc, log))
+            if probe:
+                _kubelet_probes(pod, c, self.deadline)
+                # It answered, so it runs the program now, not nsenter.
+                if self.setuid:
+                    _check_uid(proc.pid, sc["runAsUser"])
+
+    def left(self):
+        return max(1, self.deadline - time.monotonic())
+
+    def wait(self):
+        """{pod name: (exit code, pod, log path)}."""
         results = {}
-        for pod, c, proc, log in running:
+        for pod, proc, log in self.running:
             try:
-                rc = proc.wait(timeout=max(1, deadline - time.monotonic()))
+                rc = proc.wait(timeout=self.left())
             except subprocess.TimeoutExpired:
                 rc = "still running at the deadline"
             results[pod.name] = (rc, pod, log)
-    finally:
-        for _, _, proc, _ in running:
+        return results
+
+    def close(self):
+        for _, proc, _ in self.running:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        for net in nets:
+        for net in self.nets:
             net.close()
 
+
+def _check_results(results):
     logs = "".join(f"==== {name}\n{open(log, errors='replace').read()}"
                    for name, (_, _, log) in results.items())
     bad = {n: rc for n, (rc, _, _) in results.items() if rc != 0}
@@ -463,14 +486,16 @@ def inside(args):
     # Each node advertised its own pod address and took its index as rank.
     for name, (_, pod, log) in results.items():
         line = _ready_line(log)
-        component = pod.labels["app.kubernetes.io/component"]
         if line is None:
             fail(f"{name}: no PETREL_READY/PETREL_LISTEN line\n{logs}")
-        # The scheduler is reached by its DNS name; it advertises no address.
-        if component != "scheduler" and line.get("host") != pod.ip:
+        # The others reach the scheduler by its DNS name, not by the
+        # address it advertises.
+        if pod.labels["app.kubernetes.io/component"] == "scheduler":
+            continue
+        if line.get("host") != pod.ip:
             fail(f"{name}: advertised {line.get('host')}, not its pod "
                  f"address {pod.ip}\n{logs}")
-        if component != "scheduler" and int(line["rank"]) != pod.index:
+        if int(line["rank"]) != pod.index:
             fail(f"{name}: rank {line['rank']}, not its index {pod.index}")
     final = [ln for ln in logs.splitlines() if "final" in ln and
              "test_logloss=" in ln]
@@ -481,6 +506,41 @@ def inside(args):
         fail(f"final test logloss {loss} is not below 0.6\n{logs}")
     print(final[0])
     print(f"cluster: {len(results)} containers exited 0, test_logloss={loss}")
+
+
+def inside(args):
+    """In the new network and mount namespaces: set up and run the job."""
+    top = os.path.join(args.source_dir, "deploy", "kubernetes")
+    objects = km.render(os.path.join(top, "base"))
+    work = args.work
+    _pod_network()
+    # The image: the programs the pods run, as the Dockerfile installs them.
+    image = os.path.join(work, "image-bin")
+    os.makedirs(image)
+    for b in ("petrel-scheduler", "petrel-server", "petrel-worker"):
+        shutil.copy2(os.path.join(args.bin_dir, b), image)
+    shutil.copy2(os.path.join(top, "petrel-wait-for-host"), image)
+    pods = km.job_pods(objects)
+    for i, pod in enumerate(pods):
+        pod.ip = f"{SUBNET}.{i + 2}"
+    _mount_volumes(objects, pods, work, args.bin_dir)
+    _pod_dns(pods, work)
+    # The pods' user must reach the image and the volumes.
+    for root, _, files in os.walk(work):
+        os.chmod(root, 0o755)
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o755)
+    runner = PodRunner(objects, image, work,
+                       setuid=os.geteuid() == 0 and not args.no_setuid)
+    try:
+        for pod in pods:
+            # The kubelet's probes answer while a node waits for the cluster
+            # to form; the last pod completes it, and may end at once.
+            runner.start(pod, probe=pod is not pods[-1])
+        results = runner.wait()
+    finally:
+        runner.close()
+    _check_results(results)
 
 
 def part_cluster(args):
