@@ -17,6 +17,14 @@
       expansion resolved as the kubelet does), as the user the pod's
       securityContext names. The probes are tried as the kubelet would;
       the job must form, train and every container exit 0.
+  kubernetes_test.py image --source_dir=S --bin_dir=B
+      checks the Dockerfile's stages, and that the programs it installs
+      link shared libraries of exactly the Debian packages its runtime
+      stage installs (ldd, readelf, dpkg on the build tree's programs).
+  kubernetes_test.py image_build --source_dir=S
+      builds the image with buildah or podman when PETREL_TEST_IMAGE_BUILD=1
+      (PETREL_TEST_DEBIAN_IMAGE names the base; default
+      debian:bookworm-slim).
 
 Exit status 0 passed, 1 failed, 77 skipped (with the reason printed).
 """
