@@ -30,6 +30,7 @@ Exit status 0 passed, 1 failed, 77 skipped (with the reason printed).
 """
 
 import argparse
+import base64
 import fcntl
 import json
 import os
@@ -440,6 +441,9 @@ class PodRunner:
         inits = pod.spec.get("initContainers", [])
         for c in inits + pod.spec["containers"]:
             env = km.container_env(pod, c, self.objects, NAMESPACE)
+            if c not in inits and "FLAGS_auth_token" not in env:
+                fail(f"{pod.name}: the Secret's auth-token did not reach "
+                     f"{c['name']}")
             argv = km.container_argv(c, env)
             env["PATH"] = f"{self.image}:{IMAGE_PATH}"
             log = os.path.join(self.work, f"{pod.name}.{c['name']}.log")
@@ -520,6 +524,13 @@ def inside(args):
     """In the new network and mount namespaces: set up and run the job."""
     top = os.path.join(args.source_dir, "deploy", "kubernetes")
     objects = km.render(os.path.join(top, "base"))
+    # The optional Secret, as `kubectl create secret generic petrel-secrets
+    # --from-literal=auth-token=...` makes it (docs/kubernetes.md): every
+    # daemon then presents the same token.
+    objects.append({"apiVersion": "v1", "kind": "Secret",
+                    "metadata": {"name": "petrel-secrets"},
+                    "data": {"auth-token": base64.b64encode(
+                        os.urandom(16).hex().encode()).decode()}})
     work = args.work
     _pod_network()
     # The image: the programs the pods run, as the Dockerfile installs them.
