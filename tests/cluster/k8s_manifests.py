@@ -13,12 +13,43 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import yaml
 
 
 class ManifestError(Exception):
     """A manifest that a cluster would refuse, or that this job cannot run."""
+
+
+# The tests' verdicts: Failure (exit 1) and skip (exit 77, with the reason).
+SKIP = 77
+
+
+class Failure(Exception):
+    pass
+
+
+def fail(msg):
+    raise Failure(msg)
+
+
+def skip(reason):
+    print(f"SKIPPED: {reason}")
+    sys.exit(SKIP)
+
+
+def by_kind(objects, kind):
+    return [o for o in objects if o["kind"] == kind]
+
+
+def find_job(objects, component):
+    """The Job whose app.kubernetes.io/component is `component`."""
+    for o in by_kind(objects, "Job"):
+        if o["metadata"]["labels"].get("app.kubernetes.io/component") == (
+                component):
+            return o
+    fail(f"no Job with app.kubernetes.io/component={component}")
 
 
 # ---------------------------------------------------------------------------
@@ -242,7 +273,8 @@ class Pod:
         if job["spec"].get("completionMode") == "Indexed":
             self.annotations["batch.kubernetes.io/job-completion-index"] = (
                 str(index))
-            self.labels["batch.kubernetes.io/job-completion-index"] = str(index)
+            self.labels["batch.kubernetes.io/job-completion-index"] = (
+                str(index))
         self.ip = None  # assigned by the caller
 
     def dns_names(self, namespace):
