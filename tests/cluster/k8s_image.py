@@ -205,8 +205,10 @@ def part_image_build(args):
     tag = "localhost/petrel:test"
     # chroot isolation: RUN steps need no OCI runtime (crun may be refused
     # its rlimits in a sandbox).
-    cmd = [buildah, "bud", "--layers", "--isolation=chroot", "--build-arg",
-           f"DEBIAN_IMAGE={base}", "-t", tag, args.source_dir]
+    jobs = os.environ.get("PETREL_JOBS", str(os.cpu_count() or 2))
+    cmd = [buildah, "bud", "--layers", "--isolation=chroot",
+           "--build-arg", f"DEBIAN_IMAGE={base}",
+           "--build-arg", f"JOBS={jobs}", "-t", tag, args.source_dir]
     print(" ".join(cmd), flush=True)
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True)
