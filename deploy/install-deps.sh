@@ -25,6 +25,10 @@ fi
 # The cluster tests (tests/cluster) start a real Slurm and a real OpenSSH
 # server on this machine.
 packages+=(slurm-wlm munge openssh-server openssh-client)
+# The Kubernetes tests (tests/cluster/kubernetes_test.py): YAML, the API
+# schema (the Kubernetes client's models), and network namespaces joined
+# by a bridge for the pods (iproute2; unshare and nsenter are util-linux).
+packages+=(python3-yaml python3-kubernetes iproute2 util-linux)
 # clang builds the libFuzzer target; optional for users, used by CI.
 if [[ "${PETREL_WITH_CLANG:-1}" == 1 ]]; then
   packages+=(clang)

@@ -381,7 +381,16 @@ void Postoffice::HandleJoinReply(const pb::Control& control) {
   num_servers_ = servers;
   num_workers_ = workers;
   nodes_.assign(control.nodes().begin(), control.nodes().end());
-  for (const pb::Node& node : nodes_) van_->Connect(node);
+  for (pb::Node& node : nodes_) {
+    // The scheduler stays at the address this node joined it by: the one it
+    // advertises (127.0.0.1 when it binds every interface) need not reach it
+    // from another host.
+    if (node.id() == kSchedulerId) {
+      node.set_host(options_.scheduler_host);
+      node.set_port(options_.scheduler_port);
+    }
+    van_->Connect(node);
+  }
   ranges_ = *std::move(ranges);
   joined_ = true;
 }

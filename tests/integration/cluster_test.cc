@@ -2,7 +2,8 @@
 // petrel-worker --job=check processes form a cluster, pass a barrier,
 // push and pull with exact sums and all exit 0; and a server stopped with
 // SIGTERM mid-job ends the whole job as failed, naming the dead node; and a
-// busy worker stops at once on SIGINT.
+// busy worker stops at once on SIGINT; and nodes keep reaching the
+// scheduler at the address they were given.
 #include <map>
 #include <set>
 #include <string>
@@ -63,6 +64,30 @@ TEST(ClusterTest, CheckJobSumsExactlyAndEveryProcessExitsZero) {
   EXPECT_EQ(ranks, (std::set<int>{0, 1, 2}));
   EXPECT_TRUE(absl::StrContains(cluster.scheduler()->Output(),
                                 "cluster formed: 2 servers, 3 workers"));
+}
+
+// Nodes reach the scheduler at the address they joined it by, not at the
+// one it advertises: from another host that one (127.0.0.1 when it binds
+// every interface) is the node itself. Here nothing listens at it.
+TEST(ClusterTest, NodesKeepTheSchedulerAddressTheyJoinedBy) {
+  DaemonCluster::Options o = JobOptions(1, 2);
+  o.flags.push_back("--heartbeat_interval_ms=200");
+  o.scheduler_flags = {"--heartbeat_timeout_s=3", "--advertise_host=127.0.0.9"};
+  DaemonCluster cluster(o);
+  ASSERT_TRUE(cluster.StartScheduler().ok()) << cluster.Output();
+  ASSERT_TRUE(cluster.StartNode("petrel-server").ok());
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(cluster
+                    .StartNode("petrel-worker",
+                               {"--job=check", "--rounds=5", "--num_keys=100"})
+                    .ok());
+  }
+  absl::StatusOr<std::map<std::string, int>> codes =
+      cluster.WaitAll(kExitTimeout);
+  ASSERT_TRUE(codes.ok()) << codes.status() << "\n" << cluster.Output();
+  for (const auto& [name, code] : *codes) {
+    EXPECT_EQ(code, 0) << name << "\n" << cluster.Output();
+  }
 }
 
 // Interrupted daemons exit 1 with "SIGTERM received"; the scheduler sees the
