@@ -10,9 +10,10 @@
 //
 // A training worker that dies does not fail the job (unless
 // --survive_worker_failures=false): its data goes to the live workers.
-// SIGUSR1 takes a checkpoint now; SIGTERM/SIGINT checkpoints (with a
-// checkpoint directory), stops the workers and ends the job; a second
-// signal ends the scheduler at once.
+// SIGUSR1 (or `petrelctl checkpoint`) takes a checkpoint now;
+// SIGTERM/SIGINT (or `petrelctl stop`) checkpoints (with a checkpoint
+// directory), stops the workers and ends the job; a second signal ends the
+// scheduler at once.
 //
 // Exit codes: 0 the job finished, 1 it failed or was stopped (a node died,
 // the cluster did not form, a signal), 2 bad flags or configuration.
@@ -141,6 +142,22 @@ class SchedulerDaemon : public petrel::NodeDaemon {
   absl::Status Build(petrel::NodeRuntime& runtime) override {
     scheduler_ =
         std::make_unique<petrel::Scheduler>(runtime.postoffice(), options_);
+    // petrelctl's checkpoint and stop take the paths SIGUSR1 and SIGTERM do.
+    petrel::AdminActions admin;
+    admin.stop = [this, &runtime](const std::string& reason) {
+      Interrupt(runtime, reason);
+    };
+    admin.checkpoint = [this]() -> absl::Status {
+      if (coordinator_ == nullptr || job_.checkpoint().dir().empty()) {
+        return absl::FailedPreconditionError(
+            "the job has no checkpoint directory (--config with checkpoint.dir "
+            "or --checkpoint_dir)");
+      }
+      LOG(INFO) << "petrelctl: taking a checkpoint";
+      coordinator_->RequestCheckpoint("on_demand");
+      return absl::OkStatus();
+    };
+    scheduler_->set_admin_actions(std::move(admin));
     if (FLAGS_survive_worker_failures) {
       recovery_ = std::make_unique<petrel::WorkerRecovery>(
           runtime.postoffice(), [this](const std::string& reason) {

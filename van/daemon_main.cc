@@ -40,6 +40,7 @@ absl::Status Configure(const DaemonInfo& info, NodeDaemon& daemon,
   if (!settings.ok()) return settings.status();
   if (absl::Status s = daemon.CheckFlags(*settings); !s.ok()) return s;
   if (info.tune_allocator) TuneAllocatorForLargeMessages();
+  RaiseOpenFileLimit();
   *runtime = std::make_unique<NodeRuntime>(*settings);
   return daemon.Build(**runtime);
 }
