@@ -32,8 +32,8 @@ namespace petrel {
 struct MetricsHttpServerOptions {
   // Threads serving connections: how many clients (scrapers, or idle or
   // slow connections) are served at once; more wait in the accept queue.
-  // Each costs a thread and about 16 KiB. Default 256 (200 slow clients
-  // leave /metrics answering at once); range 1..4096.
+  // Each costs a thread and about 48 KiB resident. Default 256 (200 slow
+  // clients leave /metrics answering at once); range 1..4096.
   int num_threads = 256;
   // A connection whose request headers have not arrived this long after it
   // was accepted is closed. Default 2 s; range 1 ms .. 60 s.
