@@ -27,12 +27,13 @@ const char* RoleName(pb::Role role) {
   }
 }
 
-// Defined by van/CMakeLists.txt for this file.
-#ifndef PETREL_VERSION
-#define PETREL_VERSION "unknown"
+// Defined by van/CMakeLists.txt for this file. TODO(#15): take them from
+// base/build_info.h (GetBuildInfo) once that lands, and drop these.
+#ifndef PETREL_METRICS_VERSION
+#define PETREL_METRICS_VERSION "unknown"
 #endif
-#ifndef PETREL_GIT_COMMIT
-#define PETREL_GIT_COMMIT "unknown"
+#ifndef PETREL_METRICS_COMMIT
+#define PETREL_METRICS_COMMIT "unknown"
 #endif
 
 void ExportBuildInfo(MetricsRegistry* metrics) {
@@ -44,8 +45,8 @@ void ExportBuildInfo(MetricsRegistry* metrics) {
   metrics
       ->GetGauge("petrel_build_info",
                  "Always 1; the labels say which Petrel build runs.",
-                 {{"version", PETREL_VERSION},
-                  {"commit", PETREL_GIT_COMMIT},
+                 {{"version", PETREL_METRICS_VERSION},
+                  {"commit", PETREL_METRICS_COMMIT},
                   {"cuda", cuda}})
       ->Set(1);
 }
