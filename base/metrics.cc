@@ -1,13 +1,19 @@
 #include "base/metrics.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+
+#include "prometheus/collectable.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/metric_family.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
 
 namespace petrel {
 namespace {
@@ -37,15 +43,14 @@ bool IsValidLabelName(std::string_view name) {
   return name.substr(0, 2) != "__";
 }
 
-// Returns the labels sorted by name, so that the order callers list them in
-// does not create distinct series.
 MetricLabels SortedLabels(const MetricLabels& labels) {
   MetricLabels sorted = labels;
   std::sort(sorted.begin(), sorted.end());
   return sorted;
 }
 
-// SortedLabels plus the checks that only a bug in our own code can fail.
+// SortedLabels plus the checks that only a bug in our own code can fail
+// (prometheus-cpp would throw on them).
 MetricLabels CanonicalLabels(std::string_view metric,
                              const MetricLabels& labels) {
   MetricLabels sorted = SortedLabels(labels);
@@ -60,18 +65,30 @@ MetricLabels CanonicalLabels(std::string_view metric,
   return sorted;
 }
 
-// Escapes text for the exposition format: backslash and newline always
-// (HELP text), and double quotes too when `quote` is set (label values).
-std::string Escape(std::string_view text, bool quote) {
+prometheus::Labels ToLabels(const MetricLabels& labels) {
+  return prometheus::Labels(labels.begin(), labels.end());
+}
+
+// `name{label="value",...}` for error messages.
+std::string SeriesName(std::string_view name, const MetricLabels& labels) {
+  std::string out(name);
+  for (size_t i = 0; i < labels.size(); ++i) {
+    absl::StrAppend(&out, i == 0 ? "{" : ",", labels[i].first, "=\"",
+                    labels[i].second, "\"");
+  }
+  if (!labels.empty()) out.push_back('}');
+  return out;
+}
+
+// prometheus-cpp writes HELP text as it is given; the exposition format
+// wants backslash and newline escaped there.
+std::string EscapeHelp(std::string_view text) {
   std::string out;
-  out.reserve(text.size());
   for (char c : text) {
     if (c == '\\') {
       out += "\\\\";
     } else if (c == '\n') {
       out += "\\n";
-    } else if (c == '"' && quote) {
-      out += "\\\"";
     } else {
       out += c;
     }
@@ -79,52 +96,39 @@ std::string Escape(std::string_view text, bool quote) {
   return out;
 }
 
-std::string EscapeHelp(std::string_view text) { return Escape(text, false); }
-
-std::string EscapeLabelValue(std::string_view text) {
-  return Escape(text, true);
-}
-
-// Formats a sample value as the exposition format wants it: NaN, +Inf, -Inf,
-// or a decimal that reads back as the same double (15 significant digits
-// when they suffice, else 17).
-std::string FormatDouble(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.15g", v);
-  if (std::strtod(buf, nullptr) != v) {
-    std::snprintf(buf, sizeof(buf), "%.17g", v);
-  }
-  return buf;
-}
-
-// Returns `name{label="value",...}`, or just `name` when there are no labels.
-std::string SeriesName(std::string_view name, const MetricLabels& labels) {
-  std::string out(name);
-  for (size_t i = 0; i < labels.size(); ++i) {
-    absl::StrAppend(&out, i == 0 ? "{" : ",", labels[i].first, "=\"",
-                    EscapeLabelValue(labels[i].second), "\"");
-  }
-  if (!labels.empty()) out.push_back('}');
-  return out;
+const char* TypeName(int type) {
+  static const char* const kNames[] = {"counter", "gauge", "histogram"};
+  return kNames[type];
 }
 
 }  // namespace
 
 void Counter::Increment(int64_t n) {
   DCHECK_GE(n, 0) << "counters never go down";
-  value_.fetch_add(n, std::memory_order_relaxed);
+  impl_->Increment(static_cast<double>(n));
 }
 
-void Gauge::Add(double d) {
-  double current = value_.load(std::memory_order_relaxed);
-  // On failure compare_exchange_weak reloads `current`, so the loop retries
-  // with the latest value.
-  while (!value_.compare_exchange_weak(current, current + d,
-                                       std::memory_order_relaxed)) {
-  }
+int64_t Counter::value() const { return static_cast<int64_t>(impl_->Value()); }
+
+void Gauge::Set(double v) { impl_->Set(v); }
+void Gauge::Add(double d) { impl_->Increment(d); }
+double Gauge::value() const { return impl_->Value(); }
+
+void Histogram::Observe(double value) { impl_->Observe(value); }
+uint64_t Histogram::count() const {
+  return impl_->Collect().histogram.sample_count;
 }
+double Histogram::sum() const { return impl_->Collect().histogram.sample_sum; }
+
+std::vector<double> LatencyBucketsSeconds() {
+  return {50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3,
+          50e-3, 100e-3, 250e-3, 500e-3, 1.0,  2.5,    5.0,  10.0};
+}
+
+MetricsRegistry::MetricsRegistry()
+    : registry_(std::make_shared<prometheus::Registry>()) {}
+
+MetricsRegistry::~MetricsRegistry() = default;
 
 MetricsRegistry::Family& MetricsRegistry::GetFamily(std::string_view name,
                                                     std::string_view help,
@@ -132,13 +136,28 @@ MetricsRegistry::Family& MetricsRegistry::GetFamily(std::string_view name,
   auto it = families_.find(name);
   if (it == families_.end()) {
     CHECK(IsValidMetricName(name)) << "invalid metric name '" << name << "'";
-    it = families_.emplace(std::string(name), Family{}).first;
-    it->second.help = std::string(help);
-    it->second.type = type;
+    Family family;
+    family.type = type;
+    const std::string n(name), h = EscapeHelp(help);
+    switch (type) {
+      case MetricType::kCounter:
+        family.family =
+            &prometheus::BuildCounter().Name(n).Help(h).Register(*registry_);
+        break;
+      case MetricType::kGauge:
+        family.family =
+            &prometheus::BuildGauge().Name(n).Help(h).Register(*registry_);
+        break;
+      case MetricType::kHistogram:
+        family.family =
+            &prometheus::BuildHistogram().Name(n).Help(h).Register(*registry_);
+        break;
+    }
+    it = families_.emplace(n, std::move(family)).first;
   }
   CHECK(it->second.type == type)
       << "metric " << name << " is already registered as a "
-      << (it->second.type == MetricType::kCounter ? "counter" : "gauge");
+      << TypeName(static_cast<int>(it->second.type));
   return it->second;
 }
 
@@ -148,8 +167,12 @@ Counter* MetricsRegistry::GetCounter(std::string_view name,
   MetricLabels key = CanonicalLabels(name, labels);
   absl::MutexLock lock(&mu_);
   Family& family = GetFamily(name, help, MetricType::kCounter);
-  std::unique_ptr<Counter>& counter = family.counters[std::move(key)];
-  if (counter == nullptr) counter = std::make_unique<Counter>();
+  std::unique_ptr<Counter>& counter = family.counters[key];
+  if (counter == nullptr) {
+    auto* f =
+        static_cast<prometheus::Family<prometheus::Counter>*>(family.family);
+    counter = std::make_unique<Counter>(&f->Add(ToLabels(key)));
+  }
   return counter.get();
 }
 
@@ -158,28 +181,57 @@ Gauge* MetricsRegistry::GetGauge(std::string_view name, std::string_view help,
   MetricLabels key = CanonicalLabels(name, labels);
   absl::MutexLock lock(&mu_);
   Family& family = GetFamily(name, help, MetricType::kGauge);
-  std::unique_ptr<Gauge>& gauge = family.gauges[std::move(key)];
-  if (gauge == nullptr) gauge = std::make_unique<Gauge>();
+  std::unique_ptr<Gauge>& gauge = family.gauges[key];
+  if (gauge == nullptr) {
+    auto* f =
+        static_cast<prometheus::Family<prometheus::Gauge>*>(family.family);
+    gauge = std::make_unique<Gauge>(&f->Add(ToLabels(key)));
+  }
   return gauge.get();
 }
 
-std::string MetricsRegistry::RenderPrometheus() const {
-  std::string out;
+Histogram* MetricsRegistry::GetHistogram(std::string_view name,
+                                         std::string_view help,
+                                         const std::vector<double>& buckets,
+                                         const MetricLabels& labels) {
+  CHECK(std::is_sorted(buckets.begin(), buckets.end()))
+      << "histogram " << name << " buckets are not increasing";
+  MetricLabels key = CanonicalLabels(name, labels);
   absl::MutexLock lock(&mu_);
-  for (const auto& [name, family] : families_) {
-    const bool is_counter = family.type == MetricType::kCounter;
-    absl::StrAppend(&out, "# HELP ", name, " ", EscapeHelp(family.help), "\n",
-                    "# TYPE ", name, is_counter ? " counter\n" : " gauge\n");
-    for (const auto& [labels, counter] : family.counters) {
-      absl::StrAppend(&out, SeriesName(name, labels), " ", counter->value(),
-                      "\n");
-    }
-    for (const auto& [labels, gauge] : family.gauges) {
-      absl::StrAppend(&out, SeriesName(name, labels), " ",
-                      FormatDouble(gauge->value()), "\n");
-    }
+  Family& family = GetFamily(name, help, MetricType::kHistogram);
+  std::unique_ptr<Histogram>& histogram = family.histograms[key];
+  if (histogram == nullptr) {
+    auto* f =
+        static_cast<prometheus::Family<prometheus::Histogram>*>(family.family);
+    histogram = std::make_unique<Histogram>(&f->Add(
+        ToLabels(key), prometheus::Histogram::BucketBoundaries(buckets)));
+  }
+  return histogram.get();
+}
+
+void MetricsRegistry::AddCollectable(
+    std::shared_ptr<prometheus::Collectable> collectable) {
+  absl::MutexLock lock(&mu_);
+  collectables_.push_back(std::move(collectable));
+}
+
+std::vector<prometheus::MetricFamily> MetricsRegistry::Collect() const {
+  std::vector<prometheus::MetricFamily> out = registry_->Collect();
+  std::vector<std::shared_ptr<prometheus::Collectable>> more;
+  {
+    absl::MutexLock lock(&mu_);
+    more = collectables_;
+  }
+  for (const auto& c : more) {
+    std::vector<prometheus::MetricFamily> families = c->Collect();
+    out.insert(out.end(), std::make_move_iterator(families.begin()),
+               std::make_move_iterator(families.end()));
   }
   return out;
+}
+
+std::string MetricsRegistry::RenderPrometheus() const {
+  return prometheus::TextSerializer().Serialize(Collect());
 }
 
 absl::StatusOr<double> MetricsRegistry::Value(
@@ -188,15 +240,34 @@ absl::StatusOr<double> MetricsRegistry::Value(
   absl::MutexLock lock(&mu_);
   auto family = families_.find(name);
   if (family != families_.end()) {
-    auto counter = family->second.counters.find(key);
-    if (counter != family->second.counters.end()) {
-      return static_cast<double>(counter->second->value());
+    const Family& f = family->second;
+    if (auto c = f.counters.find(key); c != f.counters.end()) {
+      return static_cast<double>(c->second->value());
     }
-    auto gauge = family->second.gauges.find(key);
-    if (gauge != family->second.gauges.end()) return gauge->second->value();
+    if (auto g = f.gauges.find(key); g != f.gauges.end()) {
+      return g->second->value();
+    }
+    if (auto h = f.histograms.find(key); h != f.histograms.end()) {
+      return static_cast<double>(h->second->count());
+    }
   }
   return absl::NotFoundError(
       absl::StrCat("no metric series ", SeriesName(name, key)));
+}
+
+std::vector<std::pair<MetricLabels, double>> MetricsRegistry::Series(
+    std::string_view name) const {
+  std::vector<std::pair<MetricLabels, double>> out;
+  absl::MutexLock lock(&mu_);
+  auto family = families_.find(name);
+  if (family == families_.end()) return out;
+  for (const auto& [labels, counter] : family->second.counters) {
+    out.emplace_back(labels, static_cast<double>(counter->value()));
+  }
+  for (const auto& [labels, gauge] : family->second.gauges) {
+    out.emplace_back(labels, gauge->value());
+  }
+  return out;
 }
 
 }  // namespace petrel

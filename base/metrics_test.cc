@@ -26,17 +26,19 @@ TEST(MetricsRegistryTest, RendersExpositionText) {
   registry.GetGauge("petrel_queue_depth", "Queued messages.")->Set(2.5);
   registry.GetCounter("petrel_joins_total", "Nodes joined.");
 
+  // Families in the order they were registered (prometheus-cpp's), each
+  // family's series sorted by labels.
   EXPECT_EQ(registry.RenderPrometheus(),
+            "# HELP petrel_sent_total Messages sent.\n"
+            "# TYPE petrel_sent_total counter\n"
+            "petrel_sent_total{role=\"server\"} 1\n"
+            "petrel_sent_total{role=\"worker\"} 3\n"
             "# HELP petrel_joins_total Nodes joined.\n"
             "# TYPE petrel_joins_total counter\n"
             "petrel_joins_total 0\n"
             "# HELP petrel_queue_depth Queued messages.\n"
             "# TYPE petrel_queue_depth gauge\n"
-            "petrel_queue_depth 2.5\n"
-            "# HELP petrel_sent_total Messages sent.\n"
-            "# TYPE petrel_sent_total counter\n"
-            "petrel_sent_total{role=\"server\"} 1\n"
-            "petrel_sent_total{role=\"worker\"} 3\n");
+            "petrel_queue_depth 2.5\n");
 }
 
 TEST(MetricsRegistryTest, EmptyRegistryRendersNothing) {
@@ -81,7 +83,8 @@ TEST(MetricsRegistryTest, RendersSpecialGaugeValues) {
   registry.GetGauge("g", "h", {{"k", "tenth"}})->Set(0.1);
   registry.GetGauge("g", "h", {{"k", "big"}})->Set(1e20);
   const std::string text = registry.RenderPrometheus();
-  EXPECT_THAT(text, HasSubstr("g{k=\"nan\"} NaN\n"));
+  // prometheus-cpp writes "Nan"; Prometheus parses it case-insensitively.
+  EXPECT_THAT(text, HasSubstr("g{k=\"nan\"} Nan\n"));
   EXPECT_THAT(text, HasSubstr("g{k=\"pinf\"} +Inf\n"));
   EXPECT_THAT(text, HasSubstr("g{k=\"ninf\"} -Inf\n"));
   EXPECT_THAT(text, HasSubstr("g{k=\"tenth\"} 0.1\n"));
@@ -166,6 +169,41 @@ TEST(MetricsRegistryTest, ConcurrentIncrementsOnHeldPointerSumExactly) {
   for (int i = 0; i < 100; ++i) registry.RenderPrometheus();
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(counter->value(), int64_t{2} * kThreads * kIncrements);
+}
+
+TEST(MetricsRegistryTest, HistogramRendersBucketsSumAndCount) {
+  MetricsRegistry registry;
+  Histogram* h = registry.GetHistogram("petrel_op_seconds", "Op latency.",
+                                       {0.1, 1.0}, {{"op", "push"}});
+  EXPECT_EQ(h, registry.GetHistogram("petrel_op_seconds", "Op latency.",
+                                     {0.1, 1.0}, {{"op", "push"}}));
+  h->Observe(0.05);
+  h->Observe(0.5);
+  h->Observe(5);
+  EXPECT_EQ(h->count(), 3u);
+  EXPECT_DOUBLE_EQ(h->sum(), 5.55);
+  EXPECT_EQ(*registry.Value("petrel_op_seconds", {{"op", "push"}}), 3);
+  const std::string text = registry.RenderPrometheus();
+  EXPECT_THAT(text, HasSubstr("# TYPE petrel_op_seconds histogram\n"));
+  EXPECT_THAT(text, HasSubstr("petrel_op_seconds_count{op=\"push\"} 3\n"));
+  EXPECT_THAT(
+      text, HasSubstr("petrel_op_seconds_bucket{op=\"push\",le=\"0.1\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("petrel_op_seconds_bucket{op=\"push\",le=\"1\"} 2\n"));
+  EXPECT_THAT(
+      text, HasSubstr("petrel_op_seconds_bucket{op=\"push\",le=\"+Inf\"} 3\n"));
+}
+
+TEST(MetricsRegistryTest, SeriesListsEveryLabelledValue) {
+  MetricsRegistry registry;
+  registry.GetGauge("rows", "h", {{"table", "b"}})->Set(2);
+  registry.GetGauge("rows", "h", {{"table", "a"}})->Set(1);
+  const auto series = registry.Series("rows");
+  ASSERT_EQ(series.size(), 2u);
+  EXPECT_EQ(series[0].first, (MetricLabels{{"table", "a"}}));
+  EXPECT_EQ(series[0].second, 1);
+  EXPECT_EQ(series[1].second, 2);
+  EXPECT_TRUE(registry.Series("missing").empty());
 }
 
 TEST(MetricsRegistryDeathTest, RejectsBadMetricName) {

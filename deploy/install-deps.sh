@@ -9,6 +9,8 @@ packages=(
   libgoogle-glog-dev libgflags-dev libgtest-dev libgmock-dev libbenchmark-dev
   ccache
 )
+# Metrics: prometheus-cpp (with civetweb, its HTTP server).
+packages+=(prometheus-cpp-dev)
 # The Python module (python/) and its tests: pybind11, NumPy, pytest, and
 # torch for the tensor tests (PETREL_WITH_TORCH=0 leaves torch out; those
 # tests then skip).

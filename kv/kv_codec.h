@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 
 #include "proto/meta.pb.h"
 #include "van/buffer.h"
@@ -60,6 +61,10 @@ struct KVMeta {
   // the worker's new clock, -1 = the worker left the job.
   int64_t clock = -1;
   bool clock_advance = false;
+  // When the server received the request (KVServer sets it; not on the
+  // wire): its answer observes the time since in
+  // petrel_server_request_seconds. absl::InfinitePast(): not measured.
+  absl::Time received = absl::InfinitePast();
 
   // Where the answer to this request goes.
   ReplyAddress reply_address() const {

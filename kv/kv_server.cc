@@ -21,6 +21,17 @@ template <typename Val>
 absl::Status KVServer<Val>::Start() {
   max_message_bytes_ =
       customer_.postoffice()->van()->options().limits.max_message_bytes;
+  MetricsRegistry* metrics = customer_.postoffice()->metrics();
+  auto latency = [metrics](const char* op) {
+    return metrics->GetHistogram(
+        "petrel_server_request_seconds",
+        "Server push/pull requests: time from receiving one to sending its "
+        "answer, in seconds.",
+        LatencyBucketsSeconds(), {{"op", op}});
+  };
+  push_latency_ = latency("push");
+  pull_latency_ = latency("pull");
+  push_pull_latency_ = latency("push_pull");
   customer_.set_request_handler([this](Message&& msg, bool duplicate) {
     Process(std::move(msg), duplicate);
   });
@@ -44,6 +55,7 @@ void KVServer<Val>::Process(Message&& msg, bool duplicate) {
     return;
   }
   KVMeta meta = DecodeKvMeta(msg.meta);
+  meta.received = absl::Now();
   // Before the duplicate check, so a resent slice gets the same answer.
   if (meta.value_total > 0 && !accepts_key_slices_) {
     ResponseError(meta,
@@ -72,6 +84,7 @@ template <typename Val>
 absl::Status KVServer<Val>::Response(const KVMeta& meta,
                                      const KVPairs<Val>& result,
                                      int64_t min_clock) {
+  ObserveLatency(meta);
   Message response;
   EncodeKvResponse(meta, min_clock, &response.meta);
   if (meta.pull) {
@@ -80,6 +93,18 @@ absl::Status KVServer<Val>::Response(const KVMeta& meta,
     if (!result.lens.empty()) response.AddData(result.lens);
   }
   return customer_.SendResponse(meta.reply_address(), std::move(response));
+}
+
+template <typename Val>
+void KVServer<Val>::ObserveLatency(const KVMeta& meta) {
+  if (meta.received == absl::InfinitePast() || (!meta.push && !meta.pull)) {
+    return;
+  }
+  Histogram* h = meta.push && meta.pull ? push_pull_latency_
+                 : meta.push            ? push_latency_
+                                        : pull_latency_;
+  if (h != nullptr)
+    h->Observe(absl::ToDoubleSeconds(absl::Now() - meta.received));
 }
 
 template <typename Val>

@@ -65,7 +65,15 @@ class KVServer {
 
  private:
   void Process(Message&& msg, bool duplicate);
+  // Observes the time since meta.received in the latency histogram of
+  // meta's operation.
+  void ObserveLatency(const KVMeta& meta);
 
+  // petrel_server_request_seconds{op=push|pull|push_pull}: from receiving a
+  // request to sending its answer (held pulls included). Set by Start.
+  Histogram* push_latency_ = nullptr;
+  Histogram* pull_latency_ = nullptr;
+  Histogram* push_pull_latency_ = nullptr;
   Customer customer_;
   int64_t max_message_bytes_ = 0;  // the van's limit, set by Start
   Handler handler_;

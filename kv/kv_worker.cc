@@ -17,10 +17,36 @@ KVWorker<Val>::~KVWorker() {
   customer_.Stop();
 }
 
+namespace {
+
+KVWorkerOpMetrics OpMetricsFor(MetricsRegistry* metrics, const char* op) {
+  KVWorkerOpMetrics m;
+  m.latency = metrics->GetHistogram(
+      "petrel_worker_request_seconds",
+      "Worker push/pull requests: time from sending to the last answer, in "
+      "seconds.",
+      LatencyBucketsSeconds(), {{"op", op}});
+  m.keys = metrics->GetCounter(
+      "petrel_worker_keys_total",
+      "Keys in the worker's push/pull requests (rate(): keys per second).",
+      {{"op", op}});
+  m.bytes = metrics->GetCounter(
+      "petrel_worker_bytes_total",
+      "Value bytes the worker pushed, by operation (0 for pulls).",
+      {{"op", op}});
+  return m;
+}
+
+}  // namespace
+
 template <typename Val>
 absl::Status KVWorker<Val>::Start() {
   max_message_bytes_ =
       customer_.postoffice()->van()->options().limits.max_message_bytes;
+  MetricsRegistry* metrics = customer_.postoffice()->metrics();
+  push_metrics_ = OpMetricsFor(metrics, "push");
+  pull_metrics_ = OpMetricsFor(metrics, "pull");
+  push_pull_metrics_ = OpMetricsFor(metrics, "push_pull");
   customer_.set_response_handler(
       [this](Message&& msg) { OnResponse(std::move(msg)); });
   return customer_.Start();
@@ -150,7 +176,19 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
       !alive.ok()) {
     return Fail(alive, cb);
   }
-  int ts = customer_.NewRequest(recipients, [this, cb](int ts) {
+  const OpMetrics& op = push && pull ? push_pull_metrics_
+                        : push       ? push_metrics_
+                                     : pull_metrics_;
+  if (op.keys != nullptr) {  // null before Start
+    op.keys->Increment(static_cast<int64_t>(keys.size()));
+    op.bytes->Increment(static_cast<int64_t>(vals.size() * sizeof(Val)));
+  }
+  const absl::Time sent = absl::Now();
+  Histogram* latency = op.latency;
+  int ts = customer_.NewRequest(recipients, [this, cb, sent, latency](int ts) {
+    if (latency != nullptr) {
+      latency->Observe(absl::ToDoubleSeconds(absl::Now() - sent));
+    }
     Complete(ts);
     if (cb) cb();
   });

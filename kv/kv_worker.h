@@ -39,6 +39,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
+#include "base/metrics.h"
 #include "kv/kv_codec.h"
 #include "kv/kv_slicer.h"
 #include "van/buffer.h"
@@ -62,6 +63,13 @@ struct KVRequestOptions {
   // in their responses (-1 when no server answered). Must stay alive until
   // the request completes.
   int64_t* min_clock = nullptr;
+};
+
+// The metrics of one operation of a KVWorker (see KVWorker's members).
+struct KVWorkerOpMetrics {
+  Histogram* latency = nullptr;
+  Counter* keys = nullptr;
+  Counter* bytes = nullptr;
 };
 
 template <typename Val>
@@ -158,6 +166,13 @@ class KVWorker {
   void CountBadAnswer(int sender, const absl::Status& error);
   void Complete(int timestamp);
   int Fail(absl::Status status, const Callback& cb);
+
+  // This worker's request metrics, per operation (push, pull, push_pull):
+  // petrel_worker_request_seconds (NewRequest to completion),
+  // petrel_worker_keys_total and petrel_worker_bytes_total (values sent
+  // for pushes, keys asked for pulls). Set by Start; the registry owns them.
+  using OpMetrics = KVWorkerOpMetrics;
+  OpMetrics push_metrics_, pull_metrics_, push_pull_metrics_;
 
   Customer customer_;
   int64_t max_message_bytes_ = 0;  // the van's limit, set by Start

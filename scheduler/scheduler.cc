@@ -118,6 +118,10 @@ void Scheduler::SendControl(int recipient, pb::Control control) {
 }
 
 void Scheduler::HandleControl(Message&& msg) {
+  if (msg.meta.control().cmd() == pb::COMMAND_ADMIN) {
+    HandleAdmin(msg);
+    return;
+  }
   absl::MutexLock lock(&mu_);
   int sender = msg.meta.sender();
   if (sender != kEmptyNodeId) last_seen_[sender] = absl::Now();
@@ -132,6 +136,9 @@ void Scheduler::HandleControl(Message&& msg) {
       HandleWorkerDone(sender);
       break;
     case pb::COMMAND_HEARTBEAT:
+      if (formed_ && msg.meta.control().has_stats()) {
+        RecordStats(sender, msg.meta.control().stats());
+      }
       break;
     default:
       LOG_EVERY_T(WARNING, 1.0) << "scheduler ignores control "
@@ -330,6 +337,7 @@ void Scheduler::PassBarriers(int group) {
     reply.set_barrier_group(group);
     reply.set_barrier_epoch(key.second);
     for (int id : members) SendControl(id, reply);
+    ++barriers_passed_;
     it = barriers_.erase(it);
   }
 }
@@ -387,6 +395,7 @@ void Scheduler::TerminateAll(bool failed, const std::string& reason) {
 
 void Scheduler::OnTick(absl::Time now) {
   absl::MutexLock lock(&mu_);
+  ExportClusterMetrics();
   if (!formed_ || result_.has_value() ||
       options_.heartbeat_timeout <= absl::ZeroDuration()) {
     return;

@@ -52,6 +52,18 @@ struct DeadNode {
   std::string reason;
 };
 
+// What an operator may ask the scheduler for over the admin channel
+// (petrelctl; scheduler_admin.cc). Each runs on the van thread without the
+// scheduler's lock and must not block.
+struct AdminActions {
+  // Takes a checkpoint now. Null, or an error status (FailedPrecondition:
+  // the job has no checkpoint directory), is what petrelctl reports.
+  std::function<absl::Status()> checkpoint;
+  // Stops the job cleanly, as SIGTERM does (reason: "stop requested by
+  // petrelctl"). Null: Interrupt(reason).
+  std::function<void(const std::string& reason)> stop;
+};
+
 class Scheduler {
  public:
   // Installs its handlers in `postoffice`, which must be a scheduler's,
@@ -87,6 +99,11 @@ class Scheduler {
     worker_lost_hook_ = std::move(hook);
   }
 
+  // Before Run: what admin requests may do (see AdminActions).
+  void set_admin_actions(AdminActions actions) {
+    admin_actions_ = std::move(actions);
+  }
+
   // The node ids of the workers not lost (all of them until one is).
   std::vector<int> live_workers() const;
 
@@ -109,6 +126,16 @@ class Scheduler {
   std::vector<int> LiveMembers(int group) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnTick(absl::Time now);
+  // Admin channel (scheduler_admin.cc). Van thread, without mu_.
+  void HandleAdmin(const Message& msg);
+  // The reply to a status request. REQUIRES: mu_ held.
+  void FillStatus(pb::AdminReply* reply) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A heartbeat's stats: keeps them and the node's request rate.
+  void RecordStats(int sender, const pb::NodeStats& stats)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Updates the cluster gauges (petrel_cluster_*, petrel_scheduler_*).
+  void ExportClusterMetrics() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Failure handling (scheduler_failure.cc). The van watched the node's
   // connection and it stayed down; van thread.
   void OnConnectionLost(int id, const std::string& reason);
@@ -134,6 +161,7 @@ class Scheduler {
   const SchedulerOptions options_;
   std::function<void()> workers_done_hook_;
   std::function<bool(int)> worker_lost_hook_;
+  AdminActions admin_actions_;
 
   mutable absl::Mutex mu_;
   std::vector<pb::Node> pending_ ABSL_GUARDED_BY(mu_);  // join order
@@ -146,6 +174,17 @@ class Scheduler {
   absl::flat_hash_set<int> lost_workers_ ABSL_GUARDED_BY(mu_);
   std::vector<DeadNode> dead_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Status> result_ ABSL_GUARDED_BY(mu_);
+  // The last heartbeat stats of each node, and its requests per second
+  // between its last two heartbeats.
+  struct NodeReport {
+    pb::NodeStats stats;
+    absl::Time at = absl::InfinitePast();
+    double requests_per_s = 0;
+  };
+  absl::flat_hash_map<int, NodeReport> reports_ ABSL_GUARDED_BY(mu_);
+  uint64_t barriers_passed_ ABSL_GUARDED_BY(mu_) = 0;
+  // Admin replies travel on one of a few temporary routes, reused in turn.
+  uint64_t admin_requests_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace petrel

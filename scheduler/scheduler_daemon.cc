@@ -88,6 +88,22 @@ class SchedulerDaemon : public NodeDaemon {
   }
   absl::Status Build(NodeRuntime& runtime) override {
     scheduler_ = std::make_unique<Scheduler>(runtime.postoffice(), options_);
+    // petrelctl's checkpoint and stop take the paths SIGUSR1 and SIGTERM do.
+    AdminActions admin;
+    admin.stop = [this, &runtime](const std::string& reason) {
+      Interrupt(runtime, reason);
+    };
+    admin.checkpoint = [this]() -> absl::Status {
+      if (coordinator_ == nullptr || job_.checkpoint().dir().empty()) {
+        return absl::FailedPreconditionError(
+            "the job has no checkpoint directory (--config with checkpoint.dir "
+            "or --checkpoint_dir)");
+      }
+      LOG(INFO) << "petrelctl: taking a checkpoint";
+      coordinator_->RequestCheckpoint("on_demand");
+      return absl::OkStatus();
+    };
+    scheduler_->set_admin_actions(std::move(admin));
     JobProgressOptions popts;
     popts.csv_path = job_.train().progress_csv();
     if (job_.train().progress_interval_s() > 0) {

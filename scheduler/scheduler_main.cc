@@ -10,9 +10,10 @@
 //
 // A training worker that dies does not fail the job (unless
 // --survive_worker_failures=false): its data goes to the live workers.
-// SIGUSR1 takes a checkpoint now; SIGTERM/SIGINT checkpoints (with a
-// checkpoint directory), stops the workers and ends the job; a second
-// signal ends the scheduler at once.
+// SIGUSR1 (or `petrelctl checkpoint`) takes a checkpoint now;
+// SIGTERM/SIGINT (or `petrelctl stop`) checkpoints (with a checkpoint
+// directory), stops the workers and ends the job; a second signal ends the
+// scheduler at once.
 //
 // Exit codes: 0 the job finished, 1 it failed or was stopped (a node died,
 // the cluster did not form, a signal), 2 bad flags or configuration.

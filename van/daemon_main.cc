@@ -45,6 +45,7 @@ absl::Status Configure(pb::Role role, NodeDaemon& daemon,
   if (!settings.ok()) return settings.status();
   if (absl::Status s = daemon.CheckFlags(*settings); !s.ok()) return s;
   if (daemon.tunes_allocator()) TuneAllocatorForLargeMessages();
+  RaiseOpenFileLimit();
   *runtime = std::make_unique<NodeRuntime>(*settings);
   return daemon.Build(**runtime);
 }

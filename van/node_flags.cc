@@ -59,6 +59,18 @@ DEFINE_int32(max_frames, 16,
 DEFINE_int32(metrics_port, -1,
              "Port of the Prometheus /metrics endpoint (-1..65535); 0 takes a "
              "free port, -1 disables it. Default -1.");
+DEFINE_string(metrics_bind, "",
+              "Address the /metrics endpoint binds (0.0.0.0: all "
+              "interfaces). Default empty: the node's own address "
+              "(--advertise_host, else --bind unless 0.0.0.0, else the "
+              "address that routes to the scheduler, else 127.0.0.1).");
+DEFINE_int32(metrics_threads, 256,
+             "Threads serving /metrics connections: how many idle or slow "
+             "clients can be connected without delaying a scrape "
+             "(1..4096). Default 256.");
+DEFINE_int32(metrics_request_timeout_ms, 2000,
+             "Close a /metrics connection whose request has not arrived "
+             "within this many milliseconds (1..60000). Default 2000.");
 
 namespace petrel {
 namespace {
@@ -218,6 +230,17 @@ absl::StatusOr<NodeSettings> NodeSettingsFromFlags(
   PETREL_RETURN_IF_ERROR(
       CheckFlagRange("metrics_port", FLAGS_metrics_port, -1, 65535));
   s.metrics_port = FLAGS_metrics_port;
+  s.metrics_bind = FLAGS_metrics_bind;
+  if (FLAGS_metrics_threads < 1 || FLAGS_metrics_threads > 4096) {
+    return Invalid("metrics_threads", "must be in 1..4096");
+  }
+  s.metrics_http.num_threads = FLAGS_metrics_threads;
+  if (FLAGS_metrics_request_timeout_ms < 1 ||
+      FLAGS_metrics_request_timeout_ms > 60000) {
+    return Invalid("metrics_request_timeout_ms", "must be in 1..60000");
+  }
+  s.metrics_http.request_timeout =
+      absl::Milliseconds(FLAGS_metrics_request_timeout_ms);
   return s;
 }
 

@@ -3,10 +3,13 @@
 #include <cstdio>
 
 #include <malloc.h>
+#include <sys/resource.h>
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
+#include "base/net_util.h"
+#include "base/process_metrics.h"
 #include "base/status_macros.h"
 #include "van/zmq_van.h"
 
@@ -24,10 +27,52 @@ const char* RoleName(pb::Role role) {
   }
 }
 
+// Defined by van/CMakeLists.txt for this file. TODO(#15): take them from
+// base/build_info.h (GetBuildInfo) once that lands, and drop these.
+#ifndef PETREL_METRICS_VERSION
+#define PETREL_METRICS_VERSION "unknown"
+#endif
+#ifndef PETREL_METRICS_COMMIT
+#define PETREL_METRICS_COMMIT "unknown"
+#endif
+
+void ExportBuildInfo(MetricsRegistry* metrics) {
+#ifdef PETREL_HAVE_CUDA
+  const char* cuda = "true";
+#else
+  const char* cuda = "false";
+#endif
+  metrics
+      ->GetGauge("petrel_build_info",
+                 "Always 1; the labels say which Petrel build runs.",
+                 {{"version", PETREL_METRICS_VERSION},
+                  {"commit", PETREL_METRICS_COMMIT},
+                  {"cuda", cuda}})
+      ->Set(1);
+}
+
 }  // namespace
 
+std::string MetricsBindHost(const NodeSettings& settings) {
+  if (!settings.metrics_bind.empty()) return settings.metrics_bind;
+  if (!settings.postoffice.advertise_host.empty()) {
+    return settings.postoffice.advertise_host;
+  }
+  if (settings.van.bind_host != "0.0.0.0" && !settings.van.bind_host.empty()) {
+    return settings.van.bind_host;
+  }
+  if (settings.postoffice.role != pb::ROLE_SCHEDULER) {
+    absl::StatusOr<std::string> local =
+        LocalAddressTowards(settings.postoffice.scheduler_host);
+    if (local.ok()) return *local;
+  }
+  return "127.0.0.1";
+}
+
 NodeRuntime::NodeRuntime(const NodeSettings& settings)
-    : settings_(settings), metrics_server_(&metrics_) {
+    : settings_(settings), metrics_server_(&metrics_, settings.metrics_http) {
+  metrics_.AddCollectable(NewProcessMetrics());
+  ExportBuildInfo(&metrics_);
   postoffice_ = std::make_unique<Postoffice>(
       settings_.postoffice, std::make_unique<ZmqVan>(settings_.van, &metrics_),
       &metrics_);
@@ -41,24 +86,27 @@ int NodeRuntime::metrics_port() const {
 
 absl::Status NodeRuntime::Start() {
   if (settings_.metrics_port >= 0) {
-    PETREL_RETURN_IF_ERROR(Annotate(
-        metrics_server_.Start(settings_.van.bind_host, settings_.metrics_port),
-        "metrics endpoint"));
+    metrics_host_ = MetricsBindHost(settings_);
+    PETREL_RETURN_IF_ERROR(
+        Annotate(metrics_server_.Start(metrics_host_, settings_.metrics_port),
+                 "metrics endpoint"));
   }
   const char* role = RoleName(settings_.postoffice.role);
   if (postoffice_->is_scheduler()) {
     PETREL_RETURN_IF_ERROR(postoffice_->Start());
-    std::printf("PETREL_LISTEN role=%s host=%s port=%d metrics_port=%d\n", role,
-                postoffice_->advertise_host().c_str(), postoffice_->port(),
-                metrics_port());
+    std::printf(
+        "PETREL_LISTEN role=%s host=%s port=%d metrics_port=%d "
+        "metrics_host=%s\n",
+        role, postoffice_->advertise_host().c_str(), postoffice_->port(),
+        metrics_port(), metrics_host_.c_str());
   } else {
     PETREL_RETURN_IF_ERROR(postoffice_->Start());
     std::printf(
         "PETREL_READY role=%s id=%d rank=%d host=%s port=%d "
-        "metrics_port=%d\n",
+        "metrics_port=%d metrics_host=%s\n",
         role, postoffice_->my_id(), postoffice_->my_rank(),
         postoffice_->advertise_host().c_str(), postoffice_->port(),
-        metrics_port());
+        metrics_port(), metrics_host_.c_str());
   }
   std::fflush(stdout);
   return absl::OkStatus();
@@ -94,6 +142,22 @@ void TuneAllocatorForLargeMessages() {
                    << ") failed; large messages may be slower";
     }
   }
+}
+
+void RaiseOpenFileLimit() {
+  rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 ||
+      limit.rlim_cur >= limit.rlim_max) {
+    return;
+  }
+  const rlim_t before = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    PLOG(WARNING) << "cannot raise the open-file limit from " << before;
+    return;
+  }
+  VLOG(1) << "open-file limit raised from " << before << " to "
+          << limit.rlim_cur;
 }
 
 int ExitCodeFor(const absl::Status& status) {

@@ -2,8 +2,11 @@
 // around its Postoffice: the metrics registry and its HTTP endpoint, the
 // ZeroMQ van, allocator settings for large messages, and the one-line
 // readiness report that launchers and tests read from stdout:
-//   PETREL_LISTEN role=scheduler host=H port=P metrics_port=M   (scheduler)
+//   PETREL_LISTEN role=scheduler host=H port=P metrics_port=M metrics_host=A
 //   PETREL_READY role=server id=8 rank=0 host=H port=P metrics_port=M
+//       metrics_host=A                                          (one line)
+// It also fills the registry with what every node exports: the process
+// metrics and petrel_build_info.
 //
 // Thread safety: construction and Start on the main thread; accessors are
 // thread-safe.
@@ -27,7 +30,17 @@ struct NodeSettings {
   VanOptions van;
   // Port of the /metrics endpoint: -1 disables it, 0 picks a free port.
   int metrics_port = -1;
+  // Address the /metrics endpoint binds; empty: the node's own address
+  // (MetricsBindHost). Default empty.
+  std::string metrics_bind;
+  MetricsHttpServerOptions metrics_http;
 };
+
+// The address the /metrics endpoint binds by default, never all
+// interfaces: the advertised host when given, else the van's bind address
+// when it is not 0.0.0.0, else (servers, workers) the local address that
+// routes to the scheduler, else 127.0.0.1.
+std::string MetricsBindHost(const NodeSettings& settings);
 
 class NodeRuntime {
  public:
@@ -44,11 +57,14 @@ class NodeRuntime {
   Postoffice* postoffice() { return postoffice_.get(); }
   MetricsRegistry* metrics() { return &metrics_; }
   int metrics_port() const;
+  // The address the metrics endpoint bound (empty when it is off).
+  const std::string& metrics_host() const { return metrics_host_; }
 
  private:
   const NodeSettings settings_;
   MetricsRegistry metrics_;
   MetricsHttpServer metrics_server_;
+  std::string metrics_host_;
   std::unique_ptr<Postoffice> postoffice_;
 };
 
@@ -57,6 +73,13 @@ class NodeRuntime {
 // message: one arena, no mmap, freed memory kept up to 1 GiB. Process-wide:
 // call once from main, before starting threads.
 void TuneAllocatorForLargeMessages();
+
+// Raises the soft limit on open files to the hard limit, so that many
+// connections (peers, scrapers, or a flood of strangers) exhaust the
+// process's bounds rather than a low default of 1024 that would make the
+// metrics endpoint and new peers fail with "Too many open files".
+// Process-wide: call once from main.
+void RaiseOpenFileLimit();
 
 // 0 for OK, 2 for InvalidArgument (bad flags or configuration), 1 otherwise.
 int ExitCodeFor(const absl::Status& status);

@@ -395,6 +395,25 @@ void Postoffice::HandleJoinReply(const pb::Control& control) {
   joined_ = true;
 }
 
+void FillNodeStats(const MetricsRegistry& metrics, pb::NodeStats* stats) {
+  int64_t requests = 0;
+  for (const char* name :
+       {"petrel_server_request_seconds", "petrel_worker_request_seconds"}) {
+    for (const char* op : {"push", "pull", "push_pull"}) {
+      requests +=
+          static_cast<int64_t>(metrics.Value(name, {{"op", op}}).value_or(0));
+    }
+  }
+  stats->set_requests_total(requests);
+  for (const auto& [labels, rows] : metrics.Series("petrel_table_keys")) {
+    pb::TableStats* t = stats->add_tables();
+    t->set_table(labels.empty() ? "" : labels[0].second);
+    t->set_rows(static_cast<int64_t>(rows));
+    t->set_memory_bytes(static_cast<int64_t>(
+        metrics.Value("petrel_table_memory_bytes", labels).value_or(0)));
+  }
+}
+
 void Postoffice::OnTick() {
   absl::Time now = absl::Now();
   if (tick_hook_) tick_hook_(now);
@@ -417,6 +436,7 @@ void Postoffice::OnTick() {
     msg.meta.set_recipient(kSchedulerId);
     msg.meta.set_request(true);
     msg.meta.mutable_control()->set_cmd(pb::COMMAND_HEARTBEAT);
+    FillNodeStats(*metrics_, msg.meta.mutable_control()->mutable_stats());
     Send(std::move(msg)).IgnoreError();
   }
 }

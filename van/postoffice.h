@@ -33,6 +33,11 @@ namespace petrel {
 
 class Customer;
 
+// Fills `stats` (sent with each heartbeat) from this node's metrics: its
+// completed push/pull requests (petrel_{server,worker}_request_seconds)
+// and its tables (petrel_table_keys, petrel_table_memory_bytes).
+void FillNodeStats(const MetricsRegistry& metrics, pb::NodeStats* stats);
+
 struct PostofficeOptions {
   pb::Role role = pb::ROLE_UNSPECIFIED;
   // Scheduler address. Ignored by the scheduler itself.

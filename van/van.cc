@@ -31,6 +31,14 @@ std::string NewTransportId() {
   return absl::StrFormat("p%016x", v);
 }
 
+// The reasons petrel_van_messages_rejected_total counts: the decoder's
+// status codes (lower case), the van's own, and those of the layers above
+// (Postoffice: unknown_customer; KV: kv_layout).
+constexpr const char* kRejectReasons[] = {
+    "invalid_argument", "permission_denied", "resource_exhausted",
+    "no_route",         "send_failed",       "connect_failed",
+    "receive_failed",   "unknown_customer",  "kv_layout"};
+
 Van::Van(VanOptions options, MetricsRegistry* metrics)
     : Van(std::move(options), metrics, NewTransportId()) {}
 
@@ -45,7 +53,14 @@ Van::Van(VanOptions options, MetricsRegistry* metrics, std::string transport_id)
       sent_(metrics->GetCounter("petrel_van_messages_sent_total",
                                 "Messages sent.")),
       sent_bytes_(metrics->GetCounter("petrel_van_bytes_sent_total",
-                                      "Data bytes of messages sent.")) {}
+                                      "Data bytes of messages sent.")) {
+  // Every reason exists from the start, at 0, so that a dashboard or alert
+  // sees the series before the first reject (rate() needs two samples).
+  for (const char* reason : kRejectReasons) {
+    metrics_->GetCounter("petrel_van_messages_rejected_total",
+                         "Messages dropped, by reason.", {{"reason", reason}});
+  }
+}
 
 bool Van::AwaitResponse(absl::Mutex* mu, const absl::Condition& done,
                         absl::Time deadline) {

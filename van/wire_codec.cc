@@ -95,8 +95,12 @@ absl::Status CheckFrames(const pb::Meta& meta, std::vector<Buffer>& frames,
   return absl::OkStatus();
 }
 
+// A join, or an operator's admin request (petrelctl): both come from a
+// client that has no node id.
 bool IsJoinRequest(const pb::Meta& meta) {
-  return meta.has_control() && meta.control().cmd() == pb::COMMAND_ADD_NODE &&
+  return meta.has_control() &&
+         (meta.control().cmd() == pb::COMMAND_ADD_NODE ||
+          meta.control().cmd() == pb::COMMAND_ADMIN) &&
          meta.request() && meta.sender() == kEmptyNodeId &&
          meta.recipient() == kSchedulerId;
 }
@@ -106,7 +110,7 @@ bool IsJoinReply(const pb::Meta& meta) {
   if (!meta.has_control() || meta.sender() != kSchedulerId) return false;
   pb::Command cmd = meta.control().cmd();
   return cmd == pb::COMMAND_ADD_NODE || cmd == pb::COMMAND_REJECT ||
-         cmd == pb::COMMAND_TERMINATE;
+         cmd == pb::COMMAND_TERMINATE || cmd == pb::COMMAND_ADMIN;
 }
 
 absl::Status CheckAddressing(const pb::Meta& meta,

@@ -24,6 +24,7 @@
 #include "worker/reader.h"
 #include "worker/resume_position.h"
 #include "worker/validator.h"
+#include "worker/training_metrics.h"
 
 namespace petrel {
 namespace {
@@ -54,7 +55,8 @@ class Trainer {
         job_(options.job),
         po_(po),
         kv_(kTrainApp, 0, po),
-        stats_(kStatsApp, 0, po) {}
+        stats_(kStatsApp, 0, po),
+        training_metrics_(po->metrics()) {}
 
   absl::StatusOr<TrainResult> Run();
 
@@ -77,6 +79,8 @@ class Trainer {
   absl::Status WaitPushes();
   absl::Status MaybePause();
   void CountTrained(const Step& step);
+  // Updates training_metrics_ after CountTrained.
+  void ExportTrained(const Step& step);
   pb::WorkerPosition Position() const;
   pb::WorkerProgress Progress() const;
   void MaybeReportProgress(bool force);
@@ -126,6 +130,7 @@ class Trainer {
   absl::Time start_;
   absl::Time last_progress_;
   std::unique_ptr<Validator> validator_;  // worker 0
+  TrainingMetrics training_metrics_;
 
   absl::Mutex stats_mu_;
   int stats_reports_ ABSL_GUARDED_BY(stats_mu_) = 0;
@@ -380,6 +385,15 @@ void Trainer::CountTrained(const Step& step) {
   }
 }
 
+void Trainer::ExportTrained(const Step& step) {
+  const double elapsed = absl::ToDoubleSeconds(absl::Now() - start_);
+  training_metrics_.BatchTrained(
+      static_cast<int64_t>(step.prepared->batch.size()), pos_epoch_,
+      pos_examples_in_epoch_,
+      elapsed > 0 ? loss_.total_examples() / elapsed : 0,
+      loss_.window_logloss());
+}
+
 pb::WorkerProgress Trainer::Progress() const {
   pb::WorkerProgress p;
   p.set_clock(clock_);
@@ -447,6 +461,7 @@ absl::Status Trainer::Compute(int64_t clock, Step* step) {
   ++batches_;
   clock_ = clock + 1;
   CountTrained(*step);
+  ExportTrained(*step);
   const int64_t every = job_.checkpoint().every_batches();
   if (every > 0 && po_->my_rank() == 0 && options_.control != nullptr &&
       batches_ % every == 0) {
@@ -539,6 +554,8 @@ absl::StatusOr<bool> Trainer::MaybeEvaluate(const Step& step,
   if (!at_every && !epoch_end) return false;
   PETREL_ASSIGN_OR_RETURN(
       bool stop, validator_->Evaluate(step.prepared->epoch + 1, batches_));
+  training_metrics_.Evaluated(validator_->last_eval().logloss,
+                              validator_->last_eval().auc);
   // The best model's checkpoint: its pause, before training on. Bounded,
   // for a scheduler that takes no checkpoints (no checkpoint directory).
   if (validator_->checkpoint_requested() && options_.control != nullptr) {
@@ -613,6 +630,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       CheckTrainedSomething(job_, result.total_train_examples));
   PETREL_ASSIGN_OR_RETURN(EvalResult eval,
                           Evaluate(job_, &kv_, model_.get(), options_.timeout));
+  training_metrics_.Evaluated(eval.logloss, eval.auc);
   result.test_logloss = eval.logloss;
   result.test_auc = eval.auc;
   result.test_examples = eval.examples;

@@ -32,6 +32,7 @@ absl::StatusOr<bool> Validator::Evaluate(int epoch, int64_t batch) {
       EvaluateOn(ro, job.train().batch_size(), options_.kv, options_.model,
                  options_.timeout,
                  validation_ ? "the validation data" : "the test files"));
+  last_eval_ = eval;
   pb::EvalReport report;
   report.set_dataset(validation_ ? "validation" : "test");
   report.set_epoch(epoch);

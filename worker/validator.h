@@ -29,6 +29,7 @@
 #include "kv/kv_worker.h"
 #include "proto/job.pb.h"
 #include "worker/early_stopping.h"
+#include "worker/scorer.h"
 #include "worker/model.h"
 #include "worker/recovery_client.h"
 #include "worker/worker_control.h"
@@ -67,6 +68,8 @@ class Validator {
   // takes its pause at once, so that the checkpoint holds worker 0 where
   // it was evaluated.
   bool checkpoint_requested() const { return checkpoint_requested_; }
+  // The last Evaluate's result (zeros before the first).
+  const EvalResult& last_eval() const { return last_eval_; }
 
  private:
   const ValidatorOptions options_;
@@ -75,6 +78,7 @@ class Validator {
   bool stopped_ = false;
   bool checkpoint_requested_ = false;
   int64_t last_batch_ = -1;
+  EvalResult last_eval_;
 };
 
 }  // namespace petrel

@@ -88,6 +88,11 @@ DEFINE_int32(stop_timeout_s, 120,
              "stop the job (after a checkpoint when it has a checkpoint "
              "directory); the job is killed if it has not exited this many "
              "seconds later, or on a second signal. Default 120.");
+DEFINE_bool(metrics, false,
+            "Serve /metrics from every process started (--metrics_port=0: "
+            "free ports) and print each one's address (with a COMMAND "
+            "other than petrel-worker: the scheduler and servers only). "
+            "Default false.");
 DEFINE_int32(grace_period_s, 5,
              "Seconds between SIGTERM and SIGKILL when stopping processes.");
 DEFINE_bool(slurm, false,
@@ -370,6 +375,13 @@ int main(int argc, char** argv) {
   if (FLAGS_slurm && !petrel::FlagIsSet("num_workers")) options.num_workers = 0;
   if (absl::Status s = ApplyJobConfig(options); !s.ok()) {
     return UsageError(std::string(s.message()));
+  }
+  if (FLAGS_metrics) {
+    options.server_args.push_back("--metrics_port=0");
+    options.scheduler_args.push_back("--metrics_port=0");
+    if (petrel::IsPetrelWorker(options.command[0])) {
+      options.command.push_back("--metrics_port=0");
+    }
   }
   if (absl::Status s = ApplyHosts(options); !s.ok()) {
     return UsageError(std::string(s.message()));

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +33,17 @@ constexpr int kExitUsage = 2;
 constexpr char kListenPrefix[] = "PETREL_LISTEN ";
 // Output lines each child keeps for diagnostics; everything is printed.
 constexpr size_t kKeptLines = 100;
+
+// The value of `key=` in a PETREL_LISTEN / PETREL_READY line, or "".
+std::string Field(std::string_view line, std::string_view key) {
+  const std::string needle = " " + std::string(key) + "=";
+  const size_t at = line.find(needle);
+  if (at == std::string_view::npos) return "";
+  const size_t begin = at + needle.size();
+  const size_t end = line.find(' ', begin);
+  return std::string(
+      line.substr(begin, end == std::string_view::npos ? end : end - begin));
+}
 
 void WriteLine(std::FILE* stream, std::string_view line) {
   std::fwrite(line.data(), 1, line.size(), stream);
@@ -348,6 +360,9 @@ absl::Status Launcher::StartChild(
   opts.on_line = [this, name, is_scheduler](const std::string& line) {
     PrintOutput(name, line);
     if (is_scheduler) OnSchedulerLine(line);
+    if (std::optional<std::string> url = MetricsUrl(line); url.has_value()) {
+      PrintStatus(absl::StrCat(name, " metrics at ", *url));
+    }
   };
   opts.on_exit = [this](int) { NotifyEvent(); };
   absl::StatusOr<std::unique_ptr<Subprocess>> proc =
@@ -549,6 +564,25 @@ void Launcher::PrintStatus(absl::string_view message) {
   std::string line = absl::StrCat("petrel-launch: ", message);
   absl::MutexLock lock(&mu_);
   options_.print_status(line);
+}
+
+std::optional<std::string> MetricsUrl(std::string_view line) {
+  if (line.rfind("PETREL_LISTEN ", 0) != 0 &&
+      line.rfind("PETREL_READY ", 0) != 0) {
+    return std::nullopt;
+  }
+  const std::string port = Field(line, "metrics_port");
+  const std::string host = Field(line, "metrics_host");
+  if (port.empty() || port[0] == '-' || host.empty()) return std::nullopt;
+  return absl::StrCat("http://", host, ":", port, "/metrics");
+}
+
+bool IsPetrelWorker(const std::string& command) {
+  const std::string suffix = "/petrel-worker";
+  return command == "petrel-worker" ||
+         (command.size() > suffix.size() &&
+          command.compare(command.size() - suffix.size(), suffix.size(),
+                          suffix) == 0);
 }
 
 }  // namespace petrel

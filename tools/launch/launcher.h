@@ -31,6 +31,13 @@
 
 namespace petrel {
 
+// The /metrics URL a daemon's PETREL_LISTEN / PETREL_READY line announces
+// ("http://H:P/metrics"), or nullopt (another line, metrics off).
+std::optional<std::string> MetricsUrl(std::string_view line);
+
+// Whether `command` runs petrel-worker (which takes --metrics_port).
+bool IsPetrelWorker(const std::string& command);
+
 // Runs one job. Not thread-safe: call Run() from one thread, once. The
 // printing callbacks are called with an internal mutex held, from the
 // children's reader threads and from the Run() thread, so they never overlap.

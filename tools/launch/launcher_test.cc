@@ -525,3 +525,25 @@ TEST(LauncherValidateTest, RejectsBadOptions) {
 
 }  // namespace
 }  // namespace petrel
+
+namespace petrel {
+namespace {
+
+TEST(MetricsUrlTest, ReadsTheAnnouncedMetricsAddress) {
+  EXPECT_EQ(MetricsUrl("PETREL_READY role=server id=8 rank=0 host=10.0.0.2 "
+                       "port=4000 metrics_port=9100 metrics_host=10.0.0.2"),
+            "http://10.0.0.2:9100/metrics");
+  EXPECT_EQ(MetricsUrl("PETREL_LISTEN role=scheduler host=h port=1 "
+                       "metrics_port=7 metrics_host=127.0.0.1"),
+            "http://127.0.0.1:7/metrics");
+  // Metrics off, or not an announce line.
+  EXPECT_EQ(MetricsUrl("PETREL_READY role=worker port=1 metrics_port=-1 "
+                       "metrics_host="),
+            std::nullopt);
+  EXPECT_EQ(MetricsUrl("progress metrics_port=7 metrics_host=x"), std::nullopt);
+  EXPECT_TRUE(IsPetrelWorker("/opt/petrel/bin/petrel-worker"));
+  EXPECT_FALSE(IsPetrelWorker("python3"));
+}
+
+}  // namespace
+}  // namespace petrel
