@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
+#include "base/build_info.h"
 #include "base/net_util.h"
 #include "base/process_metrics.h"
 #include "base/status_macros.h"
@@ -27,27 +28,14 @@ const char* RoleName(pb::Role role) {
   }
 }
 
-// Defined by van/CMakeLists.txt for this file. TODO(#15): take them from
-// base/build_info.h (GetBuildInfo) once that lands, and drop these.
-#ifndef PETREL_METRICS_VERSION
-#define PETREL_METRICS_VERSION "unknown"
-#endif
-#ifndef PETREL_METRICS_COMMIT
-#define PETREL_METRICS_COMMIT "unknown"
-#endif
-
 void ExportBuildInfo(MetricsRegistry* metrics) {
-#ifdef PETREL_HAVE_CUDA
-  const char* cuda = "true";
-#else
-  const char* cuda = "false";
-#endif
+  const BuildInfo build = GetBuildInfo();
   metrics
       ->GetGauge("petrel_build_info",
                  "Always 1; the labels say which Petrel build runs.",
-                 {{"version", PETREL_METRICS_VERSION},
-                  {"commit", PETREL_METRICS_COMMIT},
-                  {"cuda", cuda}})
+                 {{"version", std::string(build.version)},
+                  {"commit", std::string(build.git_commit)},
+                  {"cuda", build.cuda ? "true" : "false"}})
       ->Set(1);
 }
 
