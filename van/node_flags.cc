@@ -10,6 +10,8 @@
 #include "base/flag_check.h"
 #include "base/net_util.h"
 #include "base/status_macros.h"
+#include "van/authorized_keys.h"
+#include "van/curve_keys.h"
 #include "van/legacy_env.h"
 
 DEFINE_string(scheduler, "",
@@ -39,7 +41,25 @@ DEFINE_int32(rank, -1,
              "Rank to ask for within the role; -1 lets join order decide. "
              "Default -1 (or PETREL_RANK).");
 DEFINE_string(auth_token, "",
-              "Shared secret every node presents when joining. Default empty.");
+              "Shared secret every node presents when joining (sent in "
+              "plaintext unless CURVE keys are configured). Default empty.");
+DEFINE_string(curve_secret_key_file, "",
+              "File holding this node's CURVE secret key (Z85; made by "
+              "petrel-keygen; must not be accessible to group or others). "
+              "Turns CURVE on. Default: PETREL_CURVE_SECRET_KEY (the key "
+              "itself), else off (the cluster is open).");
+DEFINE_string(curve_public_key_file, "",
+              "File holding this node's CURVE public key; optional (derived "
+              "from the secret key), checked against it when given. Default: "
+              "PETREL_CURVE_PUBLIC_KEY.");
+DEFINE_string(authorized_keys, "",
+              "The cluster's authorized-keys file: the public keys this node "
+              "admits and their roles; required with CURVE, re-read when it "
+              "changes. Default: PETREL_AUTHORIZED_KEYS.");
+DEFINE_string(scheduler_public_key, "",
+              "The scheduler's CURVE public key (Z85, or a file holding it). "
+              "Default: PETREL_SCHEDULER_PUBLIC_KEY, else the one key with "
+              "role scheduler in --authorized_keys.");
 DEFINE_int32(join_timeout_s, 60,
              "Seconds to wait for the cluster to form before giving up "
              "(1..86400). Default 60.");
@@ -125,6 +145,40 @@ absl::Status ApplyCounts(const LegacyEnv& env, PostofficeOptions& po) {
   return absl::OkStatus();
 }
 
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
+}
+
+absl::Status ApplyCurve(pb::Role role, VanOptions& van) {
+  CurveKeySources sources;
+  sources.secret_key_file = FLAGS_curve_secret_key_file;
+  sources.public_key_file = FLAGS_curve_public_key_file;
+  sources.authorized_keys_path = FLAGS_authorized_keys;
+  sources.scheduler_public_key = FLAGS_scheduler_public_key;
+  sources.env_secret_key = Env("PETREL_CURVE_SECRET_KEY");
+  sources.env_public_key = Env("PETREL_CURVE_PUBLIC_KEY");
+  sources.env_authorized_keys = Env("PETREL_AUTHORIZED_KEYS");
+  sources.env_scheduler_public_key = Env("PETREL_SCHEDULER_PUBLIC_KEY");
+  PETREL_ASSIGN_OR_RETURN(van.curve, LoadCurveOptions(sources));
+  if (!van.curve.enabled()) return absl::OkStatus();
+  PETREL_ASSIGN_OR_RETURN(AuthorizedKeys keys,
+                          AuthorizedKeys::Load(van.curve.authorized_keys_path));
+  if (role == pb::ROLE_SCHEDULER) return absl::OkStatus();
+  if (van.curve.scheduler_public_key.empty()) {
+    std::vector<std::string> schedulers = keys.KeysWithRole(kKeyRoleScheduler);
+    if (schedulers.size() != 1) {
+      return Invalid(
+          "scheduler_public_key",
+          absl::StrCat("not given, and ", van.curve.authorized_keys_path,
+                       " lists ", schedulers.size(),
+                       " keys with role scheduler, not one"));
+    }
+    van.curve.scheduler_public_key = schedulers.front();
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int ParseNodeCommandLine(int* argc, char*** argv) {
@@ -196,6 +250,7 @@ absl::StatusOr<NodeSettings> NodeSettingsFromFlags(pb::Role role) {
     return Invalid("metrics_port", "must be -1, 0 or a port");
   }
   s.metrics_port = FLAGS_metrics_port;
+  PETREL_RETURN_IF_ERROR(ApplyCurve(role, s.van));
   return s;
 }
 
