@@ -494,7 +494,10 @@ void ZmqVan::DoConnect(const pb::Node& node) {
 
 std::string ZmqVan::PeerKey(const pb::Node& node) const {
   if (!node.curve_public_key().empty()) return node.curve_public_key();
-  if (node.id() == kSchedulerId) return options().curve.scheduler_public_key;
+  if (node.id() == kSchedulerId) {
+    return is_scheduler() ? options().curve.keys.public_key
+                          : options().curve.scheduler_public_key;
+  }
   return "";
 }
 
@@ -554,15 +557,17 @@ bool ZmqVan::ReceiveOne() {
       absl::string_view id(static_cast<char*>(zmq_msg_data(m)),
                            zmq_msg_size(m));
       from = std::string(id.substr(0, id.find(kThreadSocketSeparator[0])));
-      if (zap_ != nullptr) {  // the ZAP handler's verdict on the connection
-        const char* key = zmq_msg_gets(m, "User-Id");
-        const char* roles = zmq_msg_gets(m, kRolesProperty);
-        if (key != nullptr) peer.public_key = key;
-        if (roles != nullptr) peer.roles = roles;
-      }
       zmq_msg_close(m);
       delete m;
       continue;
+    }
+    if (part == 1 && zap_ != nullptr) {
+      // The ZAP handler's verdict on the connection (a received frame
+      // carries it; the ROUTER's routing-id frame does not).
+      const char* key = zmq_msg_gets(m, "User-Id");
+      const char* roles = zmq_msg_gets(m, kRolesProperty);
+      if (key != nullptr) peer.public_key = key;
+      if (roles != nullptr) peer.roles = roles;
     }
     if (frames.size() >= max_frames) {  // keep draining, drop the rest
       too_many = true;
