@@ -265,6 +265,9 @@ absl::Status Launcher::StartChild(
   Subprocess::Options opts;
   opts.argv = std::move(argv);
   opts.env = std::move(env);
+  if (options_.child_env) {
+    for (auto& kv : options_.child_env(name)) opts.env.push_back(std::move(kv));
+  }
   // A terminal's Ctrl-C reaches the launcher alone, which forwards it once
   // to the scheduler (a second signal would stop a daemon at once).
   opts.new_process_group = options_.graceful_stop;
