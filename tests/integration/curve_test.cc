@@ -27,6 +27,7 @@
 #include "gtest/gtest.h"
 
 #include "kv/kv_worker.h"
+#include "tests/harness/cluster_keys.h"
 #include "tests/harness/daemon_cluster.h"
 #include "tests/harness/tcp_proxy.h"
 #include "van/curve_keys.h"
@@ -42,56 +43,13 @@ constexpr char kPattern[] = "PETREL-PLAINTEXT";
 constexpr char kRefused[] = "petrel_van_handshakes_refused_total";
 constexpr char kRejected[] = "petrel_van_messages_rejected_total";
 
-// Keys of one test cluster in a temporary directory.
-class ClusterKeys {
- public:
-  ClusterKeys() {
-    char tmpl[] = "/tmp/petrel_curve_testXXXXXX";
-    dir_ = mkdtemp(tmpl);
-    std::string listed;
-    for (const char* role : {"scheduler", "server", "worker", "stranger"}) {
-      CurveKeyPair keys = NewCurveKeyPair().value();
-      keys_[role] = keys;
-      EXPECT_TRUE(
-          WriteKeyFile(SecretFile(role), keys.secret_key, role, true).ok());
-      if (std::string(role) != "stranger") {
-        absl::StrAppend(&listed, keys.public_key, " roles=", role,
-                        " name=", role, "\n");
-      }
-    }
-    FILE* f = std::fopen(AuthorizedKeysFile().c_str(), "w");
-    std::fputs(listed.c_str(), f);
-    std::fclose(f);
-  }
-  ~ClusterKeys() {
-    for (const auto& [role, keys] : keys_) unlink(SecretFile(role).c_str());
-    unlink(AuthorizedKeysFile().c_str());
-    rmdir(dir_.c_str());
-  }
-  std::string SecretFile(const std::string& role) const {
-    return absl::StrCat(dir_, "/", role, ".key");
-  }
-  std::string AuthorizedKeysFile() const { return dir_ + "/authorized_keys"; }
-  const CurveKeyPair& keys(const std::string& role) const {
-    return keys_.at(role);
-  }
-  // The flags of a daemon holding `role`'s key.
-  std::vector<std::string> Flags(const std::string& role) const {
-    return {"--curve_secret_key_file=" + SecretFile(role),
-            "--authorized_keys=" + AuthorizedKeysFile()};
-  }
-  CurveOptions Options(const std::string& role) const {
-    CurveOptions o;
-    o.keys = keys(role);
-    o.authorized_keys_path = AuthorizedKeysFile();
-    o.scheduler_public_key = keys("scheduler").public_key;
-    return o;
-  }
-
- private:
-  std::string dir_;
-  std::map<std::string, CurveKeyPair> keys_;
-};
+// The keys of the tests' clusters: one per role, and a stranger's.
+std::vector<std::pair<std::string, std::string>> KeyRoles() {
+  return {{"scheduler", "scheduler"},
+          {"server", "server"},
+          {"worker", "worker"},
+          {"stranger", ""}};
+}
 
 std::vector<std::string> Concat(std::vector<std::string> a,
                                 const std::vector<std::string>& b) {
@@ -153,7 +111,7 @@ class CurveRelayTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(CurveRelayTest, ARelaySeesThePushedBytesOnlyWithoutKeys) {
   const bool curve = GetParam();
-  ClusterKeys keys;
+  ClusterKeys keys(KeyRoles());
   absl::StatusOr<std::unique_ptr<TcpProxy>> relay = TcpProxy::Start();
   ASSERT_TRUE(relay.ok());
   TcpProxy& proxy = **relay;
@@ -223,7 +181,7 @@ INSTANTIATE_TEST_SUITE_P(WithAndWithoutKeys, CurveRelayTest, ::testing::Bool(),
                          });
 
 TEST(CurveTest, StrangersAndPlaintextPeersAreRefusedAtTheHandshake) {
-  ClusterKeys keys;
+  ClusterKeys keys(KeyRoles());
   DaemonCluster::Options o;
   o.bin_dir = PETREL_BIN_DIR;
   o.flags = {"--join_timeout_s=30", "--metrics_port=0"};
@@ -297,7 +255,7 @@ TEST(CurveTest, StrangersAndPlaintextPeersAreRefusedAtTheHandshake) {
 }
 
 TEST(CurveTest, AWorkerKeyCannotJoinAsAServer) {
-  ClusterKeys keys;
+  ClusterKeys keys(KeyRoles());
   DaemonCluster::Options o;
   o.bin_dir = PETREL_BIN_DIR;
   o.flags = {"--join_timeout_s=30"};
@@ -316,7 +274,7 @@ TEST(CurveTest, AWorkerKeyCannotJoinAsAServer) {
 }
 
 TEST(CurveTest, DaemonsRefuseASecretKeyFileOthersCanRead) {
-  ClusterKeys keys;
+  ClusterKeys keys(KeyRoles());
   ASSERT_EQ(chmod(keys.SecretFile("server").c_str(), 0644), 0);
   absl::StatusOr<std::unique_ptr<Subprocess>> server =
       StartProgram(Concat({std::string(PETREL_BIN_DIR) + "/petrel-server",
