@@ -133,8 +133,11 @@ void LogNonDefaultFlags() {
   gflags::GetAllFlags(&flags);
   std::string line;
   for (const gflags::CommandLineFlagInfo& f : flags) {
-    if (!f.is_default)
-      absl::StrAppend(&line, " --", f.name, "=", f.current_value);
+    if (f.is_default) continue;
+    // A secret's value is never logged (docs/security.md).
+    const bool secret = f.name == "auth_token";
+    absl::StrAppend(&line, " --", f.name, "=",
+                    secret ? "(not shown)" : f.current_value);
   }
   LOG(INFO) << "petrel-bench starting; non-default flags:" << line;
 }
