@@ -121,6 +121,26 @@ const AuthorizedKey* AuthorizedKeys::Find(absl::string_view public_key) const {
   return it == keys_.end() ? nullptr : &it->second;
 }
 
+absl::Status CompleteCurveOptions(bool is_scheduler, CurveOptions* curve) {
+  if (!curve->enabled()) return absl::OkStatus();
+  absl::StatusOr<AuthorizedKeys> keys =
+      AuthorizedKeys::Load(curve->authorized_keys_path);
+  if (!keys.ok()) return keys.status();
+  if (is_scheduler || !curve->scheduler_public_key.empty()) {
+    return absl::OkStatus();
+  }
+  std::vector<std::string> schedulers = keys->KeysWithRole(kKeyRoleScheduler);
+  if (schedulers.size() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no scheduler public key given (--scheduler_public_key or "
+                     "PETREL_SCHEDULER_PUBLIC_KEY), and ",
+                     curve->authorized_keys_path, " lists ", schedulers.size(),
+                     " keys with role scheduler, not one"));
+  }
+  curve->scheduler_public_key = schedulers.front();
+  return absl::OkStatus();
+}
+
 std::vector<std::string> AuthorizedKeys::KeysWithRole(KeyRole role) const {
   std::vector<std::string> out;
   for (const auto& [key, entry] : keys_) {

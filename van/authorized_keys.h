@@ -65,6 +65,15 @@ class AuthorizedKeys {
   absl::flat_hash_map<std::string, AuthorizedKey> keys_;
 };
 
+struct CurveOptions;
+
+// Completes a non-scheduler node's CURVE settings: reads the
+// authorized-keys file (InvalidArgument naming it when it is missing or
+// malformed) and, when no scheduler key was given, takes the one key with
+// role scheduler from it (InvalidArgument unless exactly one). Nothing to
+// do when CURVE is off; only the file check for the scheduler itself.
+absl::Status CompleteCurveOptions(bool is_scheduler, CurveOptions* curve);
+
 }  // namespace petrel
 
 #endif  // PETREL_VAN_AUTHORIZED_KEYS_H_

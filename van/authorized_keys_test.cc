@@ -1,6 +1,9 @@
 #include "van/authorized_keys.h"
 
+#include <fstream>
 #include <string>
+
+#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -64,6 +67,39 @@ TEST(AuthorizedKeysTest, RoleListsRoundTrip) {
   EXPECT_FALSE(ParseKeyRoles("").ok());
   EXPECT_EQ(KeyRoleOf("admin"), kKeyRoleAdmin);
   EXPECT_EQ(KeyRoleOf("root"), 0u);
+}
+
+TEST(AuthorizedKeysTest, CompletesTheSchedulerKeyFromTheFile) {
+  char path[] = "/tmp/petrel_ak_testXXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  const std::string scheduler = Key(), other = Key();
+  auto write = [&](const std::string& text) { std::ofstream(path) << text; };
+  CurveOptions curve;
+  curve.keys = NewCurveKeyPair().value();
+  curve.authorized_keys_path = path;
+  write(
+      absl::StrCat(scheduler, " roles=scheduler\n", other, " roles=worker\n"));
+  CurveOptions node = curve;
+  ASSERT_TRUE(CompleteCurveOptions(false, &node).ok());
+  EXPECT_EQ(node.scheduler_public_key, scheduler);
+
+  write(absl::StrCat(scheduler, " roles=scheduler\n", other,
+                     " roles=scheduler\n"));
+  node = curve;
+  absl::Status two = CompleteCurveOptions(false, &node);
+  EXPECT_THAT(two.message(), HasSubstr("lists 2 keys with role scheduler"));
+  node.scheduler_public_key = other;  // given: no need to pick
+  EXPECT_TRUE(CompleteCurveOptions(false, &node).ok());
+  EXPECT_EQ(node.scheduler_public_key, other);
+  EXPECT_TRUE(CompleteCurveOptions(true, &curve).ok());
+
+  write("garbage\n");
+  EXPECT_TRUE(absl::IsInvalidArgument(CompleteCurveOptions(true, &curve)));
+  CurveOptions open;  // CURVE off: nothing to check
+  EXPECT_TRUE(CompleteCurveOptions(false, &open).ok());
+  unlink(path);
 }
 
 }  // namespace

@@ -161,22 +161,7 @@ absl::Status ApplyCurve(pb::Role role, VanOptions& van) {
   sources.env_authorized_keys = Env("PETREL_AUTHORIZED_KEYS");
   sources.env_scheduler_public_key = Env("PETREL_SCHEDULER_PUBLIC_KEY");
   PETREL_ASSIGN_OR_RETURN(van.curve, LoadCurveOptions(sources));
-  if (!van.curve.enabled()) return absl::OkStatus();
-  PETREL_ASSIGN_OR_RETURN(AuthorizedKeys keys,
-                          AuthorizedKeys::Load(van.curve.authorized_keys_path));
-  if (role == pb::ROLE_SCHEDULER) return absl::OkStatus();
-  if (van.curve.scheduler_public_key.empty()) {
-    std::vector<std::string> schedulers = keys.KeysWithRole(kKeyRoleScheduler);
-    if (schedulers.size() != 1) {
-      return Invalid(
-          "scheduler_public_key",
-          absl::StrCat("not given, and ", van.curve.authorized_keys_path,
-                       " lists ", schedulers.size(),
-                       " keys with role scheduler, not one"));
-    }
-    van.curve.scheduler_public_key = schedulers.front();
-  }
-  return absl::OkStatus();
+  return CompleteCurveOptions(role == pb::ROLE_SCHEDULER, &van.curve);
 }
 
 }  // namespace
