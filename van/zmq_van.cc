@@ -126,7 +126,10 @@ absl::Status ZmqVan::SetUpSecurity() {
   if (absl::Status s = ConfigureCurveServer(router_, curve.keys); !s.ok()) {
     return s;
   }
-  // A domain makes ZeroMQ ask the ZAP handler, and refuse when none answers.
+  // ZeroMQ asks the context's ZAP handler about every CURVE handshake. It
+  // is bound before the ROUTER binds and stays until the ROUTER closes:
+  // without one, libzmq 4.3 would admit every key (ZMQ_ZAP_ENFORCE_DOMAIN
+  // is a draft option Debian's build lacks).
   const std::string domain = "petrel";
   zmq_setsockopt(router_, ZMQ_ZAP_DOMAIN, domain.data(), domain.size());
   zap_ = std::make_unique<ZapHandler>(curve.authorized_keys_path, metrics());
