@@ -7,6 +7,8 @@
 
 #include "base/net_util.h"
 #include "base/status_macros.h"
+#include "van/authorized_keys.h"
+#include "van/curve_keys.h"
 #include "van/legacy_env.h"
 
 namespace petrel {
@@ -133,6 +135,20 @@ absl::StatusOr<NodeSettings> WorkerSettings(
   if (s.metrics_port < -1 || s.metrics_port > 65535) {
     return Invalid("metrics_port", "must be -1, 0 or a port");
   }
+  // CURVE keys from the environment only (petrel-launch --curve, a
+  // Kubernetes Secret): docs/security.md.
+  CurveKeySources keys;
+  keys.env_secret_key =
+      EnvString(getenv, "PETREL_CURVE_SECRET_KEY").value_or("");
+  keys.env_public_key =
+      EnvString(getenv, "PETREL_CURVE_PUBLIC_KEY").value_or("");
+  keys.env_authorized_keys =
+      EnvString(getenv, "PETREL_AUTHORIZED_KEYS").value_or("");
+  keys.env_scheduler_public_key =
+      EnvString(getenv, "PETREL_SCHEDULER_PUBLIC_KEY").value_or("");
+  PETREL_ASSIGN_OR_RETURN(s.van.curve, LoadCurveOptions(keys));
+  PETREL_RETURN_IF_ERROR(
+      CompleteCurveOptions(/*is_scheduler=*/false, &s.van.curve));
   return s;
 }
 

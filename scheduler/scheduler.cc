@@ -6,6 +6,8 @@
 #include "absl/strings/str_join.h"
 #include "glog/logging.h"
 
+#include "van/authorized_keys.h"
+
 namespace petrel {
 namespace {
 
@@ -18,6 +20,35 @@ std::string RoleName(pb::Role role) {
 
 std::string Where(const pb::Node& node) {
   return absl::StrCat(node.host(), ":", node.port());
+}
+
+// Compares in time that depends only on the lengths, so that a stranger
+// cannot find the token byte by byte from how long refusals take.
+bool SameSecret(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const std::string& other = a.size() == b.size() ? b : a;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ other[i]);
+  }
+  return diff == 0;
+}
+
+// With CURVE on: whether the key the joining connection authenticated with
+// may take the role the node asks for (the authorized-keys file's roles).
+absl::Status CheckJoinKey(const pb::Node& node, const PeerAuth& peer) {
+  const uint32_t wanted =
+      node.role() == pb::ROLE_SERVER ? kKeyRoleServer : kKeyRoleWorker;
+  absl::StatusOr<uint32_t> roles = ParseKeyRoles(peer.roles);
+  if (peer.public_key.empty() || !roles.ok()) {
+    return absl::PermissionDeniedError(
+        "the connection has no authenticated CURVE key");
+  }
+  if ((*roles & wanted) == 0) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "key ", peer.public_key, " may join as ", peer.roles, ", not as ",
+        RoleName(node.role()), " (see the authorized-keys file)"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -170,7 +201,7 @@ absl::Status Scheduler::CheckClusterSize(const pb::Node& node) const {
 
 absl::Status Scheduler::CheckJoin(const pb::Node& node,
                                   const std::string& token) {
-  if (token != options_.auth_token) {
+  if (!SameSecret(token, options_.auth_token)) {
     return absl::UnauthenticatedError("wrong auth token");
   }
   if (node.role() != pb::ROLE_SERVER && node.role() != pb::ROLE_WORKER) {
@@ -209,6 +240,10 @@ void Scheduler::HandleJoin(const Message& msg) {
   const pb::Control& control = msg.meta.control();
   if (control.nodes_size() != 1) return;
   pb::Node node = control.nodes(0);
+  const bool curve = postoffice_->van()->options().curve.enabled();
+  // Peers reach the node with the key it authenticated with, never one it
+  // merely declared.
+  node.set_curve_public_key(curve ? msg.peer.public_key : "");
   for (size_t i = 0; i < pending_.size(); ++i) {
     if (pending_[i].transport_id() == node.transport_id()) return;  // resent
   }
@@ -218,7 +253,8 @@ void Scheduler::HandleJoin(const Message& msg) {
   route.clear_transport_id();
   postoffice_->van()->Connect(route);
   pb::Control reply;
-  absl::Status s = CheckJoin(node, control.auth_token());
+  absl::Status s = curve ? CheckJoinKey(node, msg.peer) : absl::OkStatus();
+  if (s.ok()) s = CheckJoin(node, control.auth_token());
   // After the token check: only a member of the job learns its size.
   const bool bad_config = s.ok() && !(s = CheckClusterSize(node)).ok();
   if (!s.ok()) {

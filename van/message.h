@@ -63,9 +63,18 @@ struct DataTypeOf<char> {
 // Size in bytes of one element of `type`; 0 for an unknown type.
 size_t DataTypeSize(pb::DataType type);
 
+// Who sent a message, as the transport authenticated it: with CURVE on, the
+// connection's public key and the roles the receiver's authorized-keys file
+// grants it (van/zap_handler.h); both empty without CURVE.
+struct PeerAuth {
+  std::string public_key;  // Z85
+  std::string roles;       // e.g. "server,worker"
+};
+
 struct Message {
   pb::Meta meta;
   std::vector<Buffer> data;  // meta.data_types(i) describes data[i]
+  PeerAuth peer;             // set by the receiving van
 
   template <typename T>
   void AddData(const SArray<T>& array) {

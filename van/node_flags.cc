@@ -12,6 +12,8 @@
 #include "base/flag_check.h"
 #include "base/net_util.h"
 #include "base/status_macros.h"
+#include "van/authorized_keys.h"
+#include "van/curve_keys.h"
 #include "van/legacy_env.h"
 
 DEFINE_string(scheduler, "",
@@ -44,7 +46,25 @@ DEFINE_int32(rank, -1,
              "Rank to ask for within the role (-1..16383); -1 lets join order "
              "decide. Default -1 (or PETREL_RANK).");
 DEFINE_string(auth_token, "",
-              "Shared secret every node presents when joining. Default empty.");
+              "Shared secret every node presents when joining (sent in "
+              "plaintext unless CURVE keys are configured). Default empty.");
+DEFINE_string(curve_secret_key_file, "",
+              "File holding this node's CURVE secret key (Z85; made by "
+              "petrel-keygen; must not be accessible to group or others). "
+              "Turns CURVE on. Default: PETREL_CURVE_SECRET_KEY (the key "
+              "itself), else off (the cluster is open).");
+DEFINE_string(curve_public_key_file, "",
+              "File holding this node's CURVE public key; optional (derived "
+              "from the secret key), checked against it when given. Default: "
+              "PETREL_CURVE_PUBLIC_KEY.");
+DEFINE_string(authorized_keys, "",
+              "The cluster's authorized-keys file: the public keys this node "
+              "admits and their roles; required with CURVE, re-read when it "
+              "changes. Default: PETREL_AUTHORIZED_KEYS.");
+DEFINE_string(scheduler_public_key, "",
+              "The scheduler's CURVE public key (Z85, or a file holding it). "
+              "Default: PETREL_SCHEDULER_PUBLIC_KEY, else the one key with "
+              "role scheduler in --authorized_keys.");
 DEFINE_int32(join_timeout_s, 60,
              "Seconds to wait for the cluster to form before giving up "
              "(1..86400). Default 60.");
@@ -191,6 +211,25 @@ absl::StatusOr<int> BindPort(const LegacyEnv& env, pb::Role role) {
   return port;
 }
 
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
+}
+
+absl::Status ApplyCurve(pb::Role role, VanOptions& van) {
+  CurveKeySources sources;
+  sources.secret_key_file = FLAGS_curve_secret_key_file;
+  sources.public_key_file = FLAGS_curve_public_key_file;
+  sources.authorized_keys_path = FLAGS_authorized_keys;
+  sources.scheduler_public_key = FLAGS_scheduler_public_key;
+  sources.env_secret_key = Env("PETREL_CURVE_SECRET_KEY");
+  sources.env_public_key = Env("PETREL_CURVE_PUBLIC_KEY");
+  sources.env_authorized_keys = Env("PETREL_AUTHORIZED_KEYS");
+  sources.env_scheduler_public_key = Env("PETREL_SCHEDULER_PUBLIC_KEY");
+  PETREL_ASSIGN_OR_RETURN(van.curve, LoadCurveOptions(sources));
+  return CompleteCurveOptions(role == pb::ROLE_SCHEDULER, &van.curve);
+}
+
 }  // namespace
 
 absl::StatusOr<NodeSettings> NodeSettingsFromFlags(
@@ -231,16 +270,15 @@ absl::StatusOr<NodeSettings> NodeSettingsFromFlags(
       CheckFlagRange("metrics_port", FLAGS_metrics_port, -1, 65535));
   s.metrics_port = FLAGS_metrics_port;
   s.metrics_bind = FLAGS_metrics_bind;
-  if (FLAGS_metrics_threads < 1 || FLAGS_metrics_threads > 4096) {
-    return Invalid("metrics_threads", "must be in 1..4096");
-  }
+  PETREL_RETURN_IF_ERROR(
+      CheckFlagRange("metrics_threads", FLAGS_metrics_threads, 1, 4096));
   s.metrics_http.num_threads = FLAGS_metrics_threads;
-  if (FLAGS_metrics_request_timeout_ms < 1 ||
-      FLAGS_metrics_request_timeout_ms > 60000) {
-    return Invalid("metrics_request_timeout_ms", "must be in 1..60000");
-  }
+  PETREL_RETURN_IF_ERROR(CheckFlagRange("metrics_request_timeout_ms",
+                                        FLAGS_metrics_request_timeout_ms, 1,
+                                        60000));
   s.metrics_http.request_timeout =
       absl::Milliseconds(FLAGS_metrics_request_timeout_ms);
+  PETREL_RETURN_IF_ERROR(ApplyCurve(role, s.van));
   return s;
 }
 

@@ -80,6 +80,12 @@ absl::Status NodeRuntime::Start() {
                  "metrics endpoint"));
   }
   const char* role = RoleName(settings_.postoffice.role);
+  if (!settings_.van.curve.enabled()) {
+    LOG(WARNING) << role << ": the cluster is open (unauthenticated, "
+                 << "unencrypted): anyone who can reach its ports can join "
+                 << "and read or change its traffic; configure CURVE keys "
+                 << "(docs/security.md) on a shared network";
+  }
   if (postoffice_->is_scheduler()) {
     PETREL_RETURN_IF_ERROR(postoffice_->Start());
     std::printf(

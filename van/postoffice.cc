@@ -224,6 +224,16 @@ void Postoffice::RemoveCustomer(Customer* customer) {
 
 void Postoffice::HandleMessage(Message&& msg) {
   if (msg.meta.has_control()) {
+    const CurveOptions& curve = van_->options().curve;
+    if (!is_scheduler() && curve.enabled() &&
+        msg.peer.public_key != curve.scheduler_public_key) {
+      // Only the scheduler controls a node: with CURVE, a control message
+      // must come over a connection holding the scheduler's key.
+      van_->CountDrop(
+          "control_not_from_scheduler_key",
+          absl::StrCat("control message from key ", msg.peer.public_key));
+      return;
+    }
     HandleControl(std::move(msg));
     return;
   }

@@ -104,7 +104,7 @@ void Van::CountSent(size_t bytes) {
 }
 
 void Van::Deliver(absl::string_view from, const Buffer& header,
-                  std::vector<Buffer> frames) {
+                  std::vector<Buffer> frames, const PeerAuth& peer) {
   const bool had_id = my_id() != kEmptyNodeId;
   DecodeContext context;
   context.my_id = my_id();
@@ -120,7 +120,7 @@ void Van::Deliver(absl::string_view from, const Buffer& header,
     for (const Buffer& b : kept) bytes += b.size();
     if (!had_id && absl::IsPermissionDenied(msg.status()) &&
         held_.size() < kMaxHeld && held_bytes_ + bytes <= kMaxHeldBytes) {
-      held_.push_back(Held{std::string(from), header, std::move(kept)});
+      held_.push_back(Held{std::string(from), header, std::move(kept), peer});
       held_bytes_ += bytes;
       return;
     }
@@ -132,13 +132,16 @@ void Van::Deliver(absl::string_view from, const Buffer& header,
   }
   received_->Increment();
   received_bytes_->Increment(static_cast<int64_t>(msg->DataBytes()));
+  msg->peer = peer;
   on_message_(*std::move(msg));
   if (!had_id && my_id() != kEmptyNodeId && !held_.empty()) {
     // The node table arrived: the senders' identities are bound now.
     std::vector<Held> held;
     held.swap(held_);
     held_bytes_ = 0;
-    for (Held& h : held) Deliver(h.from, h.header, std::move(h.frames));
+    for (Held& h : held) {
+      Deliver(h.from, h.header, std::move(h.frames), h.peer);
+    }
   }
 }
 

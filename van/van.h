@@ -22,6 +22,7 @@
 
 #include "base/metrics.h"
 #include "proto/meta.pb.h"
+#include "van/curve_keys.h"
 #include "van/message.h"
 #include "van/wire_codec.h"
 
@@ -35,6 +36,9 @@ struct VanOptions {
   DecodeLimits limits;
   // How often the tick handler runs. Default 50 ms; range 1 ms .. 10 s.
   absl::Duration tick_interval = absl::Milliseconds(50);
+  // CURVE security (docs/security.md). Default off: the cluster is open.
+  // ZmqVan only; other vans ignore it.
+  CurveOptions curve;
 };
 
 class Van {
@@ -141,10 +145,11 @@ class Van {
   // `transport_id` instead of a new one, so peers recognise its messages.
   Van(VanOptions options, MetricsRegistry* metrics, std::string transport_id);
 
-  // Validates frames received from connection `from`, counts and logs a
-  // reject, and passes a good message to the handler. Receive thread only.
+  // Validates frames received from connection `from` (authenticated as
+  // `peer`), counts and logs a reject, and passes a good message to the
+  // handler. Receive thread only.
   void Deliver(absl::string_view from, const Buffer& header,
-               std::vector<Buffer> frames);
+               std::vector<Buffer> frames, const PeerAuth& peer = {});
   // AwaitResponse's lending: receives and dispatches messages on the
   // calling thread, exactly as the receive thread would, until `done()`
   // returns true, the van stops or `deadline` passes. Returns false at
@@ -177,6 +182,7 @@ class Van {
     std::string from;
     Buffer header;
     std::vector<Buffer> frames;
+    PeerAuth peer;
   };
   static constexpr size_t kMaxHeld = 1024;
   // Also bounded in bytes, so a peer cannot pin memory before the join.

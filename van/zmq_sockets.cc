@@ -25,7 +25,8 @@ void SetIntOption(void* socket, int option, int value) {
 
 void* NewDealer(void* context, const std::string& routing_id,
                 const std::string& address, std::string* error,
-                const char* monitor_endpoint) {
+                const char* monitor_endpoint, const CurveKeyPair* curve,
+                const std::string& server_key) {
   void* socket = zmq_socket(context, ZMQ_DEALER);
   if (socket == nullptr) {
     *error = zmq_strerror(errno);
@@ -36,6 +37,17 @@ void* NewDealer(void* context, const std::string& routing_id,
   SetIntOption(socket, ZMQ_SNDHWM, 0);
   SetIntOption(socket, ZMQ_RECONNECT_IVL, 50);
   SetIntOption(socket, ZMQ_RECONNECT_IVL_MAX, 1000);
+  if (curve != nullptr) {
+    absl::Status s =
+        server_key.empty()
+            ? absl::InvalidArgumentError("no CURVE public key for this peer")
+            : ConfigureCurveClient(socket, *curve, server_key);
+    if (!s.ok()) {
+      *error = absl::StrCat(address, ": ", s.message());
+      zmq_close(socket);
+      return nullptr;
+    }
+  }
   if (monitor_endpoint != nullptr &&
       zmq_socket_monitor(socket, monitor_endpoint,
                          ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED |
@@ -69,13 +81,15 @@ absl::Status SendFrames(void* socket, const std::vector<Buffer>& frames) {
 }
 
 absl::Status ZmqThreadSockets::Send(const std::string& address,
+                                    const std::string& server_key,
                                     const std::vector<Buffer>& frames) {
   absl::MutexLock lock(&mu_);
   if (closed_) return absl::FailedPreconditionError("van is stopping");
   void*& socket = sockets_[address];
   if (socket == nullptr) {
     std::string error;
-    socket = NewDealer(context_, routing_id_, address, &error);
+    socket = NewDealer(context_, routing_id_, address, &error,
+                       /*monitor_endpoint=*/nullptr, curve_, server_key);
     if (socket == nullptr) {
       sockets_.erase(address);
       return absl::UnavailableError(absl::StrCat("connect ", error));

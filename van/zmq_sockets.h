@@ -25,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 
 #include "van/buffer.h"
+#include "van/curve_keys.h"
 
 namespace petrel {
 
@@ -36,10 +37,14 @@ inline constexpr char kThreadSocketSeparator[] = "#";
 // set when ZeroMQ refuses. Its linger is 2 s (see DropQueued). With a
 // `monitor_endpoint`, the socket publishes
 // its connection events (connected, disconnected, closed) there
-// (zmq_socket_monitor) from before it connects, so none is missed.
+// (zmq_socket_monitor) from before it connects, so none is missed. With
+// `curve` keys (CURVE on), the socket is a CURVE client that accepts only
+// a peer holding `server_key`; an empty `server_key` is then an error.
 void* NewDealer(void* context, const std::string& routing_id,
                 const std::string& address, std::string* error,
-                const char* monitor_endpoint = nullptr);
+                const char* monitor_endpoint = nullptr,
+                const CurveKeyPair* curve = nullptr,
+                const std::string& server_key = "");
 
 // Sets `socket`'s linger to 0, so that closing it drops what it queued.
 void DropQueued(void* socket);
@@ -51,15 +56,19 @@ absl::Status SendFrames(void* socket, const std::vector<Buffer>& frames);
 
 class ZmqThreadSockets {
  public:
-  ZmqThreadSockets(void* context, std::string routing_id)
-      : context_(context), routing_id_(std::move(routing_id)) {}
+  // `curve`: this node's keys when CURVE is on, else null; must outlive
+  // this object.
+  ZmqThreadSockets(void* context, std::string routing_id,
+                   const CurveKeyPair* curve = nullptr)
+      : context_(context), routing_id_(std::move(routing_id)), curve_(curve) {}
   ~ZmqThreadSockets() { CloseAll(); }
   ZmqThreadSockets(const ZmqThreadSockets&) = delete;
   ZmqThreadSockets& operator=(const ZmqThreadSockets&) = delete;
 
+  // `server_key`: the peer's CURVE public key (used when CURVE is on).
   // FailedPrecondition after CloseAll; Unavailable when connecting or
   // sending fails.
-  absl::Status Send(const std::string& address,
+  absl::Status Send(const std::string& address, const std::string& server_key,
                     const std::vector<Buffer>& frames);
   // Closes every socket (queued messages leave within the linger time,
   // except those to an address in `drop`, which are dropped at once).
@@ -69,6 +78,7 @@ class ZmqThreadSockets {
  private:
   void* const context_;
   const std::string routing_id_;
+  const CurveKeyPair* const curve_;
   absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_map<std::string, void*> sockets_ ABSL_GUARDED_BY(mu_);

@@ -68,6 +68,10 @@ absl::Status ZmqVan::Start(MessageHandler on_message, TickHandler on_tick) {
   if (zmq_setsockopt(router_, ZMQ_MAXMSGSIZE, &max_bytes, sizeof(max_bytes))) {
     return ZmqError("cannot set ZMQ_MAXMSGSIZE");
   }
+  if (absl::Status s = SetUpSecurity(); !s.ok()) {
+    CloseSockets();
+    return s;
+  }
   std::string endpoint =
       options().port == 0
           ? absl::StrCat("tcp://", options().bind_host, ":*")
@@ -110,6 +114,26 @@ absl::Status ZmqVan::Start(MessageHandler on_message, TickHandler on_tick) {
   }
   io_thread_ = std::thread([this] { IoLoop(); });
   return absl::OkStatus();
+}
+
+absl::Status ZmqVan::SetUpSecurity() {
+  const CurveOptions& curve = options().curve;
+  if (!curve.enabled()) return absl::OkStatus();
+  if (!zmq_has("curve")) {
+    return absl::FailedPreconditionError(
+        "CURVE keys are configured but this ZeroMQ was built without CURVE");
+  }
+  if (absl::Status s = ConfigureCurveServer(router_, curve.keys); !s.ok()) {
+    return s;
+  }
+  // ZeroMQ asks the context's ZAP handler about every CURVE handshake. It
+  // is bound before the ROUTER binds and stays until the ROUTER closes:
+  // without one, libzmq 4.3 would admit every key (ZMQ_ZAP_ENFORCE_DOMAIN
+  // is a draft option Debian's build lacks).
+  const std::string domain = "petrel";
+  zmq_setsockopt(router_, ZMQ_ZAP_DOMAIN, domain.data(), domain.size());
+  zap_ = std::make_unique<ZapHandler>(curve.authorized_keys_path, metrics());
+  return zap_->Start(context_, router_);
 }
 
 void ZmqVan::Stop() {
@@ -164,8 +188,10 @@ std::shared_ptr<ZmqThreadSockets> ZmqVan::ThisThreadSockets() {
   absl::erase_if(this_thread_sockets,
                  [](const auto& entry) { return entry.second.expired(); });
   auto sockets = std::make_shared<ZmqThreadSockets>(
-      context_, absl::StrCat(transport_id(), kThreadSocketSeparator,
-                             thread_sockets_.size() + 1));
+      context_,
+      absl::StrCat(transport_id(), kThreadSocketSeparator,
+                   thread_sockets_.size() + 1),
+      options().curve.enabled() ? &options().curve.keys : nullptr);
   thread_sockets_.push_back(sockets);
   this_thread_sockets[instance_] = sockets;
   return sockets;
@@ -190,6 +216,8 @@ void ZmqVan::CloseSockets() {
   peers_.clear();
   if (router_ != nullptr) zmq_close(router_);
   router_ = nullptr;
+  // Its sockets belong to the context, which waits for them.
+  if (zap_ != nullptr) zap_->Stop();
   // Waits up to each DEALER's linger for queued messages to leave.
   if (context_ != nullptr) zmq_ctx_term(context_);
   context_ = nullptr;
@@ -203,6 +231,7 @@ void ZmqVan::Connect(const pb::Node& node) {
     absl::MutexLock lock(&direct_mu_);
     addresses_[node.id()] =
         absl::StrCat("tcp://", node.host(), ":", node.port());
+    if (options().curve.enabled()) peer_keys_[node.id()] = PeerKey(node);
   }
   if (OnIoThread()) {
     DoConnect(node);
@@ -225,6 +254,7 @@ absl::Status ZmqVan::Send(Message msg) {
   }
   std::shared_ptr<ZmqThreadSockets> sockets;
   std::string address;
+  std::string key;
   {
     absl::MutexLock lock(&direct_mu_);
     sockets = ThisThreadSockets();
@@ -233,12 +263,14 @@ absl::Status ZmqVan::Send(Message msg) {
     }
     auto it = addresses_.find(recipient);
     if (it != addresses_.end()) address = it->second;
+    auto k = peer_keys_.find(recipient);
+    if (k != peer_keys_.end()) key = k->second;
   }
   if (address.empty()) {
     CountDrop("no_route", absl::StrCat("no connection to node ", recipient));
     return absl::OkStatus();
   }
-  absl::Status s = sockets->Send(address, frames);
+  absl::Status s = sockets->Send(address, key, frames);
   if (absl::IsFailedPrecondition(s)) return s;
   if (!s.ok()) {
     CountDrop("send_failed",
@@ -448,8 +480,11 @@ void ZmqVan::DoConnect(const pb::Node& node) {
   }
   std::string error;
   const std::string monitor = NextMonitorEndpoint();
+  const bool curve = options().curve.enabled();
   void* socket = NewDealer(context_, transport_id(), address, &error,
-                           monitor.empty() ? nullptr : monitor.c_str());
+                           monitor.empty() ? nullptr : monitor.c_str(),
+                           curve ? &options().curve.keys : nullptr,
+                           curve ? PeerKey(node) : std::string());
   if (socket == nullptr) {
     CountDrop("connect_failed", error);
     return;
@@ -458,6 +493,15 @@ void ZmqVan::DoConnect(const pb::Node& node) {
   VLOG(1) << "node " << my_id() << " connected to node " << node.id() << " at "
           << address;
   peers_[node.id()] = Peer{socket, address};
+}
+
+std::string ZmqVan::PeerKey(const pb::Node& node) const {
+  if (!node.curve_public_key().empty()) return node.curve_public_key();
+  if (node.id() == kSchedulerId) {
+    return is_scheduler() ? options().curve.keys.public_key
+                          : options().curve.scheduler_public_key;
+  }
+  return "";
 }
 
 void ZmqVan::ReleaseSocket(void* socket) {
@@ -494,6 +538,7 @@ void ZmqVan::ReceiveAvailable() {
 
 bool ZmqVan::ReceiveOne() {
   std::string from;
+  PeerAuth peer;
   std::vector<Buffer> frames;
   size_t max_frames = static_cast<size_t>(options().limits.max_frames) + 1;
   bool more = true;
@@ -519,6 +564,14 @@ bool ZmqVan::ReceiveOne() {
       delete m;
       continue;
     }
+    if (part == 1 && zap_ != nullptr) {
+      // The ZAP handler's verdict on the connection (a received frame
+      // carries it; the ROUTER's routing-id frame does not).
+      const char* key = zmq_msg_gets(m, "User-Id");
+      const char* roles = zmq_msg_gets(m, kRolesProperty);
+      if (key != nullptr) peer.public_key = key;
+      if (roles != nullptr) peer.roles = roles;
+    }
     if (frames.size() >= max_frames) {  // keep draining, drop the rest
       too_many = true;
       zmq_msg_close(m);
@@ -541,7 +594,7 @@ bool ZmqVan::ReceiveOne() {
   Buffer header = frames.front();
   frames.erase(frames.begin());
   absl::MutexLock lock(&handler_mu_);
-  Deliver(from, header, std::move(frames));
+  Deliver(from, header, std::move(frames), peer);
   return true;
 }
 

@@ -28,6 +28,7 @@
 
 #include "van/connection_watch.h"
 #include "van/van.h"
+#include "van/zap_handler.h"
 #include "van/zmq_sockets.h"
 
 namespace petrel {
@@ -64,6 +65,12 @@ class ZmqVan : public Van {
   bool OnIoThread() const {
     return std::this_thread::get_id() == io_thread_id_.load();
   }
+  // The CURVE public key to expect of `node`: its own, or for the
+  // scheduler the configured one. Empty when CURVE is off.
+  std::string PeerKey(const pb::Node& node) const;
+  // With CURVE: makes the ROUTER a CURVE server and starts the ZAP
+  // handler. Without: warns once that the node is open.
+  absl::Status SetUpSecurity();
   // Queues a Connect for the I/O thread and wakes it.
   absl::Status EnqueueConnect(const pb::Node& node);
   void DrainQueue();
@@ -100,6 +107,8 @@ class ZmqVan : public Van {
 
   void* context_ = nullptr;
   void* router_ = nullptr;
+  // Authenticates the ROUTER's peers when CURVE is on; null otherwise.
+  std::unique_ptr<ZapHandler> zap_;
   int wake_fd_ = -1;    // wakes the I/O thread
   int stop_fd_ = -1;    // readable once Stop began (borrowers poll it)
   int resume_fd_ = -1;  // timerfd: ends a lazy hand-back
@@ -131,6 +140,8 @@ class ZmqVan : public Van {
   bool direct_open_ ABSL_GUARDED_BY(direct_mu_) = false;
   // Peer addresses by node id, for other threads' sockets.
   absl::flat_hash_map<int, std::string> addresses_ ABSL_GUARDED_BY(direct_mu_);
+  // Their CURVE public keys by node id (CURVE on only).
+  absl::flat_hash_map<int, std::string> peer_keys_ ABSL_GUARDED_BY(direct_mu_);
   // Addresses of peers declared dead (MarkPeerDead): what is queued for
   // them is dropped at Stop.
   absl::flat_hash_set<std::string> dead_addresses_ ABSL_GUARDED_BY(direct_mu_);

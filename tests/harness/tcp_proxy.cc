@@ -39,8 +39,28 @@ void SetNonBlocking(int fd) {
 struct Link {
   int fd[2] = {-1, -1};    // 0: the accepted client, 1: the target
   std::string pending[2];  // pending[i]: read from fd[i], for fd[1 - i]
+  // The last pattern size - 1 bytes read from fd[i], so that a watched
+  // pattern split between two reads is still found.
+  std::string tail[2];
   bool dead = false;
 };
+
+// Counts the occurrences of `pattern` in what fd[from] sent, `chunk` being
+// its latest bytes.
+int64_t CountPattern(Link& link, int from, const std::string& pattern,
+                     const char* chunk, size_t n) {
+  if (pattern.empty()) return 0;
+  std::string window = link.tail[from];
+  window.append(chunk, n);
+  int64_t hits = 0;
+  for (size_t at = window.find(pattern); at != std::string::npos;
+       at = window.find(pattern, at + 1)) {
+    ++hits;
+  }
+  const size_t keep = std::min(window.size(), pattern.size() - 1);
+  link.tail[from] = window.substr(window.size() - keep);
+  return hits;
+}
 
 void Close(Link& link) {
   for (int& fd : link.fd) {
@@ -51,13 +71,15 @@ void Close(Link& link) {
 }
 
 // Reads what fd[from] has and writes what it can to the other side.
-void Pump(Link& link, int from, std::atomic<int64_t>* bytes) {
+void Pump(Link& link, int from, std::atomic<int64_t>* bytes,
+          const std::string& pattern, std::atomic<int64_t>* hits) {
   char buf[65536];
   while (true) {
     ssize_t n = read(link.fd[from], buf, sizeof(buf));
     if (n > 0) {
       link.pending[from].append(buf, static_cast<size_t>(n));
       *bytes += n;
+      *hits += CountPattern(link, from, pattern, buf, static_cast<size_t>(n));
       continue;
     }
     if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
@@ -129,6 +151,11 @@ void TcpProxy::set_target(int port) {
   Wake();
 }
 
+void TcpProxy::Watch(const std::string& pattern) {
+  absl::MutexLock lock(&mu_);
+  pattern_ = pattern;
+}
+
 void TcpProxy::set_hold(bool hold) {
   hold_ = hold;
   Wake();
@@ -148,6 +175,11 @@ void TcpProxy::Loop() {
   std::vector<Link> links;
   while (!stop_) {
     const bool hold = hold_;
+    std::string pattern;
+    {
+      absl::MutexLock lock(&mu_);
+      pattern = pattern_;
+    }
     std::vector<pollfd> fds = {{wake_fd_, POLLIN, 0}};
     if (target_ > 0) fds.push_back({listen_fd_, POLLIN, 0});
     const size_t first_link = fds.size();
@@ -168,7 +200,7 @@ void TcpProxy::Loop() {
       for (int side = 0; side < 2 && !links[i].dead; ++side) {
         const short ev = fds[first_link + 2 * i + side].revents;
         if (ev & (POLLIN | POLLHUP | POLLERR)) {
-          Pump(links[i], side, &bytes_);
+          Pump(links[i], side, &bytes_, pattern, &pattern_hits_);
         }
       }
       // hold_ itself, not `hold`: bytes read after set_hold(true) returned

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "absl/status/statusor.h"
@@ -39,6 +40,11 @@ class TcpProxy {
   // Closes every open connection (both sides), dropping what the proxy
   // holds. Returns once done.
   void CutAll();
+  // Counts, from now on, every occurrence of `pattern` in the bytes
+  // forwarded in either direction (pattern_hits()); e.g. to check that
+  // traffic is encrypted. Empty stops counting.
+  void Watch(const std::string& pattern);
+  int64_t pattern_hits() const { return pattern_hits_.load(); }
   // While held, bytes are read but not sent on; releasing sends them.
   void set_hold(bool hold);
 
@@ -60,9 +66,11 @@ class TcpProxy {
   std::atomic<int64_t> connections_{0};
   std::atomic<int64_t> cuts_{0};
   std::atomic<int64_t> bytes_{0};
+  std::atomic<int64_t> pattern_hits_{0};
   absl::Mutex mu_;
   uint64_t cut_requested_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t cut_done_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string pattern_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

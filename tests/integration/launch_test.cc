@@ -61,6 +61,22 @@ TEST(LaunchTest, MetricsFlagPrintsEveryProcessMetricsAddress) {
   }
 }
 
+// --curve: every process gets fresh CURVE keys; the job runs as without,
+// and no process warns that the cluster is open.
+TEST(LaunchTest, CurveJobRunsWithFreshKeys) {
+  absl::StatusOr<std::unique_ptr<Subprocess>> launch =
+      StartProgram({Bin("petrel-launch"), "--curve", "--num_servers=1",
+                    "--num_workers=2", "--timeout_s=80", "--", "petrel-worker",
+                    "--job=check", "--bind=127.0.0.1"});
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  absl::StatusOr<int> code = (*launch)->Wait(kExitTimeout);
+  ASSERT_TRUE(code.ok()) << code.status();
+  const std::string out = (*launch)->Output();
+  EXPECT_EQ(*code, 0) << out;
+  EXPECT_TRUE(absl::StrContains(out, "[worker 1] check rank=1")) << out;
+  EXPECT_FALSE(absl::StrContains(out, "the cluster is open")) << out;
+}
+
 // petrel-bench checks every answer: pulls return what was pushed, and each
 // push-pull answers the sum of exactly the pushes before it, which holds
 // only if the servers handle every worker's requests in the order sent.

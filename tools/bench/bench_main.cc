@@ -117,6 +117,11 @@ DEFINE_bool(issue_from_callbacks, false,
             "Petrel workloads: issue each next request from the previous "
             "one's completion callback (on the van thread, as an asynchronous "
             "client would) instead of from the main thread. Default false.");
+DEFINE_bool(curve, false,
+            "Run the raw ZeroMQ baselines with CURVE security (fresh "
+            "keypairs per run; their lines say raw_zmq_curve...). The Petrel "
+            "workloads use CURVE when this node has keys (run the job with "
+            "petrel-launch --curve). Default false.");
 DEFINE_int32(repeat, 1,
              "Runs of each workload, each printing its own line. Default 1; "
              "range [1, 1000].");
@@ -131,8 +136,11 @@ void LogNonDefaultFlags() {
   gflags::GetAllFlags(&flags);
   std::string line;
   for (const gflags::CommandLineFlagInfo& f : flags) {
-    if (!f.is_default)
-      absl::StrAppend(&line, " --", f.name, "=", f.current_value);
+    if (f.is_default) continue;
+    // A secret's value is never logged (docs/security.md).
+    const bool secret = f.name == "auth_token";
+    absl::StrAppend(&line, " --", f.name, "=",
+                    secret ? "(not shown)" : f.current_value);
   }
   LOG(INFO) << "petrel-bench starting; non-default flags:" << line;
 }
@@ -185,6 +193,7 @@ int main(int argc, char** argv) {
   config.duration_s = FLAGS_duration_s;
   config.iterations = FLAGS_iterations;
   config.issue_from_callbacks = FLAGS_issue_from_callbacks;
+  config.curve = FLAGS_curve;
   config.dim = FLAGS_dim;
   config.key_space = FLAGS_key_space;
   config.zipf_exponent = FLAGS_zipf_exponent;

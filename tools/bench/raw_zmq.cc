@@ -6,6 +6,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <poll.h>
@@ -191,7 +192,10 @@ class Sender {
          const uint8_t* payload)
       : acker_(acker), options_(options), payload_(payload) {}
 
-  absl::Status Connect(void* ctx, const std::string& endpoint, int hwm);
+  // With `curve`, a CURVE client of a server holding `server_key`.
+  absl::Status Connect(void* ctx, const std::string& endpoint, int hwm,
+                       const CurveKeyPair* curve,
+                       const std::string& server_key);
 
   // Keeps `inflight` requests outstanding until `iterations` requests are
   // acked (when > 0) or until `end_ns` passes and everything sent is acked.
@@ -221,8 +225,17 @@ class Sender {
   int64_t last_ack_ns_ = 0;
 };
 
-absl::Status Sender::Connect(void* ctx, const std::string& endpoint, int hwm) {
+absl::Status Sender::Connect(void* ctx, const std::string& endpoint, int hwm,
+                             const CurveKeyPair* curve,
+                             const std::string& server_key) {
   if (absl::Status s = dealer_.Open(ctx, ZMQ_DEALER, hwm); !s.ok()) return s;
+  if (curve != nullptr) {
+    if (absl::Status s =
+            ConfigureCurveClient(dealer_.get(), *curve, server_key);
+        !s.ok()) {
+      return s;
+    }
+  }
   // A send that cannot be queued for this long means the acker is stuck.
   const int sndtimeo_ms = static_cast<int>(std::min<int64_t>(
       absl::ToInt64Milliseconds(options_.progress_timeout), 1 << 30));
@@ -327,7 +340,9 @@ absl::Status Sender::SendStop() {
 
 // Everything that happens in the parent between fork and reaping.
 absl::StatusOr<BenchResult> DriveAcker(AckerProcess& acker,
-                                       const RawZmqOptions& options, int hwm) {
+                                       const RawZmqOptions& options, int hwm,
+                                       const CurveKeyPair* client,
+                                       const std::string& server_key) {
   absl::StatusOr<std::string> endpoint =
       acker.ReadEndpoint(options.progress_timeout);
   if (!endpoint.ok()) return endpoint.status();
@@ -343,7 +358,9 @@ absl::StatusOr<BenchResult> DriveAcker(AckerProcess& acker,
   ZmqContext ctx;
   if (ctx.get() == nullptr) return ZmqError("zmq_ctx_new");
   Sender sender(&acker, options, payload.get());
-  if (absl::Status s = sender.Connect(ctx.get(), *endpoint, hwm); !s.ok()) {
+  if (absl::Status s =
+          sender.Connect(ctx.get(), *endpoint, hwm, client, server_key);
+      !s.ok()) {
     return s;
   }
   if (absl::Status s = sender.Run(1, options.warmup_requests, 0, nullptr);
@@ -376,6 +393,16 @@ absl::StatusOr<BenchResult> DriveAcker(AckerProcess& acker,
 absl::StatusOr<BenchResult> RunRawZmq(const RawZmqOptions& options) {
   if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
   const int hwm = std::max(1000, 4 * options.inflight);
+  std::optional<CurveKeyPair> server_keys;
+  std::optional<CurveKeyPair> client_keys;
+  if (options.curve) {
+    absl::StatusOr<CurveKeyPair> s = NewCurveKeyPair();
+    absl::StatusOr<CurveKeyPair> c = NewCurveKeyPair();
+    if (!s.ok()) return s.status();
+    if (!c.ok()) return c.status();
+    server_keys = *s;
+    client_keys = *c;
+  }
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     return ErrnoError("socketpair for the acker");
@@ -389,11 +416,14 @@ absl::StatusOr<BenchResult> RunRawZmq(const RawZmqOptions& options) {
   }
   if (pid == 0) {
     close(fds[0]);
-    internal::RunAckerChild(fds[1], options.host, hwm);  // Never returns.
+    internal::RunAckerChild(fds[1], options.host, hwm,  // Never returns.
+                            server_keys ? &*server_keys : nullptr);
   }
   close(fds[1]);
   AckerProcess acker(pid, fds[0]);
-  absl::StatusOr<BenchResult> result = DriveAcker(acker, options, hwm);
+  absl::StatusOr<BenchResult> result =
+      DriveAcker(acker, options, hwm, client_keys ? &*client_keys : nullptr,
+                 server_keys ? server_keys->public_key : "");
   absl::Status reaped = acker.Reap(absl::Seconds(5));
   if (!result.ok()) return result.status();
   if (!reaped.ok()) return reaped;

@@ -43,6 +43,9 @@ struct RawZmqOptions {
   int warmup_requests = 2;
   // Name reported in BenchResult::workload. Default "raw_zmq".
   std::string workload_name = "raw_zmq";
+  // Both ends use ZeroMQ's CURVE security with keypairs made for the run
+  // (the acker admits any client: no ZAP handler). Default false.
+  bool curve = false;
 };
 
 // Runs the baseline and returns its result (worker_rank 0). `verified` is

@@ -26,6 +26,19 @@ TEST(RawZmqTest, RunsFixedIterationsWithSeveralInFlight) {
   EXPECT_GT(result->seconds, 0);
 }
 
+TEST(RawZmqTest, RunsOverCurve) {
+  RawZmqOptions options;
+  options.value_bytes = 64 << 10;
+  options.iterations = 20;
+  options.curve = true;
+  options.workload_name = "raw_zmq_curve";
+  options.progress_timeout = absl::Seconds(20);
+  absl::StatusOr<BenchResult> result = RunRawZmq(options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->requests, 20);
+  EXPECT_TRUE(result->verified);
+}
+
 TEST(RawZmqTest, RunsForDurationAndCanRepeat) {
   RawZmqOptions options;
   options.value_bytes = 4;

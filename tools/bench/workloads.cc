@@ -25,7 +25,8 @@ absl::StatusOr<BenchResult> RunRawZmqThroughput(const WorkloadConfig& config) {
   options.inflight = config.inflight;
   options.iterations = config.iterations;
   options.duration_s = config.duration_s;
-  options.workload_name = "raw_zmq";
+  options.workload_name = config.curve ? "raw_zmq_curve" : "raw_zmq";
+  options.curve = config.curve;
   return RunRawZmq(options);
 }
 
@@ -47,7 +48,8 @@ absl::StatusOr<BenchResult> RunRawZmqKv(const WorkloadConfig& config) {
   options.inflight = config.inflight;
   options.iterations = config.iterations;
   options.duration_s = config.duration_s;
-  options.workload_name = "raw_zmq_kv";
+  options.workload_name = config.curve ? "raw_zmq_kv_curve" : "raw_zmq_kv";
+  options.curve = config.curve;
   absl::StatusOr<BenchResult> result = RunRawZmq(options);
   if (result.ok()) result->keys_per_request = config.num_keys;
   return result;
@@ -59,7 +61,9 @@ absl::StatusOr<BenchResult> RunRawZmqLatency(const WorkloadConfig& config) {
   options.inflight = 1;
   options.iterations = config.iterations;
   options.duration_s = config.duration_s;
-  options.workload_name = "raw_zmq_latency";
+  options.workload_name =
+      config.curve ? "raw_zmq_latency_curve" : "raw_zmq_latency";
+  options.curve = config.curve;
   return RunRawZmq(options);
 }
 

@@ -60,6 +60,11 @@ struct WorkloadConfig {
   // completion callback (an asynchronous client) instead of the main
   // thread. Default false.
   bool issue_from_callbacks = false;
+  // The raw ZeroMQ baselines run with CURVE (keypairs made for the run) and
+  // report their workload name with "_curve" appended. The Petrel
+  // workloads use CURVE when the node has keys (petrel-launch --curve).
+  // Default false.
+  bool curve = false;
 };
 
 // Runs one workload once. Called on main's thread; may fork or start threads

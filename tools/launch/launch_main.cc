@@ -27,6 +27,7 @@
 #include "base/status_macros.h"
 #include "job/job_check.h"
 #include "proto/job.pb.h"
+#include "tools/launch/ephemeral_keys.h"
 #include "tools/launch/executable_path.h"
 #include "tools/launch/hosts_file.h"
 #include "tools/launch/launcher.h"
@@ -83,6 +84,11 @@ DEFINE_string(progress_csv, "",
               "as CSV (docs/training.md; tools/petrel-plot draws it); "
               "overrides train.progress_csv. Default empty: the config's, "
               "else none.");
+DEFINE_bool(curve, false,
+            "Run the job with CURVE security on, with a fresh keypair per "
+            "process made at start (given to each through PETREL_CURVE_* "
+            "variables) and an authorized-keys file in a private temporary "
+            "directory removed at the end (docs/security.md). Default false.");
 DEFINE_int32(stop_timeout_s, 120,
              "With --config, the first SIGINT/SIGTERM asks the scheduler to "
              "stop the job (after a checkpoint when it has a checkpoint "
@@ -405,6 +411,21 @@ int main(int argc, char** argv) {
           options.command[0], options.search_path, options.bin_dir);
       !resolved.ok()) {
     return UsageError(std::string(resolved.status().message()));
+  }
+  std::unique_ptr<petrel::EphemeralClusterKeys> keys;
+  if (FLAGS_curve) {
+    absl::StatusOr<std::unique_ptr<petrel::EphemeralClusterKeys>> made =
+        petrel::EphemeralClusterKeys::Create(options.num_servers,
+                                             options.num_workers);
+    if (!made.ok()) {
+      std::fprintf(stderr, "petrel-launch: %s\n",
+                   std::string(made.status().message()).c_str());
+      return 1;
+    }
+    keys = *std::move(made);
+    options.child_env = [k = keys.get()](const std::string& name) {
+      return k->EnvFor(name);
+    };
   }
   // A closed stdout must not kill the launcher before it stops the job.
   signal(SIGPIPE, SIG_IGN);

@@ -335,6 +335,9 @@ absl::Status Launcher::StartChild(
     const HostEntry* remote) {
   const bool is_scheduler = children_.empty();
   Subprocess::Options opts;
+  if (options_.child_env) {
+    for (auto& kv : options_.child_env(name)) env.push_back(std::move(kv));
+  }
   if (remote == nullptr) {
     opts.argv = std::move(argv);
     opts.env = std::move(env);

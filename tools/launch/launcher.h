@@ -74,6 +74,12 @@ class Launcher {
     std::vector<std::string> server_args;
     // Extra arguments for petrel-scheduler (e.g. --config=FILE).
     std::vector<std::string> scheduler_args;
+    // Extra environment of each child, by its name ("scheduler", "server
+    // 0", "worker 1"), e.g. its CURVE keys (ephemeral_keys.h). Called on
+    // the launcher's thread. Default: none.
+    std::function<std::vector<std::pair<std::string, std::string>>(
+        const std::string& name)>
+        child_env;
     // On the first SIGINT/SIGTERM, only the scheduler gets SIGTERM (the
     // children run in process groups of their own, so that a terminal's
     // Ctrl-C does not reach them directly): it

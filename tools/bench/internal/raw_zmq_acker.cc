@@ -36,12 +36,15 @@ void TellParent(int fd, const std::string& line) {
 
 // Binds the ROUTER and reports the endpoint (or the failure) to the parent.
 bool SetUpRouter(int control_fd, void* ctx, const std::string& host, int hwm,
-                 ZmqSocket& router) {
+                 const CurveKeyPair* curve, ZmqSocket& router) {
   absl::Status status;
   if (ctx == nullptr) {
     status = ZmqError("zmq_ctx_new");
   } else {
     status = router.Open(ctx, ZMQ_ROUTER, hwm);
+  }
+  if (status.ok() && curve != nullptr) {
+    status = ConfigureCurveServer(router.get(), *curve);
   }
   const std::string address = absl::StrCat("tcp://", host, ":*");
   if (status.ok() && zmq_bind(router.get(), address.c_str()) != 0) {
@@ -102,10 +105,11 @@ bool AckQueued(void* router, int* exit_code) {
   }
 }
 
-int AckerMain(int control_fd, const std::string& host, int hwm) {
+int AckerMain(int control_fd, const std::string& host, int hwm,
+              const CurveKeyPair* curve) {
   ZmqContext ctx;
   ZmqSocket router;
-  if (!SetUpRouter(control_fd, ctx.get(), host, hwm, router)) {
+  if (!SetUpRouter(control_fd, ctx.get(), host, hwm, curve, router)) {
     return kExitSetupFailed;
   }
   while (true) {
@@ -177,10 +181,11 @@ bool PayloadPatternLooksRight(const uint8_t* data, int64_t size) {
   return true;
 }
 
-void RunAckerChild(int control_fd, const std::string& host, int hwm) {
+void RunAckerChild(int control_fd, const std::string& host, int hwm,
+                   const CurveKeyPair* curve) {
   // Belt and braces next to the control fd: die with the parent.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  const int code = AckerMain(control_fd, host, hwm);
+  const int code = AckerMain(control_fd, host, hwm, curve);
   // _exit, not exit: the parent's atexit handlers and stdio buffers belong
   // to the parent.
   _exit(code);

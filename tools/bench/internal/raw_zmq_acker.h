@@ -11,6 +11,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
+#include "van/curve_keys.h"
+
 namespace petrel {
 namespace internal {
 
@@ -79,8 +81,9 @@ bool PayloadPatternLooksRight(const uint8_t* data, int64_t size);
 // payload (the stop frame) or when `control_fd` reaches EOF (the parent
 // closed it or died); 1 when set-up failed; 2 on a later ZeroMQ error.
 // Uses no logging and no stdio, and leaves with _exit().
+// With `curve` (not null), the ROUTER is a CURVE server with those keys.
 [[noreturn]] void RunAckerChild(int control_fd, const std::string& host,
-                                int hwm);
+                                int hwm, const CurveKeyPair* curve = nullptr);
 
 }  // namespace internal
 }  // namespace petrel
