@@ -27,8 +27,12 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DPETREL_WITH_CUDA=OFF \
     && cmake --build /build -j"${JOBS}" --target \
         petrel-scheduler petrel-server petrel-worker petrel-launch \
         petrel-datagen petrel-predict petrel-export petrel-bench \
+        petrelctl petrel-keygen \
     && mkdir /out \
-    && for p in /build/bin/petrel-*; do strip --strip-unneeded -o "/out/${p##*/}" "$p"; done \
+    && for p in /build/bin/petrel-*; do \
+         [ "$(head -c 4 "$p" | tail -c 3)" = ELF ] || continue; \
+         strip --strip-unneeded -o "/out/${p##*/}" "$p"; \
+       done \
     && cp deploy/kubernetes/petrel-wait-for-host /out/
 
 FROM ${DEBIAN_IMAGE}
@@ -37,6 +41,7 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends \
         libabsl20220623 libc6 libgcc-s1 libgflags2.2 libgoogle-glog0v6 \
         libprotobuf32 libstdc++6 libzmq5 \
+        libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libcivetweb1 \
     && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 petrel \
     && useradd --system --uid 10001 --gid petrel --home-dir /var/lib/petrel \

@@ -24,9 +24,13 @@ include(CMakePackageConfigHelpers)
 
 set(PETREL_INSTALLED_BINARIES
     petrel-scheduler petrel-server petrel-worker petrel-launch
-    petrel-datagen petrel-bench petrel-predict petrel-export)
+    petrel-datagen petrel-bench petrel-predict petrel-export petrelctl
+    petrel-keygen)
 install(TARGETS ${PETREL_INSTALLED_BINARIES}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+# petrel-plot is a Python program (python3-matplotlib).
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/plot/petrel-plot
+        DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 
 # The libraries the client library is made of, in the source tree's
 # targets; their objects are archived once more into libpetrel.a (nothing
@@ -35,7 +39,7 @@ install(TARGETS ${PETREL_INSTALLED_BINARIES}
 set(PETREL_CLIENT_PARTS
     petrel_proto petrel_base petrel_build_info petrel_huge_page_memory
     petrel_row_index petrel_van petrel_kv)
-set(PETREL_NODE_FLAGS_PARTS petrel_node_flags petrel_flag_check)
+set(PETREL_NODE_FLAGS_PARTS petrel_node_flags petrel_flag_check petrel_cli)
 foreach(part IN LISTS PETREL_CLIENT_PARTS PETREL_NODE_FLAGS_PARTS)
   set_target_properties(${part} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 endforeach()

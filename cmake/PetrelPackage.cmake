@@ -33,9 +33,11 @@ set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
+# petrel-plot draws the progress CSV with matplotlib.
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3-matplotlib")
 # The headers' dependencies, for programs built against the library.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS
-    "libzmq3-dev, libprotobuf-dev, libabsl-dev, libgoogle-glog-dev, libgflags-dev, pkg-config, python3-numpy")
+    "libzmq3-dev, libprotobuf-dev, prometheus-cpp-dev, libabsl-dev, libgoogle-glog-dev, libgflags-dev, pkg-config, python3-numpy")
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS OFF)
 
 set(PETREL_SYSCONF_DIR /etc/petrel)

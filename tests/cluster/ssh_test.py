@@ -167,7 +167,7 @@ def test_sigint_leaves_no_process(bin_dir, d, port):
     try:
         for line in proc.stdout:
             lines.append(line)
-            if re.match(r"\[worker 1@127.0.0.3\] progress ", line):
+            if re.match(r"\[scheduler@127.0.0.2\] progress ", line):
                 break
         assert any("progress" in l for l in lines), "".join(lines)
         running = our_petrel_processes(bin_dir, d)

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 
+#include "base/cli.h"
 #include "base/flag_check.h"
 #include "van/authorized_keys.h"
 #include "van/curve_keys.h"
@@ -54,12 +55,13 @@ bool IsName(const std::string& name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "petrel-keygen --out=PREFIX [--roles=worker] [--name=NAME]: writes a "
-      "CURVE keypair to PREFIX.key and PREFIX.pub and prints its "
-      "authorized-keys line");
-  if (int code = petrel::ParseToolCommandLine(&argc, &argv, "keygen_main");
-      code >= 0) {
+  petrel::CliOptions cli;
+  cli.name = "petrel-keygen";
+  cli.usage =
+      "writes a CURVE keypair to PREFIX.key and PREFIX.pub and prints its\n"
+      "authorized-keys line (docs/security.md).\n"
+      "  petrel-keygen --out=PREFIX [--roles=worker] [--name=NAME]";
+  if (int code = petrel::ParseCommandLine(cli, &argc, &argv); code >= 0) {
     return code;
   }
   if (FLAGS_out.empty()) return Fail("--out is required (see --help)");

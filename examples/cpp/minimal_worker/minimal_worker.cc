@@ -19,6 +19,7 @@
 #include "glog/logging.h"
 
 #include "base/build_info.h"
+#include "base/cli.h"
 #include "kv/kv_worker.h"
 #include "van/node_flags.h"
 #include "van/node_runtime.h"
@@ -66,13 +67,14 @@ absl::Status PushTwiceAndPull(petrel::Postoffice* postoffice) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "minimal_worker --scheduler=HOST:PORT "
-      "[--num_servers=N --num_workers=M]");
-  const int parsed = petrel::ParseNodeCommandLine(&argc, &argv);
-  if (parsed >= 0) return parsed;
-  google::InitGoogleLogging(argv[0]);
-  FLAGS_logtostderr = true;
+  petrel::CliOptions cli;
+  cli.name = "minimal_worker";
+  cli.usage =
+      "a worker that pushes twice and pulls, checking the sums.\n"
+      "  minimal_worker --scheduler=HOST:PORT [--num_servers=N --num_workers=M]";
+  if (int code = petrel::ParseCommandLine(cli, &argc, &argv); code >= 0) {
+    return code;
+  }
   std::printf("%s\n", petrel::VersionLine("minimal_worker").c_str());
 
   absl::StatusOr<petrel::NodeSettings> settings =
