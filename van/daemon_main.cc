@@ -13,6 +13,7 @@
 #include "glog/logging.h"
 
 #include "base/signal_watcher.h"
+#include "van/connection_guard.h"
 #include "van/node_flags.h"
 
 DEFINE_int32(stop_timeout_s, 120,
@@ -40,6 +41,8 @@ absl::Status Configure(const DaemonInfo& info, NodeDaemon& daemon,
   if (!settings.ok()) return settings.status();
   if (absl::Status s = daemon.CheckFlags(*settings); !s.ok()) return s;
   if (info.tune_allocator) TuneAllocatorForLargeMessages();
+  // Connections from strangers must not leave no descriptor for members.
+  RaiseFileDescriptorLimit();
   *runtime = std::make_unique<NodeRuntime>(*settings);
   return daemon.Build(**runtime);
 }

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "van/connection_guard.h"
 #include "van/connection_watch.h"
 #include "van/van.h"
 #include "van/zmq_sockets.h"
@@ -100,6 +101,9 @@ class ZmqVan : public Van {
 
   void* context_ = nullptr;
   void* router_ = nullptr;
+  // Holds the ROUTER's peers to options().peers; stopped before the
+  // context ends.
+  std::unique_ptr<ConnectionGuard> guard_;
   int wake_fd_ = -1;    // wakes the I/O thread
   int stop_fd_ = -1;    // readable once Stop began (borrowers poll it)
   int resume_fd_ = -1;  // timerfd: ends a lazy hand-back
