@@ -133,10 +133,18 @@ absl::Status CheckAddressing(const pb::Meta& meta,
           absl::StrCat("sender id ", meta.sender(),
                        " on the connection of node ", context.expected_sender));
     }
+  } else if (context.my_id == kEmptyNodeId && meta.has_control() &&
+             meta.sender() == kSchedulerId) {
+    // Only a join reply naming this node can come from the scheduler
+    // before this node has an id; anything else claiming to is forged
+    // (Unauthenticated: never held for later, unlike PermissionDenied).
+    if (!IsJoinReply(meta, context.my_transport_id)) {
+      return absl::UnauthenticatedError(
+          "join reply that does not name this node, from an unknown "
+          "connection");
+    }
   } else if (!(context.is_scheduler &&
-               IsJoinRequest(meta, context.connection)) &&
-             !(context.my_id == kEmptyNodeId &&
-               IsJoinReply(meta, context.my_transport_id))) {
+               IsJoinRequest(meta, context.connection))) {
     return absl::PermissionDeniedError(absl::StrCat(
         "message from unknown connection claiming sender ", meta.sender()));
   }

@@ -339,11 +339,11 @@ TEST(WireCodecTest, AcceptsJoinReplyOnlyWhileWithoutIdAndNamingThisNode) {
     joining.my_transport_id = kJoiner;
     // A reply that does not name this node's transport identity may come
     // from anyone who can reach the port: refused.
-    EXPECT_EQ(CodeOf(Decode(m, joining)), absl::StatusCode::kPermissionDenied)
+    EXPECT_EQ(CodeOf(Decode(m, joining)), absl::StatusCode::kUnauthenticated)
         << pb::Command_Name(cmd);
     m.meta.mutable_control()->add_nodes()->set_transport_id(
         "p00000000000000bb");
-    EXPECT_EQ(CodeOf(Decode(m, joining)), absl::StatusCode::kPermissionDenied)
+    EXPECT_EQ(CodeOf(Decode(m, joining)), absl::StatusCode::kUnauthenticated)
         << pb::Command_Name(cmd);
     m.meta.mutable_control()->add_nodes()->set_transport_id(kJoiner);
     EXPECT_TRUE(Decode(m, joining).ok()) << pb::Command_Name(cmd);
@@ -362,7 +362,7 @@ TEST(WireCodecTest, AcceptsJoinReplyOnlyWhileWithoutIdAndNamingThisNode) {
   DecodeContext joining;
   joining.my_transport_id = kJoiner;
   EXPECT_EQ(CodeOf(Decode(barrier, joining)),
-            absl::StatusCode::kPermissionDenied);
+            absl::StatusCode::kUnauthenticated);
 }
 
 TEST(WireCodecTest, RejectsRecipientMismatch) {
