@@ -121,11 +121,12 @@ void ConnectionGuard::Stop() {
   pair_ = nullptr;
 }
 
-void ConnectionGuard::Delivered(int fd, int64_t wire_bytes, bool member) {
-  if (registry_.Delivered(fd, wire_bytes, member)) return;
+void ConnectionGuard::Delivered(int fd, int64_t wire_bytes,
+                                absl::FunctionRef<bool()> is_member) {
+  if (registry_.Delivered(fd, wire_bytes, is_member)) return;
   // The message came before its connection's accept event was read.
   registry_.Accepted(fd, SocketCookie(fd));
-  registry_.Delivered(fd, wire_bytes, member);
+  registry_.Delivered(fd, wire_bytes, is_member);
 }
 
 void ConnectionGuard::Run() {

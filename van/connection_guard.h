@@ -42,9 +42,11 @@ class ConnectionGuard {
   // Stops the thread and closes the monitor socket; idempotent. Must run
   // before the ZeroMQ context is terminated.
   void Stop();
-  // A whole message of `wire_bytes` arrived on descriptor `fd`; `member`:
-  // its sender is a member of the cluster.
-  void Delivered(int fd, int64_t wire_bytes, bool member);
+  // A whole message of `wire_bytes` arrived on descriptor `fd`;
+  // `is_member()` says whether its sender is a member of the cluster
+  // (asked only until the connection is known as one).
+  void Delivered(int fd, int64_t wire_bytes,
+                 absl::FunctionRef<bool()> is_member);
 
  private:
   void Run();

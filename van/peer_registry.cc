@@ -42,13 +42,14 @@ void PeerRegistry::Closed(int fd) {
   conns_.erase(fd);
 }
 
-bool PeerRegistry::Delivered(int fd, int64_t wire_bytes, bool member) {
+bool PeerRegistry::Delivered(int fd, int64_t wire_bytes,
+                             absl::FunctionRef<bool()> is_member) {
   absl::MutexLock lock(&mu_);
   auto it = conns_.find(fd);
   if (it == conns_.end()) return false;
   it->second.delivered += wire_bytes;
   it->second.any_delivered = true;
-  if (member) it->second.member = true;
+  if (!it->second.member && is_member()) it->second.member = true;
   return true;
 }
 

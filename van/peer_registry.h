@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
@@ -81,10 +82,12 @@ class PeerRegistry {
   // `fd` unless that has the same cookie.
   void Accepted(int fd, uint64_t cookie);
   void Closed(int fd);
-  // A whole message of `wire_bytes` arrived on `fd`; `member`: its sender
-  // is a member. A connection is a member from its first such message on.
+  // A whole message of `wire_bytes` arrived on `fd`; `is_member()` says
+  // whether its sender is a member (asked only while the connection is not
+  // yet one). A connection is a member from its first such message on.
   // False (nothing recorded) when `fd` is unknown.
-  bool Delivered(int fd, int64_t wire_bytes, bool member);
+  bool Delivered(int fd, int64_t wire_bytes,
+                 absl::FunctionRef<bool()> is_member);
   // Which connections to cut. `received(fd)` is the bytes TCP received on
   // fd so far (-1: unknown, skipped). `include_members`: check members too.
   std::vector<Cut> Check(const std::function<int64_t(int fd)>& received,

@@ -9,6 +9,9 @@ namespace {
 
 using Reason = PeerRegistry::Reason;
 
+bool Yes() { return true; }
+bool No() { return false; }
+
 PeerBudget SmallBudget() {
   PeerBudget b;
   b.non_member_bytes = 1000;
@@ -59,9 +62,9 @@ TEST(PeerRegistryTest, DeliveredBytesAreNotInFlight) {
   r.Accepted(5, 55);
   // Many small rejected messages hold no memory once delivered.
   tcp.received[5] = kHandshakeBytes + 100000;
-  EXPECT_TRUE(r.Delivered(5, 99500, /*member=*/false));
+  EXPECT_TRUE(r.Delivered(5, 99500, No));
   EXPECT_TRUE(r.Check(tcp.fn(), true).empty());
-  EXPECT_FALSE(r.Delivered(6, 10, false));  // unknown descriptor
+  EXPECT_FALSE(r.Delivered(6, 10, No));  // unknown descriptor
 }
 
 TEST(PeerRegistryTest, CutsTheLargestNonMembersOverTheTotal) {
@@ -82,7 +85,7 @@ TEST(PeerRegistryTest, MembersHaveTheirOwnBudget) {
   FakeTcp tcp;
   r.Accepted(7, 77);
   tcp.received[7] = kHandshakeBytes + 10;
-  r.Delivered(7, 10, /*member=*/true);
+  r.Delivered(7, 10, Yes);
   EXPECT_EQ(r.non_members(), 0);
   tcp.received[7] = kHandshakeBytes + 10 + 4000;  // over 1000, under 5000
   EXPECT_TRUE(r.Check(tcp.fn(), true).empty());
@@ -103,7 +106,7 @@ TEST(PeerRegistryTest, CutsIdleNonMembersFirstBeyondTheCount) {
   }
   // The oldest delivered a message (a join, say): kept over idle ones.
   tcp.received[10] = kHandshakeBytes + 50;
-  r.Delivered(10, 50, false);
+  r.Delivered(10, 50, No);
   auto cuts = CutsOf(r.Check(tcp.fn(), true));
   // 7 non-members, 4 allowed: the 3 oldest idle ones go.
   ASSERT_EQ(cuts.size(), 3u);
@@ -121,12 +124,25 @@ TEST(PeerRegistryTest, CutsIdleNonMembersFirstBeyondTheCount) {
 TEST(PeerRegistryTest, AcceptedAgainWithTheSameCookieKeepsTheRecord) {
   PeerRegistry r(SmallBudget(), 1 << 20);
   r.Accepted(3, 33);
-  r.Delivered(3, 100, true);
+  r.Delivered(3, 100, Yes);
   r.Accepted(3, 33);  // the late accept event of the same connection
   EXPECT_EQ(r.non_members(), 0);
   r.Accepted(3, 34);  // another connection on the descriptor
   EXPECT_EQ(r.non_members(), 1);
   EXPECT_EQ(r.cookie(3), 34u);
+}
+
+TEST(PeerRegistryTest, AsksWhetherAMemberOnlyUntilItIsOne) {
+  PeerRegistry r(SmallBudget(), 1 << 20);
+  r.Accepted(4, 44);
+  int asked = 0;
+  auto ask = [&] {
+    ++asked;
+    return asked >= 2;  // the identity is bound from the 2nd message on
+  };
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(r.Delivered(4, 10, ask));
+  EXPECT_EQ(asked, 2);
+  EXPECT_EQ(r.non_members(), 0);
 }
 
 }  // namespace

@@ -557,7 +557,7 @@ bool ZmqVan::ReceiveOne() {
                                   zmq_msg_size(m), std::move(owner)));
   }
   if (fd >= 0 && guard_ != nullptr) {
-    guard_->Delivered(fd, wire_bytes, IsMemberConnection(from));
+    guard_->Delivered(fd, wire_bytes, [&] { return IsMemberConnection(from); });
   }
   if (frames.size() == 1 && IsHelloFrame(frames[0].data(), frames[0].size())) {
     return true;  // a connection's first message: for the guard only
