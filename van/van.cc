@@ -106,7 +106,7 @@ void Van::Deliver(absl::string_view from, const Buffer& header,
   context.my_id = my_id();
   context.is_scheduler = is_scheduler_.load();
   context.expected_sender = ExpectedSender(from);
-  context.connection = std::string(from);
+  context.connection = from;
   context.my_transport_id = transport_id_;
   context.limits = options_.limits;
   std::vector<Buffer> kept;  // shares the frames (no copy), in case we hold

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 #include "van/buffer.h"
 #include "van/message.h"
@@ -45,11 +46,11 @@ struct DecodeContext {
   // The sending connection's transport identity (its ZeroMQ routing id,
   // without a thread socket's "#<n>"). A join request must name it as the
   // joining node's transport_id.
-  std::string connection;
+  absl::string_view connection;
   // This node's own transport identity. A join reply reaching a node that
   // has no id yet must list it (only the scheduler, which got it in the
   // join request, knows it), so a stranger cannot answer a join.
-  std::string my_transport_id;
+  absl::string_view my_transport_id;
   DecodeLimits limits;
 };
 
