@@ -64,14 +64,15 @@ std::vector<PeerRegistry::Cut> PeerRegistry::Check(
   std::vector<Cut> cuts;
   std::vector<Candidate> non_members;
   int64_t total = 0;
-  for (const auto& [fd, conn] : conns_) {
-    if (conn.cut || (conn.member && !include_members)) continue;
+  for (auto& [fd, conn] : conns_) {
+    if (conn.cut || (conn.member && !include_members && !conn.hot)) continue;
     const int64_t r = received(fd);
     int64_t in_flight = 0;
     if (r >= 0) {
       in_flight = std::max<int64_t>(0, r - conn.delivered - kHandshakeBytes);
     }
     if (conn.member) {
+      conn.hot = in_flight > kHotBytes;
       if (r >= 0 && in_flight > member_bytes_) {
         cuts.push_back({fd, conn.cookie, Reason::kMemberBytes, in_flight});
       }
@@ -127,7 +128,7 @@ int PeerRegistry::connections() const {
 int PeerRegistry::non_members() const {
   absl::MutexLock lock(&mu_);
   int n = 0;
-  for (const auto& [fd, conn] : conns_) n += conn.member ? 0 : 1;
+  for (const auto& [fd, conn] : conns_) n += conn.member || conn.cut ? 0 : 1;
   return n;
 }
 

@@ -89,11 +89,13 @@ class PeerRegistry {
   bool Delivered(int fd, int64_t wire_bytes,
                  absl::FunctionRef<bool()> is_member);
   // Which connections to cut. `received(fd)` is the bytes TCP received on
-  // fd so far (-1: unknown, skipped). `include_members`: check members too.
+  // fd so far (-1: unknown, skipped). `include_members`: check all members
+  // too; otherwise only those that held more than kHotBytes last time.
   std::vector<Cut> Check(const std::function<int64_t(int fd)>& received,
                          bool include_members);
 
   int connections() const;
+  // Connections that are not members and were not cut.
   int non_members() const;
   // The cookie recorded for `fd`, 0 when none.
   uint64_t cookie(int fd) const;
@@ -108,6 +110,9 @@ class PeerRegistry {
     bool any_delivered = false;
     bool member = false;
     bool cut = false;  // Check chose it; gone once its close is seen
+    // A member's connection that held over kHotBytes at its last check:
+    // checked every time, not only with include_members.
+    bool hot = false;
   };
 
   const PeerBudget budget_;
@@ -123,6 +128,8 @@ class PeerRegistry {
 // handshake's bytes, which TCP counts but no message carries.
 inline constexpr int64_t kWireBytesPerFrame = 9;
 inline constexpr int64_t kHandshakeBytes = 1024;
+// A member's connection holding more than this is checked every round.
+inline constexpr int64_t kHotBytes = int64_t{1} << 20;
 
 }  // namespace petrel
 

@@ -97,6 +97,19 @@ TEST(PeerRegistryTest, MembersHaveTheirOwnBudget) {
   EXPECT_EQ(cuts[7], Reason::kMemberBytes);
 }
 
+TEST(PeerRegistryTest, AMemberHoldingMuchIsCheckedEveryRound) {
+  PeerRegistry r(SmallBudget(), /*member_bytes=*/kHotBytes * 4);
+  FakeTcp tcp;
+  r.Accepted(8, 88);
+  r.Delivered(8, 10, Yes);
+  tcp.received[8] = kHandshakeBytes + 10 + kHotBytes * 2;  // hot, in budget
+  EXPECT_TRUE(r.Check(tcp.fn(), true).empty());
+  tcp.received[8] = kHandshakeBytes + 10 + kHotBytes * 5;
+  auto cuts = CutsOf(r.Check(tcp.fn(), /*include_members=*/false));
+  ASSERT_EQ(cuts.size(), 1u);
+  EXPECT_EQ(cuts[8], Reason::kMemberBytes);
+}
+
 TEST(PeerRegistryTest, CutsIdleNonMembersFirstBeyondTheCount) {
   PeerRegistry r(SmallBudget(), 1 << 20);
   FakeTcp tcp;
