@@ -199,11 +199,7 @@ absl::Status Scheduler::CheckClusterSize(const pb::Node& node) const {
   return absl::OkStatus();
 }
 
-absl::Status Scheduler::CheckJoin(const pb::Node& node,
-                                  const std::string& token) {
-  if (!SameSecret(token, options_.auth_token)) {
-    return absl::UnauthenticatedError("wrong auth token");
-  }
+absl::Status Scheduler::CheckJoin(const pb::Node& node) {
   if (node.role() != pb::ROLE_SERVER && node.role() != pb::ROLE_WORKER) {
     return absl::InvalidArgumentError("only servers and workers may join");
   }
@@ -247,14 +243,27 @@ void Scheduler::HandleJoin(const Message& msg) {
   for (size_t i = 0; i < pending_.size(); ++i) {
     if (pending_[i].transport_id() == node.transport_id()) return;  // resent
   }
+  if (!SameSecret(control.auth_token(), options_.auth_token)) {
+    // No answer and no connection back: a REJECT would mean connecting to
+    // the sender, which shows it this scheduler's transport identity, the
+    // one thing it needs to speak as the scheduler to the other nodes.
+    postoffice_->van()->CountDrop(
+        "unauthenticated",
+        absl::StrCat("join with a wrong auth token from ", Where(node)));
+    return;
+  }
   // A route to the joining node for the reply (no identity bound yet).
   pb::Node route = node;
   route.set_id(PendingRoute(pending_.size()));
   route.clear_transport_id();
   postoffice_->van()->Connect(route);
   pb::Control reply;
+  // Every reply to a node without an id names it (its transport identity,
+  // which only this scheduler was told): the node ignores replies that do
+  // not, so a stranger cannot refuse or answer its join.
+  *reply.add_nodes() = node;
   absl::Status s = curve ? CheckJoinKey(node, msg.peer) : absl::OkStatus();
-  if (s.ok()) s = CheckJoin(node, control.auth_token());
+  if (s.ok()) s = CheckJoin(node);
   // After the token check: only a member of the job learns its size.
   const bool bad_config = s.ok() && !(s = CheckClusterSize(node)).ok();
   if (!s.ok()) {
@@ -267,6 +276,7 @@ void Scheduler::HandleJoin(const Message& msg) {
     return;
   }
   LOG(INFO) << RoleName(node.role()) << " from " << Where(node) << " joined";
+  postoffice_->van()->AdmitIdentity(node.transport_id());
   pending_.push_back(node);
   reply.set_cmd(pb::COMMAND_ADD_NODE);  // ack: waiting for the others
   SendControl(route.id(), std::move(reply));
@@ -423,7 +433,10 @@ void Scheduler::TerminateAll(bool failed, const std::string& reason) {
     }
   } else {
     for (size_t i = 0; i < pending_.size(); ++i) {
-      SendControl(PendingRoute(i), control);
+      // Names the node, as every reply to a node without an id must.
+      pb::Control to_pending = control;
+      *to_pending.add_nodes() = pending_[i];
+      SendControl(PendingRoute(i), std::move(to_pending));
     }
   }
   LOG(INFO) << "terminating the job" << (failed ? ": " + reason : "");

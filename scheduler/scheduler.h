@@ -145,7 +145,8 @@ class Scheduler {
   void DeclareDead(const pb::Node& node, const std::string& reason,
                    absl::Duration silent_for, const std::string& cause)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CheckJoin(const pb::Node& node, const std::string& token)
+  // Whether `node`, which presented the right auth token, may join.
+  absl::Status CheckJoin(const pb::Node& node)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // InvalidArgument naming both values when the joining node was given
   // another cluster size than the scheduler's.

@@ -122,6 +122,9 @@ void Scheduler::HandleAdmin(const Message& msg) {
   postoffice_->van()->Connect(client);
   pb::Control control;
   control.set_cmd(pb::COMMAND_ADMIN);
+  // Names the client's transport identity, as every reply to a node
+  // without an id does (wire_codec.cc, IsJoinReply).
+  *control.add_nodes() = req.client();
   *control.mutable_admin_reply() = std::move(reply);
   SendControl(route, std::move(control));
 }

@@ -16,6 +16,7 @@
 #include "base/flag_check.h"
 #include "base/signal_watcher.h"
 #include "base/status_macros.h"
+#include "van/connection_guard.h"
 #include "van/legacy_env.h"
 #include "van/node_flags.h"
 
@@ -45,7 +46,8 @@ absl::Status Configure(pb::Role role, NodeDaemon& daemon,
   if (!settings.ok()) return settings.status();
   if (absl::Status s = daemon.CheckFlags(*settings); !s.ok()) return s;
   if (daemon.tunes_allocator()) TuneAllocatorForLargeMessages();
-  RaiseOpenFileLimit();
+  // Connections from strangers must not leave no descriptor for members.
+  RaiseFileDescriptorLimit();
   *runtime = std::make_unique<NodeRuntime>(*settings);
   return daemon.Build(**runtime);
 }

@@ -76,6 +76,25 @@ DEFINE_int64(max_message_bytes, int64_t{4} << 30,
              "fine). Default 4 GiB.");
 DEFINE_int32(max_frames, 16,
              "Most data frames per message (1..1024). Default 16.");
+DEFINE_int64(non_member_bytes, int64_t{16} << 20,
+             "Bytes a connection that is not a member of the cluster may have "
+             "sent and not had delivered; over it the connection is cut "
+             "(4 KiB .. 2^62). Must hold the first message a member sends on a "
+             "new connection. Default 16 MiB.");
+DEFINE_int64(non_member_total_bytes, int64_t{256} << 20,
+             "The same, summed over all connections that are not members "
+             "(>= --non_member_bytes). Default 256 MiB.");
+DEFINE_int32(max_non_member_connections, 256,
+             "Connections that are not members open at once; the oldest idle "
+             "ones are cut beyond it (1..1048576; at most a quarter of the "
+             "file descriptor limit). Default 256.");
+DEFINE_int64(member_bytes, 0,
+             "Bytes a member's connection may have received and not yet "
+             "delivered as whole messages; over it the connection is cut. 0: "
+             "--max_message_bytes plus 1 MiB. Default 0.");
+DEFINE_int32(handshake_timeout_ms, 5000,
+             "Milliseconds a new connection has to complete the ZeroMQ "
+             "handshake (100..600000). Default 5000.");
 DEFINE_int32(metrics_port, -1,
              "Port of the Prometheus /metrics endpoint (-1..65535); 0 takes a "
              "free port, -1 disables it. Default -1.");
@@ -266,6 +285,27 @@ absl::StatusOr<NodeSettings> NodeSettingsFromFlags(
   PETREL_RETURN_IF_ERROR(
       CheckFlagRange("max_frames", FLAGS_max_frames, 1, 1024));
   s.van.limits.max_frames = FLAGS_max_frames;
+  PETREL_RETURN_IF_ERROR(CheckFlagRange("non_member_bytes",
+                                        FLAGS_non_member_bytes, int64_t{4096},
+                                        int64_t{1} << 62));
+  s.van.peers.non_member_bytes = FLAGS_non_member_bytes;
+  PETREL_RETURN_IF_ERROR(CheckFlagRange(
+      "non_member_total_bytes", FLAGS_non_member_total_bytes,
+      FLAGS_non_member_bytes, int64_t{1} << 62));
+  s.van.peers.non_member_total_bytes = FLAGS_non_member_total_bytes;
+  PETREL_RETURN_IF_ERROR(CheckFlagRange("max_non_member_connections",
+                                        FLAGS_max_non_member_connections, 1,
+                                        1 << 20));
+  s.van.peers.max_non_member_connections = FLAGS_max_non_member_connections;
+  if (FLAGS_member_bytes != 0 && (FLAGS_member_bytes < (int64_t{1} << 20) ||
+                                  FLAGS_member_bytes > (int64_t{1} << 62))) {
+    return Invalid("member_bytes", "must be 0 or in 1 MiB..2^62");
+  }
+  s.van.peers.member_bytes = FLAGS_member_bytes;
+  PETREL_RETURN_IF_ERROR(CheckFlagRange(
+      "handshake_timeout_ms", FLAGS_handshake_timeout_ms, 100, 600000));
+  s.van.peers.handshake_timeout =
+      absl::Milliseconds(FLAGS_handshake_timeout_ms);
   PETREL_RETURN_IF_ERROR(
       CheckFlagRange("metrics_port", FLAGS_metrics_port, -1, 65535));
   s.metrics_port = FLAGS_metrics_port;

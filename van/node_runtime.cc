@@ -138,22 +138,6 @@ void TuneAllocatorForLargeMessages() {
   }
 }
 
-void RaiseOpenFileLimit() {
-  rlimit limit;
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 ||
-      limit.rlim_cur >= limit.rlim_max) {
-    return;
-  }
-  const rlim_t before = limit.rlim_cur;
-  limit.rlim_cur = limit.rlim_max;
-  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
-    PLOG(WARNING) << "cannot raise the open-file limit from " << before;
-    return;
-  }
-  VLOG(1) << "open-file limit raised from " << before << " to "
-          << limit.rlim_cur;
-}
-
 int ExitCodeFor(const absl::Status& status) {
   if (status.ok()) return 0;
   return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;

@@ -74,13 +74,6 @@ class NodeRuntime {
 // call once from main, before starting threads.
 void TuneAllocatorForLargeMessages();
 
-// Raises the soft limit on open files to the hard limit, so that many
-// connections (peers, scrapers, or a flood of strangers) exhaust the
-// process's bounds rather than a low default of 1024 that would make the
-// metrics endpoint and new peers fail with "Too many open files".
-// Process-wide: call once from main.
-void RaiseOpenFileLimit();
-
 // 0 for OK, 2 for InvalidArgument (bad flags or configuration), 1 otherwise.
 int ExitCodeFor(const absl::Status& status);
 

@@ -144,7 +144,9 @@ absl::Status Postoffice::Join() {
     return absl::DeadlineExceededError(
         absl::StrCat("no answer from the scheduler at ", address, " within ",
                      absl::FormatDuration(options_.join_timeout),
-                     "; is it running and reachable from here?"));
+                     "; is it running and reachable from here, and does "
+                     "--auth_token match the scheduler's? (a join with a "
+                     "wrong token gets no answer)"));
   }
   if (join_error_.has_value()) return *join_error_;
   if (terminated_.has_value() && !joined_) return *terminated_;
@@ -274,6 +276,14 @@ void Postoffice::HandleControl(Message&& msg) {
     return;
   }
   if (msg.meta.sender() != kSchedulerId) {
+    // Control messages (TERMINATE, BARRIER releases, node tables, REJECT,
+    // NODE_DEAD) are obeyed from the scheduler's connection only (the van
+    // checked that the sender id is the connection's).
+    metrics_
+        ->GetCounter("petrel_van_messages_rejected_total",
+                     "Messages dropped, by reason.",
+                     {{"reason", "control_not_from_scheduler"}})
+        ->Increment();
     LOG_EVERY_T(WARNING, 1.0)
         << "ignoring control " << pb::Command_Name(control.cmd())
         << " from node " << msg.meta.sender();
@@ -361,7 +371,8 @@ void Postoffice::HandleNodeDead(const pb::Control& control) {
 }
 
 void Postoffice::HandleJoinReply(const pb::Control& control) {
-  if (control.nodes_size() == 0) {  // acknowledged, waiting for the others
+  // The acknowledgement names only this node and has no key ranges.
+  if (control.ranges_size() == 0 && control.nodes_size() <= 1) {
     absl::MutexLock lock(&mu_);
     join_acked_ = true;
     return;

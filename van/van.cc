@@ -82,6 +82,17 @@ void Van::BindIdentity(const std::string& transport_id, int id) {
   identity_to_id_[transport_id] = id;
 }
 
+void Van::AdmitIdentity(const std::string& transport_id) {
+  if (transport_id.empty()) return;
+  absl::MutexLock lock(&identity_mu_);
+  admitted_.insert(transport_id);
+}
+
+bool Van::IsMemberConnection(absl::string_view from) {
+  absl::MutexLock lock(&identity_mu_);
+  return identity_to_id_.contains(from) || admitted_.contains(from);
+}
+
 int Van::ExpectedSender(absl::string_view from) {
   absl::MutexLock lock(&identity_mu_);
   auto it = identity_to_id_.find(from);
@@ -110,6 +121,8 @@ void Van::Deliver(absl::string_view from, const Buffer& header,
   context.my_id = my_id();
   context.is_scheduler = is_scheduler_.load();
   context.expected_sender = ExpectedSender(from);
+  context.connection = from;
+  context.my_transport_id = transport_id_;
   context.limits = options_.limits;
   std::vector<Buffer> kept;  // shares the frames (no copy), in case we hold
   if (!had_id) kept = frames;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -24,6 +25,7 @@
 #include "proto/meta.pb.h"
 #include "van/curve_keys.h"
 #include "van/message.h"
+#include "van/peer_registry.h"
 #include "van/wire_codec.h"
 
 namespace petrel {
@@ -39,6 +41,8 @@ struct VanOptions {
   // CURVE security (docs/security.md). Default off: the cluster is open.
   // ZmqVan only; other vans ignore it.
   CurveOptions curve;
+  // Memory and connections granted to peers (ZmqVan; see peer_registry.h).
+  PeerBudget peers;
 };
 
 class Van {
@@ -139,6 +143,10 @@ class Van {
   // for the layers above, which check what the van cannot (the KV layout);
   // thread-safe.
   void CountDrop(absl::string_view reason, absl::string_view detail);
+  // The scheduler accepted the join of the node with `transport_id`: its
+  // connections get a member's memory budget (van/peer_registry.h) before
+  // the node table binds its id. Changes no addressing rule. Thread-safe.
+  void AdmitIdentity(const std::string& transport_id);
 
  protected:
   // For a van that wraps another (FaultVan): presents the inner van's
@@ -163,6 +171,9 @@ class Van {
     return false;
   }
   void BindIdentity(const std::string& transport_id, int id);
+  // Whether connection `from` belongs to a member: an identity bound to a
+  // node, or one AdmitIdentity admitted. Thread-safe.
+  bool IsMemberConnection(absl::string_view from);
   void CountSent(size_t bytes);
 
   MessageHandler on_message_;
@@ -198,6 +209,7 @@ class Van {
   absl::Mutex identity_mu_;
   absl::flat_hash_map<std::string, int> identity_to_id_
       ABSL_GUARDED_BY(identity_mu_);
+  absl::flat_hash_set<std::string> admitted_ ABSL_GUARDED_BY(identity_mu_);
   Counter* received_;
   Counter* received_bytes_;
   Counter* sent_;

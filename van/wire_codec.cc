@@ -38,6 +38,10 @@ absl::StatusOr<pb::Meta> DecodeHeader(const Buffer& header,
     return absl::InvalidArgumentError(absl::StrCat(
         "protocol version ", version, ", this node speaks ", kWireVersion));
   }
+  if (uint16_t flags = GetU16(p + 6); flags != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("header flags ", flags, ", expected 0"));
+  }
   uint32_t meta_len = GetU32(p + 8);
   if (meta_len != header.size() - kWirePrefixBytes) {
     return absl::InvalidArgumentError(
@@ -96,21 +100,35 @@ absl::Status CheckFrames(const pb::Meta& meta, std::vector<Buffer>& frames,
 }
 
 // A join, or an operator's admin request (petrelctl): both come from a
-// client that has no node id.
-bool IsJoinRequest(const pb::Meta& meta) {
-  return meta.has_control() &&
-         (meta.control().cmd() == pb::COMMAND_ADD_NODE ||
-          meta.control().cmd() == pb::COMMAND_ADMIN) &&
-         meta.request() && meta.sender() == kEmptyNodeId &&
+// client that has no node id, and name the connection they arrived on as
+// the client's transport identity.
+bool IsJoinRequest(const pb::Meta& meta, absl::string_view connection) {
+  if (!meta.has_control() || connection.empty()) return false;
+  const pb::Control& control = meta.control();
+  const bool named =
+      control.cmd() == pb::COMMAND_ADD_NODE
+          ? control.nodes_size() == 1 &&
+                control.nodes(0).transport_id() == connection
+          : control.cmd() == pb::COMMAND_ADMIN &&
+                control.admin_request().client().transport_id() == connection;
+  return named && meta.request() && meta.sender() == kEmptyNodeId &&
          meta.recipient() == kSchedulerId;
 }
 
-// A reply from the scheduler to a node that has no id yet.
-bool IsJoinReply(const pb::Meta& meta) {
+// A reply from the scheduler to a node that has no id yet: it lists the
+// node's own transport identity, which only the scheduler was told.
+bool IsJoinReply(const pb::Meta& meta, absl::string_view my_transport_id) {
   if (!meta.has_control() || meta.sender() != kSchedulerId) return false;
   pb::Command cmd = meta.control().cmd();
-  return cmd == pb::COMMAND_ADD_NODE || cmd == pb::COMMAND_REJECT ||
-         cmd == pb::COMMAND_TERMINATE || cmd == pb::COMMAND_ADMIN;
+  if (cmd != pb::COMMAND_ADD_NODE && cmd != pb::COMMAND_REJECT &&
+      cmd != pb::COMMAND_TERMINATE && cmd != pb::COMMAND_ADMIN) {
+    return false;
+  }
+  if (my_transport_id.empty()) return false;
+  for (const pb::Node& node : meta.control().nodes()) {
+    if (node.transport_id() == my_transport_id) return true;
+  }
+  return false;
 }
 
 absl::Status CheckAddressing(const pb::Meta& meta,
@@ -121,8 +139,18 @@ absl::Status CheckAddressing(const pb::Meta& meta,
           absl::StrCat("sender id ", meta.sender(),
                        " on the connection of node ", context.expected_sender));
     }
-  } else if (!(context.is_scheduler && IsJoinRequest(meta)) &&
-             !(context.my_id == kEmptyNodeId && IsJoinReply(meta))) {
+  } else if (context.my_id == kEmptyNodeId && meta.has_control() &&
+             meta.sender() == kSchedulerId) {
+    // Only a join reply naming this node can come from the scheduler
+    // before this node has an id; anything else claiming to is forged
+    // (Unauthenticated: never held for later, unlike PermissionDenied).
+    if (!IsJoinReply(meta, context.my_transport_id)) {
+      return absl::UnauthenticatedError(
+          "join reply that does not name this node, from an unknown "
+          "connection");
+    }
+  } else if (!(context.is_scheduler &&
+               IsJoinRequest(meta, context.connection))) {
     return absl::PermissionDeniedError(absl::StrCat(
         "message from unknown connection claiming sender ", meta.sender()));
   }
@@ -155,7 +183,25 @@ absl::Status CheckControl(const pb::Meta& meta, const DecodeLimits& limits) {
   return absl::OkStatus();
 }
 
+constexpr uint16_t kHelloFlags = 1;
+
 }  // namespace
+
+Buffer HelloFrame() {
+  Buffer hello = Buffer::Allocate(kWirePrefixBytes);
+  char* p = hello.mutable_data();
+  PutU32(p, kWireMagic);
+  PutU16(p + 4, kWireVersion);
+  PutU16(p + 6, kHelloFlags);
+  PutU32(p + 8, 0);
+  return hello;
+}
+
+bool IsHelloFrame(const char* data, size_t size) {
+  return size == kWirePrefixBytes && GetU32(data) == kWireMagic &&
+         GetU16(data + 4) == kWireVersion && GetU16(data + 6) == kHelloFlags &&
+         GetU32(data + 8) == 0;
+}
 
 Buffer EncodeHeader(const pb::Meta& meta) {
   size_t meta_len = meta.ByteSizeLong();

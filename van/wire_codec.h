@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 #include "van/buffer.h"
 #include "van/message.h"
@@ -21,7 +22,7 @@
 namespace petrel {
 
 inline constexpr uint32_t kWireMagic = 0x4C525450;  // "PTRL" little-endian
-inline constexpr uint16_t kWireVersion = 4;
+inline constexpr uint16_t kWireVersion = 5;
 inline constexpr size_t kWirePrefixBytes = 12;  // magic, version, flags, len
 
 struct DecodeLimits {
@@ -42,8 +43,24 @@ struct DecodeContext {
   // The node id bound to the sending connection's transport identity, or -1
   // when the identity is not (yet) known.
   int expected_sender = -1;
+  // The sending connection's transport identity (its ZeroMQ routing id,
+  // without a thread socket's "#<n>"). A join request must name it as the
+  // joining node's transport_id.
+  absl::string_view connection;
+  // This node's own transport identity. A join reply reaching a node that
+  // has no id yet must list it (only the scheduler, which got it in the
+  // join request, knows it), so a stranger cannot answer a join.
+  absl::string_view my_transport_id;
   DecodeLimits limits;
 };
+
+// The one-frame message a connection opens with (van/zmq_sockets.cc): the
+// prefix with flags 1 and no meta. It tells the receiver, before any large
+// message, whose connection it is (its routing id), so that a member's
+// connection gets a member's budget (van/peer_registry.h). It is no Petrel
+// message: the van consumes it, and the decoder refuses it.
+Buffer HelloFrame();
+bool IsHelloFrame(const char* data, size_t size);
 
 // Serializes `meta` behind the fixed prefix: frame 0 of a message.
 Buffer EncodeHeader(const pb::Meta& meta);

@@ -173,17 +173,34 @@ TEST(WireCodecTest, RejectsWrongVersion) {
       ServerContext());
   EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
   // Version 1 had no Meta.part: its peers cannot answer pushes in parts.
-  EXPECT_THAT(r.status().message(), HasSubstr("version 1, this node speaks 4"));
+  EXPECT_THAT(r.status().message(), HasSubstr("version 1, this node speaks 5"));
   // Version 2 servers sent errors as text in `body`, not as status_code.
   r = DecodeMessage(
       RawHeader(meta, static_cast<uint32_t>(meta.size()), kWireMagic, 2), {},
       ServerContext());
-  EXPECT_THAT(r.status().message(), HasSubstr("version 2, this node speaks 4"));
+  EXPECT_THAT(r.status().message(), HasSubstr("version 2, this node speaks 5"));
   // Version 3 servers answered a pull with the keys before the values.
   r = DecodeMessage(
       RawHeader(meta, static_cast<uint32_t>(meta.size()), kWireMagic, 3), {},
       ServerContext());
-  EXPECT_THAT(r.status().message(), HasSubstr("version 3, this node speaks 4"));
+  EXPECT_THAT(r.status().message(), HasSubstr("version 3, this node speaks 5"));
+  // Version 4 nodes accepted join replies from any connection.
+  r = DecodeMessage(
+      RawHeader(meta, static_cast<uint32_t>(meta.size()), kWireMagic, 4), {},
+      ServerContext());
+  EXPECT_THAT(r.status().message(), HasSubstr("version 4, this node speaks 5"));
+}
+
+TEST(WireCodecTest, HelloFrameIsRecognisedAndNoMessage) {
+  Buffer hello = HelloFrame();
+  EXPECT_TRUE(IsHelloFrame(hello.data(), hello.size()));
+  EXPECT_FALSE(IsHelloFrame(hello.data(), hello.size() - 1));
+  std::string other(hello.data(), hello.size());
+  other[6] = 0;  // flags 0: an ordinary header
+  EXPECT_FALSE(IsHelloFrame(other.data(), other.size()));
+  // A hello that reached the decoder is no Petrel message.
+  EXPECT_EQ(CodeOf(DecodeMessage(hello, {}, DecodeContext())),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(WireCodecTest, RejectsMetaLengthMismatch) {
@@ -265,13 +282,17 @@ TEST(WireCodecTest, RejectsDataFromUnknownConnection) {
   EXPECT_EQ(CodeOf(Decode(m, c)), absl::StatusCode::kPermissionDenied);
 }
 
+constexpr char kJoiner[] = "p00000000000000aa";
+
 Message JoinRequest() {
   Message m;
   m.meta.set_sender(kEmptyNodeId);
   m.meta.set_recipient(kSchedulerId);
   m.meta.set_request(true);
   m.meta.mutable_control()->set_cmd(pb::COMMAND_ADD_NODE);
-  m.meta.mutable_control()->add_nodes()->set_role(pb::ROLE_SERVER);
+  pb::Node* node = m.meta.mutable_control()->add_nodes();
+  node->set_role(pb::ROLE_SERVER);
+  node->set_transport_id(kJoiner);
   return m;
 }
 
@@ -279,9 +300,11 @@ TEST(WireCodecTest, AcceptsJoinRequestOnlyAtScheduler) {
   DecodeContext scheduler;
   scheduler.my_id = kSchedulerId;
   scheduler.is_scheduler = true;
+  scheduler.connection = kJoiner;
   EXPECT_TRUE(Decode(JoinRequest(), scheduler).ok());
   DecodeContext node;
   node.my_id = kServer;
+  node.connection = kJoiner;
   Message m = JoinRequest();
   m.meta.set_recipient(kServer);
   EXPECT_EQ(CodeOf(Decode(m, node)), absl::StatusCode::kPermissionDenied);
@@ -291,7 +314,21 @@ TEST(WireCodecTest, AcceptsJoinRequestOnlyAtScheduler) {
   EXPECT_EQ(CodeOf(Decode(m, scheduler)), absl::StatusCode::kPermissionDenied);
 }
 
-TEST(WireCodecTest, AcceptsJoinReplyOnlyWhileWithoutId) {
+TEST(WireCodecTest, RejectsJoinRequestNamingAnotherConnection) {
+  DecodeContext scheduler;
+  scheduler.my_id = kSchedulerId;
+  scheduler.is_scheduler = true;
+  scheduler.connection = "p00000000000000bb";
+  EXPECT_EQ(CodeOf(Decode(JoinRequest(), scheduler)),
+            absl::StatusCode::kPermissionDenied);
+  Message two = JoinRequest();  // a join names exactly one node
+  *two.meta.mutable_control()->add_nodes() = two.meta.control().nodes(0);
+  scheduler.connection = kJoiner;
+  EXPECT_EQ(CodeOf(Decode(two, scheduler)),
+            absl::StatusCode::kPermissionDenied);
+}
+
+TEST(WireCodecTest, AcceptsJoinReplyOnlyWhileWithoutIdAndNamingThisNode) {
   for (pb::Command cmd :
        {pb::COMMAND_ADD_NODE, pb::COMMAND_REJECT, pb::COMMAND_TERMINATE}) {
     Message m;
@@ -299,9 +336,20 @@ TEST(WireCodecTest, AcceptsJoinReplyOnlyWhileWithoutId) {
     m.meta.set_recipient(-1);  // the scheduler's temporary route
     m.meta.mutable_control()->set_cmd(cmd);
     DecodeContext joining;  // my_id 0, connection unknown
+    joining.my_transport_id = kJoiner;
+    // A reply that does not name this node's transport identity may come
+    // from anyone who can reach the port: refused.
+    EXPECT_EQ(CodeOf(Decode(m, joining)), absl::StatusCode::kUnauthenticated)
+        << pb::Command_Name(cmd);
+    m.meta.mutable_control()->add_nodes()->set_transport_id(
+        "p00000000000000bb");
+    EXPECT_EQ(CodeOf(Decode(m, joining)), absl::StatusCode::kUnauthenticated)
+        << pb::Command_Name(cmd);
+    m.meta.mutable_control()->add_nodes()->set_transport_id(kJoiner);
     EXPECT_TRUE(Decode(m, joining).ok()) << pb::Command_Name(cmd);
     DecodeContext joined;
     joined.my_id = kWorker;
+    joined.my_transport_id = kJoiner;
     m.meta.set_recipient(kWorker);
     EXPECT_EQ(CodeOf(Decode(m, joined)), absl::StatusCode::kPermissionDenied)
         << pb::Command_Name(cmd);
@@ -310,8 +358,11 @@ TEST(WireCodecTest, AcceptsJoinReplyOnlyWhileWithoutId) {
   Message barrier;
   barrier.meta.set_sender(kSchedulerId);
   barrier.meta.mutable_control()->set_cmd(pb::COMMAND_BARRIER);
-  EXPECT_EQ(CodeOf(Decode(barrier, DecodeContext())),
-            absl::StatusCode::kPermissionDenied);
+  barrier.meta.mutable_control()->add_nodes()->set_transport_id(kJoiner);
+  DecodeContext joining;
+  joining.my_transport_id = kJoiner;
+  EXPECT_EQ(CodeOf(Decode(barrier, joining)),
+            absl::StatusCode::kUnauthenticated);
 }
 
 TEST(WireCodecTest, RejectsRecipientMismatch) {

@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
+#include "van/wire_codec.h"
+
 namespace petrel {
 namespace {
 
@@ -58,6 +60,12 @@ void* NewDealer(void* context, const std::string& routing_id,
   }
   if (zmq_connect(socket, address.c_str()) != 0) {
     *error = absl::StrCat(address, ": ", zmq_strerror(errno));
+    zmq_close(socket);
+    return nullptr;
+  }
+  // First on the connection: who we are, before any large message.
+  if (absl::Status s = SendFrames(socket, {HelloFrame()}); !s.ok()) {
+    *error = absl::StrCat(address, ": ", s.message());
     zmq_close(socket);
     return nullptr;
   }

@@ -72,6 +72,13 @@ absl::Status ZmqVan::Start(MessageHandler on_message, TickHandler on_tick) {
     CloseSockets();
     return s;
   }
+  // A connection that does not finish the handshake in time is dropped
+  // (ZeroMQ's default is 30 s, long enough for idle connections to hold
+  // every descriptor).
+  SetIntOption(
+      router_, ZMQ_HANDSHAKE_IVL,
+      static_cast<int>(std::max<int64_t>(
+          1, absl::ToInt64Milliseconds(options().peers.handshake_timeout))));
   std::string endpoint =
       options().port == 0
           ? absl::StrCat("tcp://", options().bind_host, ":*")
@@ -96,6 +103,18 @@ absl::Status ZmqVan::Start(MessageHandler on_message, TickHandler on_tick) {
     return absl::InternalError(absl::StrCat("cannot parse endpoint ", bound));
   }
   port_ = port;
+  const PeerBudget& budget = options().peers;
+  const int64_t member_bytes =
+      budget.member_bytes > 0
+          ? budget.member_bytes
+          : options().limits.max_message_bytes + (int64_t{1} << 20);
+  guard_ = std::make_unique<ConnectionGuard>(
+      context_, router_, absl::StrCat("inproc://petrel-guard-", instance_),
+      budget, member_bytes, metrics());
+  if (absl::Status s = guard_->Start(); !s.ok()) {
+    CloseSockets();
+    return s;
+  }
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   resume_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -198,6 +217,7 @@ std::shared_ptr<ZmqThreadSockets> ZmqVan::ThisThreadSockets() {
 }
 
 void ZmqVan::CloseSockets() {
+  if (guard_ != nullptr) guard_->Stop();
   for (auto& [dealer, monitor] : monitors_) zmq_close(monitor.pair);
   monitors_.clear();
   absl::flat_hash_set<void*> sockets;
@@ -543,6 +563,8 @@ bool ZmqVan::ReceiveOne() {
   size_t max_frames = static_cast<size_t>(options().limits.max_frames) + 1;
   bool more = true;
   bool too_many = false;
+  int fd = -1;             // the connection it came on (ZMQ_SRCFD)
+  int64_t wire_bytes = 0;  // what it cost on that connection
   for (int part = 0; more; ++part) {
     auto* m = new zmq_msg_t;
     zmq_msg_init(m);
@@ -564,6 +586,8 @@ bool ZmqVan::ReceiveOne() {
       delete m;
       continue;
     }
+    if (part == 1) fd = zmq_msg_get(m, ZMQ_SRCFD);
+    wire_bytes += static_cast<int64_t>(zmq_msg_size(m)) + kWireBytesPerFrame;
     if (part == 1 && zap_ != nullptr) {
       // The ZAP handler's verdict on the connection (a received frame
       // carries it; the ROUTER's routing-id frame does not).
@@ -584,6 +608,12 @@ bool ZmqVan::ReceiveOne() {
     });
     frames.push_back(Buffer::Wrap(static_cast<char*>(zmq_msg_data(m)),
                                   zmq_msg_size(m), std::move(owner)));
+  }
+  if (fd >= 0 && guard_ != nullptr) {
+    guard_->Delivered(fd, wire_bytes, [&] { return IsMemberConnection(from); });
+  }
+  if (frames.size() == 1 && IsHelloFrame(frames[0].data(), frames[0].size())) {
+    return true;  // a connection's first message: for the guard only
   }
   if (too_many || frames.empty()) {
     CountDrop("resource_exhausted", frames.empty()

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "van/connection_guard.h"
 #include "van/connection_watch.h"
 #include "van/van.h"
 #include "van/zap_handler.h"
@@ -109,6 +110,9 @@ class ZmqVan : public Van {
   void* router_ = nullptr;
   // Authenticates the ROUTER's peers when CURVE is on; null otherwise.
   std::unique_ptr<ZapHandler> zap_;
+  // Holds the ROUTER's peers to options().peers; stopped before the
+  // context ends.
+  std::unique_ptr<ConnectionGuard> guard_;
   int wake_fd_ = -1;    // wakes the I/O thread
   int stop_fd_ = -1;    // readable once Stop began (borrowers poll it)
   int resume_fd_ = -1;  // timerfd: ends a lazy hand-back

@@ -124,7 +124,7 @@ void AddKvSeeds(std::vector<Seed>* seeds) {
   error.set_status_code(99);  // passes the van; the worker reads Internal
   seeds->push_back({"valid_kv_unknown_status_code", Raw(error, {})});
 
-  // A pull answer: values[, lens], no keys (wire version 4).
+  // A pull answer: values[, lens], no keys (since wire version 4).
   pb::Meta answer = ack;
   answer.set_kv(true);
   answer.set_pull(true);
@@ -218,7 +218,9 @@ void PrintVerdict(const Seed& seed) {
   DecodeContext scheduler;
   scheduler.my_id = kSchedulerId;
   scheduler.is_scheduler = true;
+  scheduler.connection = "p0123456789abcdef";  // the joining node's
   DecodeContext joining;
+  joining.my_transport_id = "p0123456789abcdef";
   DecodeContext server;
   server.my_id = ServerRankToId(0);
   server.expected_sender = kSchedulerId;

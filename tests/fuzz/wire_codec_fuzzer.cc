@@ -23,7 +23,9 @@ std::vector<DecodeContext> Contexts() {
   std::vector<DecodeContext> contexts(4);
   contexts[0].my_id = kSchedulerId;  // scheduler, sender not yet known
   contexts[0].is_scheduler = true;
-  contexts[1].my_id = kEmptyNodeId;       // a node waiting for its join reply
+  contexts[0].connection = "p0123456789abcdef";  // the seeds' joining node
+  contexts[1].my_id = kEmptyNodeId;  // a node waiting for its join reply
+  contexts[1].my_transport_id = "p0123456789abcdef";
   contexts[2].my_id = WorkerRankToId(0);  // worker hearing from server 0
   contexts[2].expected_sender = ServerRankToId(0);
   contexts[3].my_id = ServerRankToId(0);  // server hearing from the scheduler
