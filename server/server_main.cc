@@ -201,11 +201,14 @@ class ServerDaemon : public petrel::NodeDaemon {
                  const std::string& reason) override {
     LOG(INFO) << reason << ": stopping";
     petrel::Postoffice* po = runtime.postoffice();
+    // After the job failed or the van stopped (the node is exiting) the
+    // request fails at once (Postoffice::AbandonRequests).
     if (control_ != nullptr && !po->nodes().empty()) {
       int ts =
           control_->Request(petrel::kStopJob, reason, petrel::kSchedulerId);
-      // Without the job config the scheduler does not answer: stop alone.
-      if (control_->Wait(ts, absl::Seconds(5)).ok()) {
+      // Without the job config the scheduler does not answer, and a dead
+      // one cannot: stop alone.
+      if (control_->Wait(ts, petrel::kStopAckTimeout).ok()) {
         LOG(INFO) << reason << ": asked the scheduler to stop the job";
         return;
       }
