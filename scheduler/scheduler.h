@@ -87,7 +87,8 @@ class Scheduler {
     worker_lost_hook_ = std::move(hook);
   }
 
-  // The node ids of the workers not lost (all of them until one is).
+  // The node ids of the workers not lost (all of them until one is); none
+  // before the cluster formed.
   std::vector<int> live_workers() const;
 
   // Nodes declared dead so far.

@@ -97,7 +97,8 @@ constexpr char kUsage[] =
     "train its data).\n"
     "Exit status: 0 when every process exited 0 (a killed worker aside),\n"
     "1 when one failed or a\n"
-    "timeout passed, 2 for bad flags, 130/143 after SIGINT/SIGTERM.";
+    "timeout passed, 2 for bad flags or when a process of the failed job\n"
+    "exited 2 (bad input), 130/143 after SIGINT/SIGTERM.";
 
 constexpr int kExitUsage = 2;
 
