@@ -225,6 +225,8 @@ class BadDataTest : public TrainFixture {
     EXPECT_EQ(Run(train, test, &out), 2) << out;
     EXPECT_TRUE(absl::StrContains(out, "[worker 0] petrel-worker: " + line))
         << out;
+    // The others stopped by themselves, promptly.
+    EXPECT_FALSE(absl::StrContains(out, "sending SIGKILL")) << out;
   }
 };
 
