@@ -46,6 +46,12 @@ inline constexpr int kControlApp = 7;
 // --checkpoint_timeout_s, the longest a checkpoint may take.
 inline constexpr absl::Duration kCheckpointAllowance = absl::Minutes(10);
 
+// How long a node that got SIGTERM/SIGINT waits for the scheduler to
+// acknowledge its kStopJob before it stops alone. A live scheduler answers
+// at once; a dead one never does, and a signal must stop the node well
+// within the grace period petrel-launch gives it (docs/failures.md).
+inline constexpr absl::Duration kStopAckTimeout = absl::Seconds(1);
+
 enum ControlHead : int {
   kPause = 1,
   kResume = 2,

@@ -200,10 +200,13 @@ absl::StatusOr<std::vector<SimpleData>> CheckpointCoordinator::Ask(
   std::vector<int> requests;
   for (int id : recipients) requests.push_back(app_.Request(head, body, id));
   // Resumes and stops are answered at once; pauses and saves may take long.
+  // A stop is a notice before the TERMINATE that follows anyway: a worker
+  // that died a moment ago (not declared dead yet) must not hold the job's
+  // end past a signal's grace period.
   const absl::Duration timeout =
-      head == kPause || head == kSave
-          ? options_.timeout
-          : std::min(options_.timeout, absl::Seconds(10));
+      head == kPause || head == kSave ? options_.timeout
+      : head == kStop ? std::min(options_.timeout, kStopAckTimeout)
+                      : std::min(options_.timeout, absl::Seconds(10));
   const absl::Time deadline = absl::Now() + timeout;
   absl::Status s;
   // Sliced, so that Stop is not held up by a wait.

@@ -107,6 +107,8 @@ std::vector<DeadNode> Scheduler::dead_nodes() const {
 
 std::vector<int> Scheduler::live_workers() const {
   absl::MutexLock lock(&mu_);
+  // Before the cluster formed no worker has its id yet.
+  if (!formed_) return {};
   return LiveMembers(kWorkerGroup);
 }
 

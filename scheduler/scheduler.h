@@ -104,7 +104,8 @@ class Scheduler {
     admin_actions_ = std::move(actions);
   }
 
-  // The node ids of the workers not lost (all of them until one is).
+  // The node ids of the workers not lost (all of them until one is); none
+  // before the cluster formed.
   std::vector<int> live_workers() const;
 
   // Nodes declared dead so far.

@@ -147,10 +147,13 @@ class ServerDaemon : public NodeDaemon {
   void Interrupt(NodeRuntime& runtime, const std::string& reason) override {
     LOG(INFO) << reason << ": stopping";
     Postoffice* po = runtime.postoffice();
+    // After the job failed or the van stopped (the node is exiting) the
+    // request fails at once (Postoffice::AbandonRequests).
     if (control_ != nullptr && !po->nodes().empty()) {
       int ts = control_->Request(kStopJob, reason, kSchedulerId);
-      // Without the job config the scheduler does not answer: stop alone.
-      if (control_->Wait(ts, absl::Seconds(5)).ok()) {
+      // Without the job config the scheduler does not answer, and a dead
+      // one cannot: stop alone.
+      if (control_->Wait(ts, kStopAckTimeout).ok()) {
         LOG(INFO) << reason << ": asked the scheduler to stop the job";
         return;
       }

@@ -342,8 +342,8 @@ void Customer::FailRequestsTo(int node_id, const absl::Status& status) {
       status);
 }
 
-void Customer::FailAll(const absl::Status& status) {
-  FailWhere([](int, const Pending&) { return true; }, status);
+size_t Customer::FailAll(const absl::Status& status) {
+  return FailWhere([](int, const Pending&) { return true; }, status);
 }
 
 absl::Status Customer::RequestFailure(int timestamp) {
@@ -352,8 +352,8 @@ absl::Status Customer::RequestFailure(int timestamp) {
   return it == pending_.end() ? absl::OkStatus() : it->second.failure;
 }
 
-void Customer::FailWhere(const std::function<bool(int, const Pending&)>& fail,
-                         const absl::Status& status) {
+size_t Customer::FailWhere(const std::function<bool(int, const Pending&)>& fail,
+                           const absl::Status& status) {
   std::vector<std::pair<int, CompletionHandler>> failed;
   {
     absl::MutexLock lock(&mu_);
@@ -375,6 +375,7 @@ void Customer::FailWhere(const std::function<bool(int, const Pending&)>& fail,
     if (failures_.size() > kMaxFailures) failures_.erase(failures_.begin());
     pending_.erase(ts);
   }
+  return failed.size();
 }
 
 }  // namespace petrel

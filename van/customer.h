@@ -136,8 +136,9 @@ class Customer {
   // as failed), with `status`: each completes at once (its completion
   // handler runs, on this thread; RequestFailure tells it the request
   // failed) and its Wait returns `status`. Later answers are ignored.
+  // FailAll returns how many requests it failed.
   void FailRequestsTo(int node_id, const absl::Status& status);
-  void FailAll(const absl::Status& status);
+  size_t FailAll(const absl::Status& status);
   // The failure of request `timestamp` while its completion handler runs;
   // OK for a request that did not fail.
   absl::Status RequestFailure(int timestamp);
@@ -180,9 +181,10 @@ class Customer {
   void SkipGap(uint64_t stream, SeqWindow& w, Ready* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Dispatch(Ready ready);
-  // Fails the pending requests `fail` selects (see FailRequestsTo).
-  void FailWhere(const std::function<bool(int, const Pending&)>& fail,
-                 const absl::Status& status);
+  // Fails the pending requests `fail` selects (see FailRequestsTo);
+  // returns how many.
+  size_t FailWhere(const std::function<bool(int, const Pending&)>& fail,
+                   const absl::Status& status);
   // The wait before resend number `resends` + 1 of a request of `bytes`.
   absl::Duration ResendInterval(int resends, size_t bytes) const;
 

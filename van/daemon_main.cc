@@ -125,6 +125,9 @@ int RunParsedNodeDaemon(const std::string& name, pb::Role role,
                    name.c_str(), FLAGS_stop_timeout_s, signal.c_str());
       std::_Exit(1);
     });
+    // Messages queued for a peer that is gone (a worker killed a moment
+    // ago, not yet declared dead) must not hold the exit for 2 s.
+    runtime->postoffice()->van()->ShortenLingerAtStop();
     // On a thread of its own: Interrupt may wait for the scheduler, and
     // the watcher must stay free for a second signal.
     interrupter = std::thread([&daemon, &runtime, signal] {

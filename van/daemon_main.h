@@ -12,7 +12,8 @@
 //      variables, NodeDaemon::CheckFlags;
 //   4. builds the NodeRuntime (ZeroMQ van, metrics endpoint) and
 //      NodeDaemon::Build on it;
-//   5. turns a signal into NodeDaemon::Interrupt("SIGTERM received"); a
+//   5. turns a signal into NodeDaemon::Interrupt("SIGTERM received") (and
+//      from then on gives queued messages a short linger at stop); a
 //      second SIGTERM/SIGINT, or --stop_timeout_s after the first, ends the
 //      process at once (exit 1, one line); when the daemon handles_usr1,
 //      SIGUSR1 calls NodeDaemon::OnUsr1;

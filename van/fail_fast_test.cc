@@ -1,7 +1,8 @@
 // Fail-fast waits: the scheduler's NODE_DEAD notice fails the requests that
 // wait for the dead node at once, with Unavailable naming it; a failed
 // TERMINATE fails every pending request; a request to a node already
-// declared dead fails when it is opened. Also the resend backoff.
+// declared dead fails when it is opened; a signal's Interrupt and the
+// node's stop abandon every pending request. Also the resend backoff.
 #include <memory>
 #include <thread>
 #include <vector>
@@ -113,6 +114,48 @@ TEST(FailFastTest, FailedTerminateFailsEveryPendingRequest) {
   waiter.join();
   EXPECT_EQ(waited.code(), absl::StatusCode::kAborted);
   EXPECT_EQ(waited.message(), "the job failed: node 9 died");
+}
+
+// A signal (Postoffice::Interrupt) abandons every pending request, so a
+// wait (and its resends) ends at once, and fails a request opened later
+// when it is opened; so does the node's stop.
+TEST(FailFastTest, InterruptAbandonsEveryPendingAndLaterRequest) {
+  VanCluster cluster(ClusterOfSize(1, 1));
+  ASSERT_TRUE(cluster.Start().ok());
+  Customer c(kApp, 0, cluster.worker(0));
+  ASSERT_TRUE(c.Start().ok());
+  const int ts = Request(c, {ServerRankToId(0)});
+  absl::Status waited;
+  absl::Duration took;
+  std::thread waiter([&] {
+    const absl::Time start = absl::Now();
+    waited = c.Wait(ts, kLongTimeout);
+    took = absl::Now() - start;
+  });
+  cluster.worker(0)->Interrupt("SIGTERM received");
+  waiter.join();
+  EXPECT_EQ(waited.code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(waited.message(), "SIGTERM received");
+  EXPECT_LT(took, absl::Seconds(10));
+  int completions = 0;
+  const int later = Request(c, {kSchedulerId}, &completions);
+  EXPECT_EQ(completions, 1);
+  EXPECT_EQ(c.Wait(later, absl::ZeroDuration()).message(), "SIGTERM received");
+  EXPECT_EQ(cluster.worker(0)->van()->pending_requests(), 0);
+}
+
+TEST(FailFastTest, StopAbandonsEveryPendingRequest) {
+  VanCluster cluster(ClusterOfSize(1, 1));
+  ASSERT_TRUE(cluster.Start().ok());
+  Customer c(kApp, 0, cluster.worker(0));
+  ASSERT_TRUE(c.Start().ok());
+  const int ts = Request(c, {ServerRankToId(0)});
+  absl::Status waited;
+  std::thread waiter([&] { waited = c.Wait(ts, kLongTimeout); });
+  cluster.worker(0)->Stop();
+  waiter.join();
+  EXPECT_EQ(waited.code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(waited.message(), "the node stopped");
 }
 
 TEST(FailFastTest, LateAnswersToAFailedRequestAreIgnored) {

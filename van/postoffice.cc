@@ -109,7 +109,19 @@ absl::Status Postoffice::Start() {
 void Postoffice::Stop() {
   if (!started_) return;
   started_ = false;
+  bool failed;
+  {
+    absl::MutexLock lock(&mu_);
+    failed = abandoned_.has_value() ||
+             (terminated_.has_value() && !terminated_->ok());
+  }
+  // Here too: a waiter woken by the job's failure may stop the van before
+  // the thread that failed the job got to AbandonRequests.
+  if (failed) van_->ShortenLingerAtStop();
   van_->Stop();
+  // A thread still waiting (e.g. a signal's stop request) would wait out
+  // its timeout: nothing can arrive any more.
+  AbandonRequests(absl::AbortedError("the node stopped"));
 }
 
 absl::Status Postoffice::Join() {
@@ -322,9 +334,7 @@ void Postoffice::HandleControl(Message&& msg) {
       }
       // Nothing will answer any more: pending requests end now, with the
       // job's reason, rather than at their deadline.
-      if (!failed.ok()) {
-        ForEachCustomer([&](Customer* c) { c->FailAll(failed); });
-      }
+      if (!failed.ok()) AbandonRequests(failed);
       break;
     }
     case pb::COMMAND_NODE_DEAD:
@@ -338,6 +348,7 @@ void Postoffice::HandleControl(Message&& msg) {
 absl::Status Postoffice::CheckAlive(const std::vector<int>& ids) const {
   if (!any_dead_.load(std::memory_order_acquire)) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
+  if (abandoned_.has_value() && !ids.empty()) return *abandoned_;
   for (int id : ids) {
     auto it = dead_.find(id);
     if (it != dead_.end()) return it->second;
@@ -353,6 +364,23 @@ void Postoffice::ForEachCustomer(const std::function<void(Customer*)>& fail) {
     for (auto& [key, c] : customers_) customers.push_back(c);
   }
   for (Customer* c : customers) fail(c);
+}
+
+void Postoffice::AbandonRequests(const absl::Status& status) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (abandoned_.has_value()) return;
+    abandoned_ = status;
+    any_dead_.store(true, std::memory_order_release);
+  }
+  van_->ShortenLingerAtStop();
+  size_t abandoned = 0;
+  ForEachCustomer([&](Customer* c) { abandoned += c->FailAll(status); });
+  if (abandoned > 0) {
+    LOG(WARNING) << RoleName(options_.role) << " " << my_id() << ": abandoned "
+                 << abandoned << " pending request(s) and their resends: "
+                 << status.message();
+  }
 }
 
 void Postoffice::HandleNodeDead(const pb::Control& control) {
@@ -516,8 +544,11 @@ absl::Status Postoffice::WaitForTerminate(absl::Duration timeout) {
 }
 
 void Postoffice::Interrupt(const std::string& reason) {
-  absl::MutexLock lock(&mu_);
-  if (!terminated_.has_value()) terminated_ = absl::AbortedError(reason);
+  {
+    absl::MutexLock lock(&mu_);
+    if (!terminated_.has_value()) terminated_ = absl::AbortedError(reason);
+  }
+  AbandonRequests(absl::AbortedError(reason));
 }
 
 }  // namespace petrel

@@ -105,12 +105,14 @@ class Postoffice {
   // Aborted with the reason when the job failed or Interrupt was called.
   absl::Status Finish(absl::Duration timeout);
   absl::Status WaitForTerminate(absl::Duration timeout);
-  // Wakes Finish/WaitForTerminate/Barrier with Aborted(reason) (signals).
+  // Wakes Finish/WaitForTerminate/Barrier with Aborted(reason) (signals)
+  // and abandons every pending request (see AbandonRequests).
   void Interrupt(const std::string& reason);
 
-  // OK when no node of `ids` was declared dead; else Unavailable with the
-  // scheduler's reason for the first dead one ("node 8 (server 0 at
-  // host:port) died: connection closed"). Cheap while nobody died.
+  // OK when no node of `ids` was declared dead and requests were not
+  // abandoned; else Unavailable with the scheduler's reason for the first
+  // dead one ("node 8 (server 0 at host:port) died: connection closed"),
+  // or the status requests were abandoned with. Cheap while nobody died.
   absl::Status CheckAlive(const std::vector<int>& ids) const;
 
   // Registers `customer` for responses to its requests and, when
@@ -160,6 +162,11 @@ class Postoffice {
   void HandleNodeDead(const pb::Control& control);
   // Calls `fail` on every customer (van thread).
   void ForEachCustomer(const std::function<void(Customer*)>& fail);
+  // Nothing will answer any more (the job failed, a signal, the van
+  // stopped): every pending request of every customer fails with
+  // `status` (their resends stop), and so does every request opened
+  // later. Logs the number abandoned, once. Any thread but a handler's.
+  void AbandonRequests(const absl::Status& status);
   void OnTick();
   absl::Status Join();
   absl::Status ResolveAdvertiseHost();
@@ -188,7 +195,10 @@ class Postoffice {
   std::optional<absl::Status> terminated_ ABSL_GUARDED_BY(mu_);
   // Nodes the scheduler declared dead, with the reason as a status.
   absl::flat_hash_map<int, absl::Status> dead_ ABSL_GUARDED_BY(mu_);
-  std::atomic<bool> any_dead_{false};  // !dead_.empty(), read without mu_
+  // Set by AbandonRequests: why requests fail at once from then on.
+  std::optional<absl::Status> abandoned_ ABSL_GUARDED_BY(mu_);
+  // !dead_.empty() || abandoned_, read without mu_.
+  std::atomic<bool> any_dead_{false};
   absl::flat_hash_map<int, uint64_t> barrier_sent_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int, uint64_t> barrier_done_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, Customer*> customers_ ABSL_GUARDED_BY(mu_);

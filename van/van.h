@@ -88,6 +88,12 @@ class Van {
   // are dropped when the van stops, rather than held for the linger time
   // (ZmqVan: 2 s), so a node whose job failed exits at once. Thread-safe.
   virtual void MarkPeerDead(int node_id) { (void)node_id; }
+  // The node is stopping because its job failed or a signal came: what is
+  // still queued for any peer when the van stops gets a short linger
+  // (ZmqVan: 200 ms) instead of 2 s, so a peer that is gone but was not
+  // declared dead (a killed scheduler) does not hold up the exit.
+  // Thread-safe.
+  virtual void ShortenLingerAtStop() {}
   // Sends `msg` to msg.meta.recipient(). Returns FailedPrecondition before
   // Start or after Stop. Delivery failures later are counted and logged.
   virtual absl::Status Send(Message msg) = 0;

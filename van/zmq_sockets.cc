@@ -108,12 +108,21 @@ absl::Status ZmqThreadSockets::Send(const std::string& address,
 
 void DropQueued(void* socket) { SetIntOption(socket, ZMQ_LINGER, 0); }
 
-void ZmqThreadSockets::CloseAll(const absl::flat_hash_set<std::string>& drop) {
+void ShortenLinger(void* socket) {
+  SetIntOption(socket, ZMQ_LINGER, kShortLingerMs);
+}
+
+void ZmqThreadSockets::CloseAll(const absl::flat_hash_set<std::string>& drop,
+                                bool short_linger) {
   absl::MutexLock lock(&mu_);
   if (closed_) return;
   closed_ = true;
   for (auto& [address, socket] : sockets_) {
-    if (drop.contains(address)) DropQueued(socket);
+    if (drop.contains(address)) {
+      DropQueued(socket);
+    } else if (short_linger) {
+      ShortenLinger(socket);
+    }
     zmq_close(socket);
   }
   sockets_.clear();

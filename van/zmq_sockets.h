@@ -48,6 +48,9 @@ void* NewDealer(void* context, const std::string& routing_id,
 
 // Sets `socket`'s linger to 0, so that closing it drops what it queued.
 void DropQueued(void* socket);
+// The linger ShortenLinger sets: what is queued may leave within this long.
+inline constexpr int kShortLingerMs = 200;
+void ShortenLinger(void* socket);
 
 // Sends `frames` (header, data...) as one message without copying; each
 // frame's Buffer stays alive until ZeroMQ is done with it. Never blocks.
@@ -71,9 +74,10 @@ class ZmqThreadSockets {
   absl::Status Send(const std::string& address, const std::string& server_key,
                     const std::vector<Buffer>& frames);
   // Closes every socket (queued messages leave within the linger time,
-  // except those to an address in `drop`, which are dropped at once).
-  // Idempotent.
-  void CloseAll(const absl::flat_hash_set<std::string>& drop = {});
+  // the short one with `short_linger`, except those to an address in
+  // `drop`, which are dropped at once). Idempotent.
+  void CloseAll(const absl::flat_hash_set<std::string>& drop = {},
+                bool short_linger = false);
 
  private:
   void* const context_;

@@ -23,6 +23,9 @@ constexpr int kMaxReceivesPerWake = 256;
 // After a borrower with no request pending gave the ROUTER back, the I/O
 // thread takes it within this time (unless another borrower came).
 constexpr absl::Duration kLazyResume = absl::Milliseconds(1);
+// Longest single wait of a thread receiving for itself (ReceiveUntil)
+// before it looks at its condition again.
+constexpr absl::Duration kReceiveSlice = absl::Milliseconds(100);
 
 absl::Status ZmqError(absl::string_view what) {
   return absl::UnavailableError(absl::StrCat(what, ": ", zmq_strerror(errno)));
@@ -194,7 +197,7 @@ void ZmqVan::CloseThreadSockets() {
     sockets.swap(thread_sockets_);
     dead = dead_addresses_;
   }
-  for (auto& s : sockets) s->CloseAll(dead);
+  for (auto& s : sockets) s->CloseAll(dead, short_linger_);
 }
 
 std::shared_ptr<ZmqThreadSockets> ZmqVan::ThisThreadSockets() {
@@ -230,7 +233,11 @@ void ZmqVan::CloseSockets() {
     }
   }
   for (void* socket : sockets) {
-    if (dead.contains(socket)) DropQueued(socket);
+    if (dead.contains(socket)) {
+      DropQueued(socket);
+    } else if (short_linger_) {
+      ShortenLinger(socket);
+    }
     zmq_close(socket);
   }
   peers_.clear();
@@ -441,11 +448,11 @@ bool ZmqVan::ReceiveUntil(const std::function<bool()>& done,
   while (!done()) {
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) break;
-    // zmq_poll counts whole milliseconds: round up, never spin.
-    const long wait_ms = left == absl::InfiniteDuration()
-                             ? -1
-                             : static_cast<long>(absl::ToInt64Milliseconds(
-                                   left + absl::Microseconds(999)));
+    // zmq_poll counts whole milliseconds: round up, never spin. At most
+    // kReceiveSlice, so that a request failed by another thread (a signal's
+    // Postoffice::Interrupt) ends this wait without a message arriving.
+    const long wait_ms = static_cast<long>(absl::ToInt64Milliseconds(
+        std::min(left, kReceiveSlice) + absl::Microseconds(999)));
     zmq_pollitem_t items[2] = {{router_, 0, ZMQ_POLLIN, 0},
                                {nullptr, stop_fd_, ZMQ_POLLIN, 0}};
     int rc = zmq_poll(items, 2, wait_ms);

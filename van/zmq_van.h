@@ -22,6 +22,7 @@
 #ifndef PETREL_VAN_ZMQ_VAN_H_
 #define PETREL_VAN_ZMQ_VAN_H_
 
+#include <atomic>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -48,6 +49,7 @@ class ZmqVan : public Van {
   void WatchConnections(absl::Duration grace,
                         ConnectionLostHandler handler) override;
   void MarkPeerDead(int node_id) override;
+  void ShortenLingerAtStop() override { short_linger_ = true; }
   // The lending step of AwaitResponse (see Van::ReceiveUntil); public so
   // that tests can check when it lends.
   bool ReceiveUntil(const std::function<bool()>& done,
@@ -149,6 +151,7 @@ class ZmqVan : public Van {
   // Addresses of peers declared dead (MarkPeerDead): what is queued for
   // them is dropped at Stop.
   absl::flat_hash_set<std::string> dead_addresses_ ABSL_GUARDED_BY(direct_mu_);
+  std::atomic<bool> short_linger_{false};  // ShortenLingerAtStop
   std::vector<std::shared_ptr<ZmqThreadSockets>> thread_sockets_
       ABSL_GUARDED_BY(direct_mu_);
 

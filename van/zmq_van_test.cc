@@ -431,6 +431,29 @@ TEST_F(ZmqVanReceiveUntilTest, TicksGoOnWhileAThreadReceives) {
   EXPECT_GE(worker_.ticks(), before + 3);
 }
 
+// A condition another thread makes true (a signal failing the request)
+// ends the wait without a message arriving.
+TEST_F(ZmqVanReceiveUntilTest, SeesAConditionAnotherThreadSet) {
+  std::atomic<bool> failed{false};
+  absl::Notification receiving;
+  absl::Time returned;
+  std::thread t([&] {
+    EXPECT_TRUE(worker_.van().ReceiveUntil(
+        [&] {
+          if (!receiving.HasBeenNotified()) receiving.Notify();
+          return failed.load();
+        },
+        absl::Now() + absl::Seconds(20)));
+    returned = absl::Now();
+  });
+  receiving.WaitForNotification();
+  const absl::Time set = absl::Now();
+  failed = true;
+  t.join();
+  // Within a receive slice (100 ms), not at the deadline.
+  EXPECT_LT(returned - set, absl::Seconds(10));
+}
+
 TEST_F(ZmqVanReceiveUntilTest, StopEndsAReceivingThread) {
   absl::Notification receiving;
   std::thread t([&] {

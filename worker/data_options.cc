@@ -1,11 +1,16 @@
 #include "worker/data_options.h"
 
+#include <cerrno>
+#include <cstring>
 #include <string>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+
+#include "base/status_macros.h"
 
 namespace petrel {
 namespace {
@@ -64,6 +69,35 @@ absl::Status EvalCache(const pb::JobConfig& job, ReaderOptions* ro) {
   return absl::OkStatus();
 }
 
+// InvalidArgument saying what is wrong with `file` of config field `field`
+// when it is not a regular file this process can read.
+absl::Status CheckReadableFile(const char* field, const std::string& file) {
+  struct stat st;
+  if (stat(file.c_str(), &st) != 0) {
+    const int error = errno;
+    const bool pattern = file.find_first_of("*?[") != std::string::npos;
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": cannot read ", file, ": ", strerror(error),
+        pattern && error == ENOENT
+            ? " (a shell pattern that matched no file? name the files)"
+            : " (fix the path or the file's permissions)"));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": ", file, " is a directory; name the files in it"));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", file, " is not a regular file"));
+  }
+  if (access(file.c_str(), R_OK) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": cannot read ", file, ": ", strerror(errno),
+                     " (fix the file's permissions)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ReaderOptions> TrainReaderOptions(const pb::JobConfig& job,
@@ -94,13 +128,15 @@ absl::Status CheckTrainFiles(const pb::JobConfig& job) {
         "data.train: no training files (--train)");
   }
   for (const std::string& file : job.data().train()) {
+    PETREL_RETURN_IF_ERROR(CheckReadableFile("data.train", file));
     struct stat st;
-    // A missing file is reported (NotFound) when the reader opens it.
-    if (stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-        st.st_size == 0) {
+    if (stat(file.c_str(), &st) == 0 && st.st_size == 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("data.train: ", file, " is empty"));
     }
+  }
+  for (const std::string& file : job.data().test()) {
+    PETREL_RETURN_IF_ERROR(CheckReadableFile("data.test", file));
   }
   return absl::OkStatus();
 }

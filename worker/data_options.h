@@ -26,8 +26,11 @@ absl::StatusOr<ReaderOptions> TrainReaderOptions(const pb::JobConfig& job,
                                                  int rank, int num_workers,
                                                  bool with_fields);
 
-// InvalidArgument naming the file when data.train is empty or one of its
-// files is empty (0 bytes).
+// InvalidArgument naming the file and what to fix when data.train is
+// empty, or a file of data.train or data.test is missing (a shell pattern
+// that matched nothing is named so), is not a regular file (a directory),
+// cannot be read, or (data.train) is empty (0 bytes): bad input, which
+// the worker reports with exit code 2.
 absl::Status CheckTrainFiles(const pb::JobConfig& job);
 
 // InvalidArgument naming data.train's files when the job trained on no

@@ -30,6 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
+#include "job/checkpoint_protocol.h"
 #include "proto/checkpoint.pb.h"
 #include "van/simple_app.h"
 
@@ -74,7 +75,7 @@ class WorkerControl {
   // yet (nobody to ask) or the scheduler did not acknowledge (e.g. it runs
   // without the job config): the caller then stops on its own.
   bool RequestStop(const std::string& reason,
-                   absl::Duration ack_timeout = absl::Seconds(5));
+                   absl::Duration ack_timeout = kStopAckTimeout);
 
  private:
   void Handle(const SimpleData& d, SimpleApp* app);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "absl/strings/match.h"
@@ -198,6 +199,73 @@ TEST_F(InteractionTrainTest, MlpBeatsLogisticRegression) {
   EXPECT_LT(mlp_logloss, lr_logloss - 0.005) << "LR:\n"
                                              << lr_out << "\nMLP:\n"
                                              << mlp_out;
+}
+
+// Bad data paths are bad input: the worker's line names the file and what
+// is wrong, it exits 2, the job ends at once and petrel-launch exits 2.
+class BadDataTest : public TrainFixture {
+ protected:
+  // Runs a 1-server, 1-worker LR job on `train` and `test`; returns the
+  // launcher's exit code.
+  int Run(const std::string& train, const std::string& test, std::string* out) {
+    const std::string config = WriteConfig("job.textproto",
+                                           "num_servers: 1 num_workers: 1\n"
+                                           "model { kind: KIND_LR }\n");
+    int code = 0;
+    *out = RunOrDie({Bin("petrel-launch"), "--config=" + config,
+                     "--train=" + train, "--test=" + test, "--timeout_s=60"},
+                    &code);
+    return code;
+  }
+  // A small valid libsvm file.
+  std::string Good(const std::string& name) {
+    return WriteConfig(name, "1 3:1 7:0.5\n0 5:1\n1 3:1\n");
+  }
+  void ExpectBadInput(const std::string& train, const std::string& test,
+                      const std::string& line) {
+    std::string out;
+    EXPECT_EQ(Run(train, test, &out), 2) << out;
+    EXPECT_TRUE(absl::StrContains(out, "[worker 0] petrel-worker: " + line))
+        << out;
+    // The others stopped by themselves, promptly.
+    EXPECT_FALSE(absl::StrContains(out, "sending SIGKILL")) << out;
+  }
+};
+
+TEST_F(BadDataTest, MissingTrainFile) {
+  const std::string missing = dir_ + "/missing.svm";
+  ExpectBadInput(
+      missing, Good("test.svm"),
+      "data.train: cannot read " + missing + ": No such file or directory");
+}
+
+TEST_F(BadDataTest, PatternThatMatchedNothing) {
+  const std::string pattern = dir_ + "/part-*.svm";
+  ExpectBadInput(pattern, Good("test.svm"),
+                 "data.train: cannot read " + pattern +
+                     ": No such file or directory (a shell pattern");
+}
+
+TEST_F(BadDataTest, DirectoryInsteadOfFile) {
+  ExpectBadInput(dir_, Good("test.svm"),
+                 "data.train: " + dir_ + " is a directory");
+}
+
+TEST_F(BadDataTest, MissingTestFile) {
+  const std::string missing = dir_ + "/missing_test.svm";
+  ExpectBadInput(
+      Good("train.svm"), missing,
+      "data.test: cannot read " + missing + ": No such file or directory");
+}
+
+TEST_F(BadDataTest, UnreadableTrainFile) {
+  if (geteuid() == 0) {
+    GTEST_SKIP() << "running as root: every file is readable";
+  }
+  const std::string train = Good("train.svm");
+  ASSERT_EQ(chmod(train.c_str(), 0), 0);
+  ExpectBadInput(train, Good("test.svm"),
+                 "data.train: cannot read " + train + ": Permission denied");
 }
 
 }  // namespace

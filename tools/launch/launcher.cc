@@ -464,10 +464,17 @@ bool Launcher::AllSucceeded() const {
                      [](const Child& c) { return c.exit_code == 0 || c.lost; });
 }
 
+int Launcher::FailedCode() const {
+  const bool bad_input =
+      std::any_of(children_.begin(), children_.end(),
+                  [](const Child& c) { return c.exit_code == kExitUsage; });
+  return bad_input ? kExitUsage : kExitFailed;
+}
+
 int Launcher::Finish(WaitResult result, absl::string_view deadline_message) {
   switch (result) {
     case WaitResult::kDone:
-      return AllSucceeded() ? 0 : kExitFailed;
+      return AllSucceeded() ? 0 : FailedCode();
     case WaitResult::kFailed: {
       const Child& child = children_[*failed_];
       int code = *child.exit_code;
@@ -505,7 +512,7 @@ int Launcher::Finish(WaitResult result, absl::string_view deadline_message) {
       break;
   }
   TerminateAll();
-  return kExitFailed;
+  return result == WaitResult::kFailed ? FailedCode() : kExitFailed;
 }
 
 int Launcher::FailWith(const absl::Status& status) {

@@ -181,6 +181,9 @@ class Launcher {
   static std::string ExitReason(const Child& child, int code);
   bool AllExited(bool workers_only) const;
   bool AllSucceeded() const;
+  // The exit code of a failed job: 2 when a process exited 2 (bad input:
+  // flags, config, data), else 1.
+  int FailedCode() const;
   int Finish(WaitResult result, absl::string_view deadline_message);
   int FailWith(const absl::Status& status);
   void TerminateAll();
