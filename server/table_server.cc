@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -127,8 +128,10 @@ void TableServer::Handle(const KVMeta& meta, const KVPairs<float>& data,
                          KVServer<float>* server) {
   if (meta.clock_advance) {
     HandleClock(meta, server);
+    AdvanceTableClocks();
     return;
   }
+  AdvanceTableClocks();
   auto it = tables_.find(meta.table_id);
   if (it == tables_.end()) {
     std::vector<int> ids;
@@ -256,7 +259,7 @@ void TableServer::HandleClock(const KVMeta& meta, KVServer<float>* server) {
     } else if (clock != -1) {
       clock = std::max(clock, meta.clock);
     }
-    min_clock_ = ComputeMinClock();
+    UpdateMinClock();
     min_clock = min_clock_;
     if (min_clock_gauge_ != nullptr) {
       min_clock_gauge_->Set(static_cast<double>(min_clock));
@@ -268,6 +271,25 @@ void TableServer::HandleClock(const KVMeta& meta, KVServer<float>* server) {
   server->Response(meta).IgnoreError();
 }
 
+void TableServer::UpdateMinClock() {
+  const int64_t before = min_clock_;
+  min_clock_ = ComputeMinClock();
+  if (before != kAllWorkersLeft && min_clock_ != kAllWorkersLeft &&
+      min_clock_ > before) {
+    pending_clocks_ += min_clock_ - before;
+  }
+}
+
+void TableServer::AdvanceTableClocks() {
+  int64_t clocks;
+  {
+    absl::MutexLock lock(&mu_);
+    clocks = std::exchange(pending_clocks_, 0);
+  }
+  if (clocks == 0) return;
+  for (auto& entry : tables_) entry.second->AdvanceClock(clocks, runner_);
+}
+
 int64_t TableServer::DropWorker(int rank, KVServer<float>* server) {
   if (rank < 0 || rank >= num_workers_) return -1;
   int64_t before;
@@ -276,7 +298,8 @@ int64_t TableServer::DropWorker(int rank, KVServer<float>* server) {
     absl::MutexLock lock(&mu_);
     before = clocks_[rank];
     clocks_[rank] = -1;
-    min_clock = min_clock_ = ComputeMinClock();
+    UpdateMinClock();
+    min_clock = min_clock_;
     if (min_clock_gauge_ != nullptr) {
       min_clock_gauge_->Set(static_cast<double>(min_clock));
     }
