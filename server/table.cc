@@ -88,7 +88,8 @@ uint64_t ShardBytes(uint64_t rows, uint64_t capacity, uint32_t rows_per_slab,
   const uint64_t slabs = (rows + rows_per_slab - 1) / rows_per_slab;
   return capacity * sizeof(RowIndex::Slot) +
          slabs * rows_per_slab * stride * sizeof(float) +
-         rows * 2 * sizeof(uint64_t) + (slabs + 1) * sizeof(HugePageMemory) +
+         rows * 2 * sizeof(uint64_t) +
+         2 * (slabs + 1) * sizeof(HugePageMemory) +  // vector doubling
          uint64_t{4} * sketch_width * sizeof(uint16_t) + sizeof(uint64_t);
 }
 
@@ -170,15 +171,8 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Create(
     s = table->InitDense();
     if (!s.ok()) return s;
   }
+  if (index_capacity > 0) table->index_capacity_ = index_capacity;
   for (Shard& shard : table->shards_) {
-    if (index_capacity > 0) {
-      // The whole index up front: it never grows past the cap's plan.
-      s = shard.index.Reserve(index_capacity / 4 * 3);
-      if (!s.ok()) return s;
-      shard.slabs.reserve((max_rows + rows_per_slab - 1) / rows_per_slab + 1);
-      shard.row_key.reserve(max_rows);
-      shard.row_stamp.reserve(max_rows);
-    }
     shard.sketch.assign(size_t{4} * table->sketch_width_, 0);
   }
   table->InitMetrics(metrics);
@@ -387,16 +381,22 @@ float* Table::FindOrAddRow(Shard& shard, uint64_t key, bool* added) {
       return RowOf(shard, found->row);
     }
     if (shard.num_rows >= max_rows_) EvictLru(shard);
-    // Drop the slots of evicted keys before the index would grow: always
-    // under a cap (its index was sized for twice the rows), else once they
-    // are half the index.
+    // Drop the slots of evicted keys rather than grow the index: under a
+    // cap once it has the capacity the cap planned (twice the rows, so a
+    // compaction frees at least a quarter of it), else once they are half
+    // the index.
     if (index.size() + 1 > index.max_size() && shard.empty_slots > 0 &&
-        (max_rows_ != UINT32_MAX || shard.empty_slots * 2 >= index.size())) {
+        (index.capacity() >= index_capacity_ ||
+         shard.empty_slots * 2 >= index.size())) {
       if (!index.Compact().ok()) return nullptr;
       shard.empty_slots = 0;
     }
-    if (max_rows_ != UINT32_MAX && index.size() + 1 > index.max_size()) {
-      return nullptr;  // cannot happen: live rows fill half the index
+    if (shard.num_rows == shard.row_key.capacity()) {
+      // Grown by doubling, but never past the rows the cap allows.
+      const size_t more = std::min<size_t>(
+          max_rows_, std::max<size_t>(16, 2 * shard.row_key.capacity()));
+      shard.row_key.reserve(more);
+      shard.row_stamp.reserve(more);
     }
   }
   if (ABSL_PREDICT_FALSE(!index.Reserve(index.size() + 1).ok())) return nullptr;

@@ -304,6 +304,9 @@ class Table {
   const uint32_t rows_per_slab_;    // options_.rows_per_slab, resolved
   const bool track_;                // TTL or cap: rows carry key and stamp
   uint32_t max_rows_ = UINT32_MAX;  // per shard, under the cap
+  // Under a cap: the index capacity planned for max_rows_ (it grows up to
+  // it, then compacts); else SIZE_MAX.
+  size_t index_capacity_ = SIZE_MAX;
   uint32_t sketch_width_ = 0;       // per shard and sketch row
   uint64_t seq_ = 0;                // requests so far (row stamps)
   // With a TTL: seq_ at each of the last ttl_ticks + 1 ticks, oldest first.
