@@ -94,8 +94,9 @@ uint64_t ShardBytes(uint64_t rows, uint64_t capacity, uint32_t rows_per_slab,
 }
 
 // Under a memory cap: the most rows a shard may hold and the index capacity
-// that holds them (twice the rows, so that a Compact of a full index frees
-// a quarter of it: compactions then cost O(1) a row). `*rows_per_slab` may
+// that holds them (rows at most 11/16 of it, so that a Compact of a full
+// index, 3/4, frees at least 1/16 of it: a compaction then costs at most
+// 16 slot moves per row added since the last). `*rows_per_slab` may
 // shrink so that slabs round a small budget up by little.
 absl::Status PlanCap(const TableOptions& o, int stride, uint32_t* rows_per_slab,
                      uint32_t* max_rows, uint64_t* index_capacity) {
@@ -108,8 +109,9 @@ absl::Status PlanCap(const TableOptions& o, int stride, uint32_t* rows_per_slab,
   for (uint64_t c = 16;
        c * sizeof(RowIndex::Slot) + fixed < budget && c <= (uint64_t{1} << 33);
        c *= 2) {
-    const uint64_t rows = std::min(
-        c / 2, (budget - fixed - c * sizeof(RowIndex::Slot)) / per_row);
+    const uint64_t rows =
+        std::min(c / 16 * 11,
+                 (budget - fixed - c * sizeof(RowIndex::Slot)) / per_row);
     if (rows > best_rows) {
       best_rows = rows;
       best_capacity = c;
@@ -382,9 +384,9 @@ float* Table::FindOrAddRow(Shard& shard, uint64_t key, bool* added) {
     }
     if (shard.num_rows >= max_rows_) EvictLru(shard);
     // Drop the slots of evicted keys rather than grow the index: under a
-    // cap once it has the capacity the cap planned (twice the rows, so a
-    // compaction frees at least a quarter of it), else once they are half
-    // the index.
+    // cap once it has the capacity the cap planned (16/11 of the rows, so
+    // a compaction frees at least 1/16 of it), else once they are half the
+    // index.
     if (index.size() + 1 > index.max_size() && shard.empty_slots > 0 &&
         (index.capacity() >= index_capacity_ ||
          shard.empty_slots * 2 >= index.size())) {

@@ -157,8 +157,9 @@ void ReadRss(double* rss, double* peak) {
 // until arg 0 distinct keys have been seen (a bitmap over the ranks, 256
 // MiB, counts them); arg 1 is the cap in MiB. Counters: distinct keys,
 // draws, the table's largest MemoryBytes after any batch, the cap, rows,
-// evictions, and the process's RSS and peak RSS (the bitmap's 256 MiB
-// included). The 10^8 run of docs/memory.md:
+// evictions, the process's RSS and peak RSS (the bitmap's 256 MiB
+// included), its RSS before the table was made and what the table added
+// to it. The 10^8 run of docs/memory.md:
 //   table_benchmark --benchmark_filter='BM_ZipfStreamUnderCap/100000000'
 void BM_ZipfStreamUnderCap(benchmark::State& state) {
   const uint64_t target = static_cast<uint64_t>(state.range(0));

@@ -119,6 +119,23 @@ const Table* TableServer::table(int id) const {
   return it == tables_.end() ? nullptr : it->second.get();
 }
 
+std::vector<std::string> TableServer::DescribeMemory() const {
+  std::vector<int> ids;
+  for (const auto& entry : tables_) ids.push_back(entry.first);
+  std::sort(ids.begin(), ids.end());
+  std::vector<std::string> lines;
+  for (int id : ids) {
+    const Table& t = *tables_.at(id);
+    const uint64_t cap = t.options().memory_cap_bytes;
+    lines.push_back(absl::StrCat(
+        table_names_.at(id), ": ", t.num_rows(), " rows, ", t.MemoryBytes(),
+        " bytes", cap > 0 ? absl::StrCat(" (cap ", cap, ")") : std::string(),
+        ", admitted ", t.admitted(), ", evicted ", t.evicted(), ", filtered ",
+        t.filtered()));
+  }
+  return lines;
+}
+
 Table* TableServer::mutable_table(int id) {
   auto it = tables_.find(id);
   return it == tables_.end() ? nullptr : it->second.get();
@@ -128,7 +145,6 @@ void TableServer::Handle(const KVMeta& meta, const KVPairs<float>& data,
                          KVServer<float>* server) {
   if (meta.clock_advance) {
     HandleClock(meta, server);
-    AdvanceTableClocks();
     return;
   }
   AdvanceTableClocks();
@@ -268,6 +284,7 @@ void TableServer::HandleClock(const KVMeta& meta, KVServer<float>* server) {
   VLOG(2) << "worker " << rank << " clock " << meta.clock << ", min clock "
           << min_clock;
   ReleaseHeld(server, min_clock);
+  AdvanceTableClocks();  // before the answer: the clock's evictions are done
   server->Response(meta).IgnoreError();
 }
 

@@ -109,6 +109,9 @@ class TableServer {
   int64_t max_delay() const { return max_delay_; }
   // The table `id`, or null.
   const Table* table(int id) const;
+  // One line per table, by id: its rows, bytes (and cap), admitted,
+  // evicted and filtered counts on this server. Not during requests.
+  std::vector<std::string> DescribeMemory() const;
   // The same, to change it directly (tools, tests): not concurrently with
   // Handle.
   Table* mutable_table(int id);
