@@ -144,7 +144,9 @@ class Table {
   // Floats per row: dim plus the optimizer's state.
   int stride() const { return stride_; }
   int num_shards() const { return options_.num_shards; }
-  // Rows stored.
+  // Rows stored (64-bit; a row's id within its shard is 32-bit, the index
+  // slot's, so one shard holds at most 2^32 - 1 rows and a table of 1024
+  // shards about 4.4e12).
   size_t num_rows() const;
   // Calls fn(key, weights) for every stored row (dim() weights), in no
   // particular order. Not concurrently with Pull or Push.
