@@ -583,7 +583,12 @@ absl::Status Table::Reserve(size_t rows) {
   const size_t per_shard =
       rows / shards_.size() + rows / shards_.size() / 20 + 64;
   for (Shard& shard : shards_) {
-    absl::Status s = shard.index.Reserve(shard.index.size() + per_shard);
+    size_t want = shard.index.size() + per_shard;
+    // Under a cap, never past the index the cap planned.
+    if (index_capacity_ != SIZE_MAX) {
+      want = std::min(want, index_capacity_ / 4 * 3);
+    }
+    absl::Status s = shard.index.Reserve(want);
     if (!s.ok()) {
       return absl::ResourceExhaustedError(
           absl::StrCat("table ", options_.id, ": no memory to index ", rows,

@@ -288,6 +288,24 @@ TEST(TableCapTest, RowsStayRightAndBytesUnderTheCapUnderRandomKeys) {
   EXPECT_GE(most, 3u * t->max_rows_per_shard());
 }
 
+// A checkpoint's Reserve hint and a bulk SetRows of more rows than fit
+// keep to the cap too (rows of one request tie in recency: which of them
+// stay is not specified).
+TEST(TableCapTest, BulkLoadsStayUnderTheCap) {
+  TableOptions o = Sparse(4);
+  o.memory_cap_bytes = kEightRows;
+  auto t = Make(o);
+  ASSERT_TRUE(t->Reserve(1000000).ok());
+  EXPECT_LE(t->MemoryBytes(), o.memory_cap_bytes);
+  std::vector<uint64_t> keys(100);
+  std::iota(keys.begin(), keys.end(), 0);
+  std::vector<float> values(keys.size() * 4, 2.0f);
+  ASSERT_TRUE(t->SetRows(keys, values, 4, /*with_state=*/true).ok());
+  EXPECT_EQ(t->num_rows(), 8u);
+  EXPECT_LE(t->MemoryBytes(), o.memory_cap_bytes);
+  EXPECT_EQ(t->evicted(), 92u);
+}
+
 TEST(TableCapTest, RefusesACapWithoutRoomForARow) {
   TableOptions o = Sparse(4);
   o.memory_cap_bytes = 1000;
