@@ -109,9 +109,8 @@ absl::Status PlanCap(const TableOptions& o, int stride, uint32_t* rows_per_slab,
   for (uint64_t c = 16;
        c * sizeof(RowIndex::Slot) + fixed < budget && c <= (uint64_t{1} << 33);
        c *= 2) {
-    const uint64_t rows =
-        std::min(c / 16 * 11,
-                 (budget - fixed - c * sizeof(RowIndex::Slot)) / per_row);
+    const uint64_t rows = std::min(
+        c / 16 * 11, (budget - fixed - c * sizeof(RowIndex::Slot)) / per_row);
     if (rows > best_rows) {
       best_rows = rows;
       best_capacity = c;

@@ -309,8 +309,8 @@ class Table {
   // Under a cap: the index capacity planned for max_rows_ (it grows up to
   // it, then compacts); else SIZE_MAX.
   size_t index_capacity_ = SIZE_MAX;
-  uint32_t sketch_width_ = 0;       // per shard and sketch row
-  uint64_t seq_ = 0;                // requests so far (row stamps)
+  uint32_t sketch_width_ = 0;  // per shard and sketch row
+  uint64_t seq_ = 0;           // requests so far (row stamps)
   // With a TTL: seq_ at each of the last ttl_ticks + 1 ticks, oldest first.
   std::deque<uint64_t> tick_marks_;
   std::vector<Shard> shards_;  // dense: one
