@@ -14,7 +14,9 @@
 // calling thread does the work.
 //
 //   Pull    copies each key's weights into out[i * dim ..]; a sparse table
-//           creates a missing row first (initializer, then optimizer state).
+//           creates a missing row first (initializer, then optimizer state),
+//           except under admit_after, where a key without a row gets the
+//           initializer's value and no row.
 //   Push    applies the optimizer to each key's row with grads[i * dim ..];
 //           a key given twice is updated twice, in order.
 //
