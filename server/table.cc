@@ -537,7 +537,12 @@ void Table::AdvanceClock(int64_t clocks, const ParallelRunner& runner) {
   }
   const int64_t n =
       std::min<int64_t>(clocks, static_cast<int64_t>(options_.ttl_ticks) + 1);
-  for (int64_t i = 0; i < n; ++i) Tick(runner);
+  // The marks of the ticks before the last, then one sweep for them all.
+  for (int64_t i = 1; i < n; ++i) {
+    tick_marks_.push_back(seq_);
+    if (tick_marks_.size() > options_.ttl_ticks + 1) tick_marks_.pop_front();
+  }
+  if (n > 0) Tick(runner);
 }
 
 void Table::ForEachStoredRow(
