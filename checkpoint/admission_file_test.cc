@@ -15,9 +15,9 @@ namespace {
 class AdmissionFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/admission_file_test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    std::string pattern = ::testing::TempDir() + "admission_file_test.XXXXXX";
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string dir_;
