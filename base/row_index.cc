@@ -25,7 +25,7 @@ absl::Status RowIndex::Grow(size_t n) {
   return Rehash(capacity);
 }
 
-absl::Status RowIndex::Rehash(size_t capacity) {
+absl::Status RowIndex::Rehash(size_t capacity, bool drop_empty) {
   absl::StatusOr<HugePageMemory> memory =
       HugePageMemory::Map(capacity * sizeof(Slot), /*advise=*/true);
   if (!memory.ok()) return memory.status();
@@ -33,18 +33,21 @@ absl::Status RowIndex::Rehash(size_t capacity) {
   for (size_t i = 0; i < capacity; ++i) slots[i].width = kFreeSlot;
   // Reinsert every key into the new table (keys are unique: no lookups).
   Slot* old = slots_;
+  size_t size = 0;
   const size_t old_capacity = mask_ + 1;
   slots_ = slots;
   mask_ = capacity - 1;
   for (size_t j = 0; old != empty_ && j < old_capacity; ++j) {
     const Slot& s = old[j];
-    if (s.width == kFreeSlot) continue;
+    if (s.width == kFreeSlot || (drop_empty && s.width == 0)) continue;
+    ++size;
     size_t i = Home(s.key);
     while (slots[i].width != kFreeSlot) i = (i + 1) & mask_;
     slots[i] = s;
   }
   memory_ = *std::move(memory);
   max_size_ = capacity / 4 * 3;
+  size_ = size;
   return absl::OkStatus();
 }
 

@@ -15,7 +15,7 @@
 // `row` is the row's id in the caller's store. Keys are any uint64; a slot
 // is free when its width is kFreeSlot. Nothing is ever erased: a key whose
 // row went away (or was never made, when the store ran out of memory)
-// keeps its slot with width 0.
+// keeps its slot with width 0 until Compact drops such slots.
 //
 // The slots live in HugePageMemory (2 MiB pages where the kernel allows):
 // a lookup in a large index then costs one cache miss, not also a TLB miss.
@@ -115,6 +115,16 @@ class RowIndex {
     return Grow(n);
   }
 
+  // Rebuilds the index at its current capacity without the keys of width 0
+  // (the keys whose rows were evicted): a store that evicts rows calls it
+  // when the index is full, so its size stays bounded by the rows it holds.
+  // Maps a new table before the old one goes (twice the index's memory for
+  // the moment); ResourceExhausted, index unchanged, when it cannot.
+  absl::Status Compact() {
+    return slots_ == empty_ ? absl::OkStatus()
+                            : Rehash(mask_ + 1, /*drop_empty=*/true);
+  }
+
   // Calls fn(slot) for every key's slot (width 0 included), in no
   // particular order.
   template <typename Fn>
@@ -127,6 +137,8 @@ class RowIndex {
   // Keys in the index (including those with width 0).
   size_t size() const { return size_; }
   size_t capacity() const { return mask_ + 1; }
+  // Keys the index holds before Reserve must grow it (3/4 of capacity()).
+  size_t max_size() const { return max_size_; }
   size_t MemoryBytes() const { return memory_.size(); }
 
  private:
@@ -155,7 +167,7 @@ class RowIndex {
            static_cast<unsigned>(b[3].width == kFreeSlot) << 3;
   }
   absl::Status Grow(size_t n);
-  absl::Status Rehash(size_t capacity);
+  absl::Status Rehash(size_t capacity, bool drop_empty = false);
 
   HugePageMemory memory_;
   // The table before the first Reserve: one free bucket.

@@ -97,6 +97,33 @@ TEST(RowIndexTest, ReserveKeepsSlotsInPlace) {
   EXPECT_EQ(index.Find(12345), first);
 }
 
+TEST(RowIndexTest, CompactDropsKeysOfWidthZeroInPlace) {
+  RowIndex index;
+  ASSERT_TRUE(index.Reserve(1000).ok());
+  const size_t capacity = index.capacity();
+  for (uint64_t k = 0; k < 1000; ++k) {
+    bool inserted;
+    RowIndex::Slot* s = index.FindOrInsert(k, &inserted);
+    s->width = k % 3 == 0 ? 0 : 1;
+    s->row = static_cast<uint32_t>(k);
+  }
+  ASSERT_TRUE(index.Compact().ok());
+  EXPECT_EQ(index.capacity(), capacity);
+  EXPECT_EQ(index.size(), 666u);
+  for (uint64_t k = 0; k < 1000; ++k) {
+    const RowIndex::Slot* s = index.Find(k);
+    if (k % 3 == 0) {
+      EXPECT_EQ(s, nullptr) << k;
+    } else {
+      ASSERT_NE(s, nullptr) << k;
+      EXPECT_EQ(s->row, k);
+    }
+  }
+  RowIndex empty;
+  EXPECT_TRUE(empty.Compact().ok());
+  EXPECT_EQ(empty.size(), 0u);
+}
+
 TEST(RowIndexTest, ReserveOfTooMuchIsResourceExhausted) {
   RowIndex index;
   const absl::Status s = index.Reserve(size_t{1} << 60);

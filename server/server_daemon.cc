@@ -175,6 +175,11 @@ class ServerDaemon : public NodeDaemon {
         LOG(INFO) << "wrote this server's model share to " << path;
       }
     }
+    if (tables_ != nullptr) {
+      for (const std::string& line : tables_->DescribeMemory()) {
+        LOG(INFO) << line;
+      }
+    }
     if (status.ok()) LOG(INFO) << "server " << rank << " finished";
     return status;
   }

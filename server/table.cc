@@ -43,7 +43,106 @@ absl::Status Validate(const TableOptions& o) {
   if (o.rows_per_slab < 0 || o.rows_per_slab > (1 << 20)) {
     return OutOfRange("rows_per_slab", o.rows_per_slab, "0..2^20");
   }
+  if (o.admit_after > 65535) {
+    return OutOfRange("admit_after", o.admit_after, "0..65535");
+  }
+  if (o.admit_after > 1 && (o.admission_counters < 64 ||
+                            o.admission_counters > (uint64_t{1} << 32))) {
+    return OutOfRange("admission_counters",
+                      static_cast<double>(o.admission_counters), "64..2^32");
+  }
+  if (o.ttl_ticks > 1000000) {
+    return OutOfRange("ttl_ticks", static_cast<double>(o.ttl_ticks), "0..10^6");
+  }
+  if (o.dense &&
+      (o.admit_after > 1 || o.ttl_ticks > 0 || o.memory_cap_bytes > 0)) {
+    return absl::InvalidArgumentError(
+        "table options admit_after, ttl and memory_cap are for sparse "
+        "tables (a dense table holds all its rows)");
+  }
   return absl::OkStatus();
+}
+
+// Rows of the LRU window an eviction for the cap looks at.
+constexpr uint32_t kEvictWindow = 16;
+
+// Sketch counters of one shard and sketch row: the table's
+// admission_counters over 4 rows and the shards, at least 16.
+uint32_t SketchWidth(const TableOptions& o) {
+  if (o.admit_after <= 1) return 0;
+  return static_cast<uint32_t>(std::max<uint64_t>(
+      16, o.admission_counters / 4 / static_cast<uint64_t>(o.num_shards)));
+}
+
+uint32_t ResolveRowsPerSlab(const TableOptions& o, int stride) {
+  return o.rows_per_slab > 0
+             ? o.rows_per_slab
+             : std::max<uint32_t>(1, HugePageMemory::kHugePageBytes /
+                                         (stride * sizeof(float)));
+}
+
+// A shard's bytes with `rows` rows, an index of `capacity` slots and
+// `rows_per_slab` rows a slab (as Table::MemoryBytes counts them).
+uint64_t ShardBytes(uint64_t rows, uint64_t capacity, uint32_t rows_per_slab,
+                    int stride, uint32_t sketch_width) {
+  const uint64_t slabs = (rows + rows_per_slab - 1) / rows_per_slab;
+  return capacity * sizeof(RowIndex::Slot) +
+         slabs * rows_per_slab * stride * sizeof(float) +
+         rows * 2 * sizeof(uint64_t) +
+         2 * (slabs + 1) * sizeof(HugePageMemory) +  // vector doubling
+         uint64_t{4} * sketch_width * sizeof(uint16_t) + sizeof(uint64_t);
+}
+
+// Under a memory cap: the most rows a shard may hold and the index capacity
+// that holds them (rows at most 11/16 of it, so that a Compact of a full
+// index, 3/4, frees at least 1/16 of it: a compaction then costs at most
+// 16 slot moves per row added since the last). `*rows_per_slab` may
+// shrink so that slabs round a small budget up by little.
+absl::Status PlanCap(const TableOptions& o, int stride, uint32_t* rows_per_slab,
+                     uint32_t* max_rows, uint64_t* index_capacity) {
+  const uint64_t budget = o.memory_cap_bytes / o.num_shards;
+  const uint32_t sketch = SketchWidth(o);
+  const uint64_t per_row = stride * sizeof(float) + 2 * sizeof(uint64_t);
+  const uint64_t fixed = uint64_t{4} * sketch * sizeof(uint16_t) + 4096;
+  uint64_t best_rows = 0;
+  uint64_t best_capacity = 0;
+  for (uint64_t c = 16;
+       c * sizeof(RowIndex::Slot) + fixed < budget && c <= (uint64_t{1} << 33);
+       c *= 2) {
+    const uint64_t rows = std::min(
+        c / 16 * 11, (budget - fixed - c * sizeof(RowIndex::Slot)) / per_row);
+    if (rows > best_rows) {
+      best_rows = rows;
+      best_capacity = c;
+    }
+  }
+  best_rows = std::min<uint64_t>(best_rows, UINT32_MAX - 1);
+  uint32_t rps =
+      std::min<uint64_t>(*rows_per_slab, std::max<uint64_t>(1, best_rows / 8));
+  uint64_t rows = best_rows / rps * rps;
+  while (rows > 0 &&
+         ShardBytes(rows, best_capacity, rps, stride, sketch) > budget) {
+    rows -= rps;
+  }
+  if (rows == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table option memory_cap_bytes = ", o.memory_cap_bytes,
+        " leaves no room for a row in each of the ", o.num_shards,
+        " shards (a row takes ", per_row, " bytes, plus its index slots)"));
+  }
+  *rows_per_slab = rps;
+  *max_rows = static_cast<uint32_t>(rows);
+  *index_capacity = best_capacity;
+  return absl::OkStatus();
+}
+
+// Slot of one of the 4 sketch rows for `key`.
+uint32_t SketchSlot(uint64_t key, int row, uint32_t width) {
+  uint64_t x = key + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(row + 1);
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return static_cast<uint32_t>((x >> 32) * width >> 32);
 }
 
 }  // namespace
@@ -58,27 +157,40 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Create(
   absl::StatusOr<Initializer> initializer =
       Initializer::Create(options.initializer, options.id);
   if (!initializer.ok()) return initializer.status();
-  std::unique_ptr<Table> table(
-      new Table(options, *std::move(optimizer), *std::move(initializer)));
+  const int stride = options.dim + (*optimizer)->StateFloats(options.dim);
+  uint32_t rows_per_slab = ResolveRowsPerSlab(options, stride);
+  uint32_t max_rows = UINT32_MAX;
+  uint64_t index_capacity = 0;
+  if (options.memory_cap_bytes > 0) {
+    s = PlanCap(options, stride, &rows_per_slab, &max_rows, &index_capacity);
+    if (!s.ok()) return s;
+  }
+  std::unique_ptr<Table> table(new Table(options, *std::move(optimizer),
+                                         *std::move(initializer), rows_per_slab,
+                                         max_rows));
   if (options.dense) {
     s = table->InitDense();
     if (!s.ok()) return s;
+  }
+  if (index_capacity > 0) table->index_capacity_ = index_capacity;
+  for (Shard& shard : table->shards_) {
+    shard.sketch.assign(size_t{4} * table->sketch_width_, 0);
   }
   table->InitMetrics(metrics);
   return table;
 }
 
 Table::Table(const TableOptions& options, std::unique_ptr<Optimizer> optimizer,
-             Initializer initializer)
+             Initializer initializer, uint32_t rows_per_slab, uint32_t max_rows)
     : options_(options),
       optimizer_(std::move(optimizer)),
       initializer_(std::move(initializer)),
       stride_(options.dim + optimizer_->StateFloats(options.dim)),
-      rows_per_slab_(
-          options.rows_per_slab > 0
-              ? options.rows_per_slab
-              : std::max<uint32_t>(1, HugePageMemory::kHugePageBytes /
-                                          (stride_ * sizeof(float)))),
+      rows_per_slab_(rows_per_slab),
+      track_(!options.dense &&
+             (options.ttl_ticks > 0 || options.memory_cap_bytes > 0)),
+      max_rows_(max_rows),
+      sketch_width_(SketchWidth(options)),
       shards_(options.dense ? 1 : options.num_shards) {}
 
 Table::~Table() = default;
@@ -138,6 +250,20 @@ void Table::InitMetrics(MetricsRegistry* metrics) {
       "petrel_table_pushed_bytes_total", "Gradient bytes applied.", labels);
   metrics_.pulled_bytes = metrics->GetCounter("petrel_table_pulled_bytes_total",
                                               "Weight bytes returned.", labels);
+  metrics_.admitted = metrics->GetCounter(
+      "petrel_table_admitted_total",
+      "Keys given a row by the admission filter (admit_after).", labels);
+  metrics_.evicted = metrics->GetCounter(
+      "petrel_table_evicted_total",
+      "Rows evicted for their TTL or the memory cap.", labels);
+  metrics_.filtered = metrics->GetCounter(
+      "petrel_table_filtered_total",
+      "Pushed keys dropped because the filter had not admitted them yet.",
+      labels);
+  metrics_.memory_cap = metrics->GetGauge(
+      "petrel_table_memory_cap_bytes",
+      "The table's memory cap on this server (0: none).", labels);
+  metrics_.memory_cap->Set(static_cast<double>(options_.memory_cap_bytes));
   UpdateGauges();
 }
 
@@ -145,6 +271,64 @@ void Table::UpdateGauges() {
   if (metrics_.keys == nullptr) return;
   metrics_.keys->Set(static_cast<double>(num_rows()));
   metrics_.memory_bytes->Set(static_cast<double>(MemoryBytes()));
+  UpdateCounters();
+}
+
+void Table::UpdateCounters() {
+  if (metrics_.admitted == nullptr) return;
+  auto tell = [](Counter* c, uint64_t now, uint64_t* seen) {
+    if (now > *seen) c->Increment(static_cast<int64_t>(now - *seen));
+    *seen = now;
+  };
+  tell(metrics_.admitted, admitted(), &metrics_.admitted_seen);
+  tell(metrics_.evicted, evicted(), &metrics_.evicted_seen);
+  tell(metrics_.filtered, filtered(), &metrics_.filtered_seen);
+}
+
+uint64_t Table::admitted() const {
+  uint64_t n = 0;
+  for (const Shard& shard : shards_) n += shard.admitted;
+  return n;
+}
+
+uint64_t Table::evicted() const {
+  uint64_t n = 0;
+  for (const Shard& shard : shards_) n += shard.evicted;
+  return n;
+}
+
+uint64_t Table::filtered() const {
+  uint64_t n = 0;
+  for (const Shard& shard : shards_) n += shard.filtered;
+  return n;
+}
+
+std::vector<uint16_t> Table::AdmissionCounters() const {
+  std::vector<uint16_t> out;
+  for (const Shard& shard : shards_) {
+    out.insert(out.end(), shard.sketch.begin(), shard.sketch.end());
+  }
+  return out;
+}
+
+absl::Status Table::SetAdmissionCounters(absl::Span<const uint16_t> counters) {
+  size_t total = 0;
+  for (const Shard& shard : shards_) total += shard.sketch.size();
+  if (counters.size() != total) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table ", options_.id, " has ", total,
+                     " admission counters, not ", counters.size(),
+                     " (admit_after, admission_counters or the number "
+                     "of shards changed)"));
+  }
+  size_t at = 0;
+  for (Shard& shard : shards_) {
+    std::copy(counters.begin() + at,
+              counters.begin() + at + shard.sketch.size(),
+              shard.sketch.begin());
+    at += shard.sketch.size();
+  }
+  return absl::OkStatus();
 }
 
 size_t Table::num_rows() const {
@@ -160,6 +344,9 @@ size_t Table::MemoryBytes() const {
     bytes += shard.index.MemoryBytes();
     bytes += shard.slabs.capacity() * sizeof(shard.slabs[0]);
     for (const HugePageMemory& slab : shard.slabs) bytes += slab.size();
+    bytes += shard.row_key.capacity() * sizeof(uint64_t);
+    bytes += shard.row_stamp.capacity() * sizeof(uint64_t);
+    bytes += shard.sketch.capacity() * sizeof(uint16_t);
   }
   return bytes;
 }
@@ -174,19 +361,55 @@ float* Table::RowOf(const Shard& shard, uint32_t row) const {
          static_cast<size_t>(row % per_slab) * stride_;
 }
 
+bool Table::MakeRoom(Shard& shard) {
+  if (shard.num_rows == UINT32_MAX) return false;
+  // Evicting tables may keep one empty slab beyond their rows.
+  if (static_cast<uint64_t>(shard.num_rows) <
+      uint64_t{shard.slabs.size()} * rows_per_slab_) {
+    return true;
+  }
+  return AddSlab(shard, rows_per_slab_).ok();
+}
+
 float* Table::FindOrAddRow(Shard& shard, uint64_t key, bool* added) {
   *added = false;
   if (options_.dense) return RowOf(shard, static_cast<uint32_t>(key));
   RowIndex& index = shard.index;
+  if (track_) {
+    RowIndex::Slot* found = index.Find(key);
+    if (found != nullptr && found->width != 0) {
+      shard.row_stamp[found->row] = seq_;
+      return RowOf(shard, found->row);
+    }
+    if (shard.num_rows >= max_rows_) EvictLru(shard);
+    // Drop the slots of evicted keys rather than grow the index: under a
+    // cap once it has the capacity the cap planned (16/11 of the rows, so
+    // a compaction frees at least 1/16 of it), else once they are half the
+    // index.
+    if (index.size() + 1 > index.max_size() && shard.empty_slots > 0 &&
+        (index.capacity() >= index_capacity_ ||
+         shard.empty_slots * 2 >= index.size())) {
+      if (!index.Compact().ok()) return nullptr;
+      shard.empty_slots = 0;
+    }
+    if (shard.num_rows == shard.row_key.capacity()) {
+      // Grown by doubling, but never past the rows the cap allows.
+      const size_t more = std::min<size_t>(
+          max_rows_, std::max<size_t>(16, 2 * shard.row_key.capacity()));
+      shard.row_key.reserve(more);
+      shard.row_stamp.reserve(more);
+    }
+  }
   if (ABSL_PREDICT_FALSE(!index.Reserve(index.size() + 1).ok())) return nullptr;
   bool inserted = false;
   RowIndex::Slot* slot = index.FindOrInsert(key, &inserted);
   if (ABSL_PREDICT_TRUE(slot->width != 0)) return RowOf(shard, slot->row);
-  // A new key, or one whose row could not be mapped before.
-  if (shard.num_rows == UINT32_MAX) return nullptr;
-  if (shard.num_rows % rows_per_slab_ == 0 &&
-      !AddSlab(shard, rows_per_slab_).ok()) {
-    return nullptr;
+  // A new key, or one whose row was evicted or could not be mapped before.
+  if (!MakeRoom(shard)) return nullptr;
+  if (track_) {
+    if (!inserted && shard.empty_slots > 0) --shard.empty_slots;
+    shard.row_key.push_back(key);
+    shard.row_stamp.push_back(seq_);
   }
   slot->width = static_cast<uint32_t>(options_.dim);
   slot->row = shard.num_rows;
@@ -202,6 +425,124 @@ float* Table::Touch(Shard& shard, uint64_t key) {
     optimizer_->InitState(row, row + options_.dim, options_.dim);
   }
   return row;
+}
+
+bool Table::Sight(Shard& shard, uint64_t key) const {
+  const uint32_t width = sketch_width_;
+  uint16_t* counter[4];
+  uint32_t least = 65535;
+  for (int r = 0; r < 4; ++r) {
+    counter[r] = &shard.sketch[static_cast<size_t>(r) * width +
+                               SketchSlot(key, r, width)];
+    least = std::min<uint32_t>(least, *counter[r]);
+  }
+  // Conservative update: only the counters at the minimum rise, which
+  // keeps the over-count of colliding keys small.
+  if (least < 65535) ++least;
+  for (uint16_t* c : counter) {
+    if (*c < least) *c = static_cast<uint16_t>(least);
+  }
+  return least >= options_.admit_after;
+}
+
+Table::Access Table::AccessRow(Shard& shard, uint64_t key, bool push,
+                               float** row) {
+  if (options_.admit_after > 1 && !options_.dense) {
+    const RowIndex::Slot* slot = shard.index.Find(key);
+    if (slot == nullptr || slot->width == 0) {
+      if (!push) return Access::kNotAdmitted;
+      if (!Sight(shard, key)) {
+        ++shard.filtered;
+        return Access::kNotAdmitted;
+      }
+      *row = Touch(shard, key);
+      if (*row == nullptr) return Access::kOutOfMemory;
+      ++shard.admitted;
+      return Access::kRow;
+    }
+  }
+  *row = Touch(shard, key);
+  return *row == nullptr ? Access::kOutOfMemory : Access::kRow;
+}
+
+void Table::EvictRow(Shard& shard, uint32_t row) {
+  RowIndex& index = shard.index;
+  index.Find(shard.row_key[row])->width = 0;
+  ++shard.empty_slots;
+  const uint32_t last = shard.num_rows - 1;
+  if (row != last) {
+    std::memcpy(RowOf(shard, row), RowOf(shard, last), sizeof(float) * stride_);
+    shard.row_key[row] = shard.row_key[last];
+    shard.row_stamp[row] = shard.row_stamp[last];
+    index.Find(shard.row_key[row])->row = row;
+  }
+  shard.row_key.pop_back();
+  shard.row_stamp.pop_back();
+  shard.num_rows = last;
+  ++shard.evicted;
+  // Keep at most one empty slab: a table at its cap would otherwise map
+  // and unmap a slab as it crosses a slab boundary.
+  if (uint64_t{shard.slabs.size()} * rows_per_slab_ >=
+      uint64_t{shard.num_rows} + 2 * uint64_t{rows_per_slab_}) {
+    shard.slabs.pop_back();
+  }
+}
+
+void Table::EvictLru(Shard& shard) {
+  const uint32_t n = shard.num_rows;
+  if (n == 0) return;
+  if (shard.hand >= n) shard.hand = 0;
+  const uint32_t window = std::min(kEvictWindow, n);
+  uint32_t victim = shard.hand;
+  for (uint32_t k = 1; k < window; ++k) {
+    uint32_t r = shard.hand + k;
+    if (r >= n) r -= n;
+    if (shard.row_stamp[r] < shard.row_stamp[victim]) victim = r;
+  }
+  shard.hand += window;
+  EvictRow(shard, victim);
+}
+
+void Table::EvictUntouchedSince(uint64_t stamp, const ParallelRunner& runner) {
+  auto sweep = [&](int s) {
+    Shard& shard = shards_[s];
+    // From the end: the row moved into a hole has been looked at already.
+    for (uint32_t r = shard.num_rows; r-- > 0;) {
+      if (shard.row_stamp[r] <= stamp) EvictRow(shard, r);
+    }
+  };
+  const int n = static_cast<int>(shards_.size());
+  if (runner && n > 1) {
+    runner(n, sweep);
+  } else {
+    for (int s = 0; s < n; ++s) sweep(s);
+  }
+  UpdateGauges();
+}
+
+void Table::Tick(const ParallelRunner& runner) {
+  // tick_marks_ holds seq_ at the last ttl + 1 ticks; a row whose last
+  // touch is at or before the oldest was not touched in the ttl ticks since.
+  tick_marks_.push_back(seq_);
+  if (tick_marks_.size() > options_.ttl_ticks + 1) tick_marks_.pop_front();
+  if (tick_marks_.size() == options_.ttl_ticks + 1) {
+    EvictUntouchedSince(tick_marks_.front(), runner);
+  }
+}
+
+void Table::AdvanceClock(int64_t clocks, const ParallelRunner& runner) {
+  if (options_.ttl_ticks == 0 ||
+      options_.ttl_unit != TableOptions::TtlUnit::kClocks) {
+    return;
+  }
+  const int64_t n =
+      std::min<int64_t>(clocks, static_cast<int64_t>(options_.ttl_ticks) + 1);
+  // The marks of the ticks before the last, then one sweep for them all.
+  for (int64_t i = 1; i < n; ++i) {
+    tick_marks_.push_back(seq_);
+    if (tick_marks_.size() > options_.ttl_ticks + 1) tick_marks_.pop_front();
+  }
+  if (n > 0) Tick(runner);
 }
 
 void Table::ForEachStoredRow(
@@ -246,7 +587,12 @@ absl::Status Table::Reserve(size_t rows) {
   const size_t per_shard =
       rows / shards_.size() + rows / shards_.size() / 20 + 64;
   for (Shard& shard : shards_) {
-    absl::Status s = shard.index.Reserve(shard.index.size() + per_shard);
+    size_t want = shard.index.size() + per_shard;
+    // Under a cap, never past the index the cap planned.
+    if (index_capacity_ != SIZE_MAX) {
+      want = std::min(want, index_capacity_ / 4 * 3);
+    }
+    absl::Status s = shard.index.Reserve(want);
     if (!s.ok()) {
       return absl::ResourceExhaustedError(
           absl::StrCat("table ", options_.id, ": no memory to index ", rows,
@@ -269,9 +615,23 @@ absl::Status Table::SetRows(absl::Span<const uint64_t> keys,
   }
   absl::Status s = CheckKeys(keys);
   if (!s.ok()) return s;
+  ++seq_;
   const float* src = values.data();
   std::atomic<bool> out_of_memory{false};
-  if (options_.dense) {
+  if (track_) {
+    // Rows that carry a key and a stamp, under a cap: one at a time.
+    ForEachKey(keys, runner, [&](Shard& shard, size_t i) {
+      bool added;
+      float* row = FindOrAddRow(shard, keys[i], &added);
+      if (row == nullptr) {
+        out_of_memory.store(true, std::memory_order_relaxed);
+        return;
+      }
+      std::memcpy(row, src + i * value_stride,
+                  sizeof(float) * (with_state ? stride_ : dim));
+      if (!with_state) optimizer_->InitState(row, row + dim, dim);
+    });
+  } else if (options_.dense) {
     ForEachKey(keys, runner, [&](Shard& shard, size_t i) {
       float* row = RowOf(shard, static_cast<uint32_t>(keys[i]));
       const float* from = src + i * value_stride;
@@ -499,16 +859,29 @@ void Table::ForEachKey(absl::Span<const uint64_t> keys,
 template <typename Fn>
 absl::Status Table::ForEachRowOf(absl::Span<const uint64_t> keys,
                                  const ParallelRunner& runner,
-                                 absl::string_view request, const Fn& fn) {
+                                 absl::string_view request, bool push,
+                                 const Fn& fn) {
   std::atomic<bool> out_of_memory{false};
-  ForEachKey(keys, runner, [&](Shard& shard, size_t i) {
-    float* row = Touch(shard, keys[i]);
-    if (ABSL_PREDICT_FALSE(row == nullptr)) {
-      out_of_memory.store(true, std::memory_order_relaxed);
-      return;
-    }
-    fn(row, i);
-  });
+  if (options_.admit_after > 1) {
+    ForEachKey(keys, runner, [&](Shard& shard, size_t i) {
+      float* row = nullptr;
+      const Access a = AccessRow(shard, keys[i], push, &row);
+      if (ABSL_PREDICT_FALSE(a == Access::kOutOfMemory)) {
+        out_of_memory.store(true, std::memory_order_relaxed);
+        return;
+      }
+      fn(row, i);  // null: not admitted
+    });
+  } else {
+    ForEachKey(keys, runner, [&](Shard& shard, size_t i) {
+      float* row = Touch(shard, keys[i]);
+      if (ABSL_PREDICT_FALSE(row == nullptr)) {
+        out_of_memory.store(true, std::memory_order_relaxed);
+        return;
+      }
+      fn(row, i);
+    });
+  }
   if (!out_of_memory.load()) return absl::OkStatus();
   UpdateGauges();
   return absl::ResourceExhaustedError(
@@ -529,11 +902,18 @@ absl::Status Table::Pull(absl::Span<const uint64_t> keys, absl::Span<float> out,
   absl::Status s = CheckKeys(keys);
   if (!s.ok()) return s;
   float* dst = out.data();
+  ++seq_;
   // Rows are short (often one float): a loop beats a memcpy call per key.
-  s = ForEachRowOf(keys, runner, "pull from", [&](const float* row, size_t i) {
-    float* to = dst + i * dim;
-    for (size_t j = 0; j < dim; ++j) to[j] = row[j];
-  });
+  s = ForEachRowOf(keys, runner, "pull from", /*push=*/false,
+                   [&](const float* row, size_t i) {
+                     float* to = dst + i * dim;
+                     if (ABSL_PREDICT_FALSE(row == nullptr)) {
+                       // Not admitted: what its row would start as.
+                       initializer_.Fill(keys[i], to, static_cast<int>(dim));
+                       return;
+                     }
+                     for (size_t j = 0; j < dim; ++j) to[j] = row[j];
+                   });
   if (!s.ok()) return s;
   if (metrics_.pulls != nullptr) {
     metrics_.pulls->Increment();
@@ -557,9 +937,16 @@ absl::Status Table::Push(absl::Span<const uint64_t> keys,
   if (!s.ok()) return s;
   const float* src = grads.data();
   const Optimizer& opt = *optimizer_;
-  s = ForEachRowOf(keys, runner, "push to", [&](float* row, size_t i) {
-    opt.Update(row, row + dim, src + i * dim, static_cast<int>(dim));
-  });
+  ++seq_;
+  s = ForEachRowOf(
+      keys, runner, "push to", /*push=*/true, [&](float* row, size_t i) {
+        if (ABSL_PREDICT_FALSE(row == nullptr)) return;
+        opt.Update(row, row + dim, src + i * dim, static_cast<int>(dim));
+      });
+  if (options_.ttl_ticks > 0 &&
+      options_.ttl_unit == TableOptions::TtlUnit::kPushes) {
+    Tick(runner);
+  }
   if (!s.ok()) return s;
   if (metrics_.pushes != nullptr) {
     metrics_.pushes->Increment();

@@ -14,7 +14,9 @@
 // calling thread does the work.
 //
 //   Pull    copies each key's weights into out[i * dim ..]; a sparse table
-//           creates a missing row first (initializer, then optimizer state).
+//           creates a missing row first (initializer, then optimizer state),
+//           except under admit_after, where a key without a row gets the
+//           initializer's value and no row.
 //   Push    applies the optimizer to each key's row with grads[i * dim ..];
 //           a key given twice is updated twice, in order.
 //
@@ -23,11 +25,39 @@
 // shard) have been handled then: a push may be partly applied, and the
 // table stays consistent (a key without a row gets one on a later touch).
 //
+// Admission and eviction (sparse tables; docs/memory.md):
+//   admit_after n > 1   a key gets a row at its n-th sighting, a sighting
+//                       being one occurrence in a push. Before that a pull
+//                       returns the initializer's value for the key and a
+//                       push is counted (`filtered`) and dropped. Sightings
+//                       are counted in a count-min sketch (4 rows of 16-bit
+//                       saturating counters, conservative update) of
+//                       `admission_counters` counters, fixed in size
+//                       whatever the number of keys: it never under-counts,
+//                       so a key is admitted at its n-th sighting or (after
+//                       a hash collision) earlier, never later.
+//   ttl_ticks t         a row that no pull or push touched during the last
+//                       t ticks is evicted at the tick. A tick is a clock of
+//                       the job (AdvanceClock) or a push request to the
+//                       table (ttl_unit).
+//   memory_cap_bytes    MemoryBytes() never exceeds it: before a new row
+//                       would pass the row budget the cap allows, the
+//                       least recently used row goes (approximate LRU: the
+//                       oldest of the kEvictWindow rows after a rotating
+//                       hand; exact while a shard holds that few rows).
+// Eviction moves the shard's last row into the hole (rows stay packed, a
+// slab is unmapped once a spare one is empty) and leaves the key's index
+// slot empty until the index is full, when Compact drops such slots.
+// Tracking costs 16 bytes a row (its key and its last touch).
+//
 // Per-table metrics (label table="<id>") when given a MetricsRegistry:
 // petrel_table_keys and petrel_table_memory_bytes (gauges),
 // petrel_table_{pushes,pulls}_total (requests),
 // petrel_table_{pushed,pulled}_keys_total and
-// petrel_table_{pushed,pulled}_bytes_total (keys and value bytes).
+// petrel_table_{pushed,pulled}_bytes_total (keys and value bytes),
+// petrel_table_{admitted,evicted,filtered}_total (rows admitted past the
+// filter, rows evicted by TTL or cap, pushed keys dropped by the filter)
+// and petrel_table_memory_cap_bytes (0: no cap).
 //
 // Thread safety: not thread-safe; one Pull or Push at a time (it may use the
 // runner's threads internally). Const accessors may not run concurrently
@@ -36,6 +66,7 @@
 #define PETREL_SERVER_TABLE_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -68,6 +99,13 @@ struct TableOptions {
   // 1..2^20, or 0: as many as fill 2 MiB (a huge page; at least 1).
   int rows_per_slab = 4096;
   size_t parallel_min_keys = 4096;  // fewer keys run inline
+  // Admission and eviction, sparse tables only (see above); 0: off.
+  uint32_t admit_after = 0;  // 0..65535; 0 and 1 admit at once
+  uint64_t admission_counters = uint64_t{1} << 20;  // sketch size, 64..2^32
+  enum class TtlUnit { kClocks, kPushes };
+  uint64_t ttl_ticks = 0;
+  TtlUnit ttl_unit = TtlUnit::kClocks;
+  uint64_t memory_cap_bytes = 0;
 };
 
 class Table {
@@ -93,6 +131,11 @@ class Table {
                     absl::Span<const float> grads,
                     const ParallelRunner& runner = nullptr);
 
+  // Advances the table's clock by `clocks` (the job's clock, as the server
+  // sees it): with ttl_unit kClocks, rows untouched for ttl_ticks clocks
+  // are evicted.
+  void AdvanceClock(int64_t clocks, const ParallelRunner& runner = nullptr);
+
   // The weights of `key`, or null when the row does not exist. Valid until
   // the next Pull or Push.
   const float* Find(uint64_t key) const;
@@ -103,14 +146,29 @@ class Table {
   // Floats per row: dim plus the optimizer's state.
   int stride() const { return stride_; }
   int num_shards() const { return options_.num_shards; }
-  // Rows stored.
+  // Rows stored (64-bit; a row's id within its shard is 32-bit, the index
+  // slot's, so one shard holds at most 2^32 - 1 rows and a table of 1024
+  // shards about 4.4e12).
   size_t num_rows() const;
   // Calls fn(key, weights) for every stored row (dim() weights), in no
   // particular order. Not concurrently with Pull or Push.
   void ForEachRow(
       const std::function<void(uint64_t key, const float* weights)>& fn) const;
-  // Bytes held by slabs and hash indexes.
+  // Bytes held by slabs, hash indexes, row tracking and the admission
+  // sketch.
   size_t MemoryBytes() const;
+  // Admission and eviction counts since the table was made (or loaded).
+  uint64_t admitted() const;
+  uint64_t evicted() const;
+  uint64_t filtered() const;
+  // The most rows a sparse shard holds under the memory cap (UINT32_MAX:
+  // no cap).
+  uint32_t max_rows_per_shard() const { return max_rows_; }
+  // The admission sketch, shard after shard (empty without admit_after):
+  // checkpoints save it and SetAdmissionCounters restores it.
+  // InvalidArgument when the size differs from this table's.
+  std::vector<uint16_t> AdmissionCounters() const;
+  absl::Status SetAdmissionCounters(absl::Span<const uint16_t> counters);
   const TableOptions& options() const { return options_; }
 
   // Checkpoints (server/table_server.h). Calls fn(key, row) for every
@@ -151,6 +209,16 @@ class Table {
     RowIndex index;  // sparse only; a key's width is dim once it has a row
     std::vector<HugePageMemory> slabs;
     uint32_t num_rows = 0;  // sparse only
+    // With TTL or cap: per row, its key and the request that last touched
+    // it (Table::seq_).
+    std::vector<uint64_t> row_key;
+    std::vector<uint64_t> row_stamp;
+    uint64_t empty_slots = 0;      // index slots of width 0
+    uint32_t hand = 0;             // where the next LRU window starts
+    std::vector<uint16_t> sketch;  // admit_after: 4 rows of sketch_width_
+    uint64_t admitted = 0;
+    uint64_t evicted = 0;
+    uint64_t filtered = 0;
   };
   struct Metrics {
     Gauge* keys = nullptr;
@@ -161,10 +229,31 @@ class Table {
     Counter* pulled_keys = nullptr;
     Counter* pushed_bytes = nullptr;
     Counter* pulled_bytes = nullptr;
+    Counter* admitted = nullptr;
+    Counter* evicted = nullptr;
+    Counter* filtered = nullptr;
+    Gauge* memory_cap = nullptr;
+    uint64_t admitted_seen = 0;  // what the counters were told so far
+    uint64_t evicted_seen = 0;
+    uint64_t filtered_seen = 0;
   };
+  // What a sparse key access found.
+  enum class Access { kRow, kNotAdmitted, kOutOfMemory };
 
   Table(const TableOptions& options, std::unique_ptr<Optimizer> optimizer,
-        Initializer initializer);
+        Initializer initializer, uint32_t rows_per_slab, uint32_t max_rows);
+  bool tracking() const { return track_; }
+  // The row of `key` for a pull or push (`push`) under admission and
+  // eviction: found, made (admitted), or not.
+  Access AccessRow(Shard& shard, uint64_t key, bool push, float** row);
+  // Counts a pushed sighting of `key`; true once it reached admit_after.
+  bool Sight(Shard& shard, uint64_t key) const;
+  void EvictRow(Shard& shard, uint32_t row);
+  void EvictLru(Shard& shard);
+  // Evicts every row last touched in request `stamp` or before.
+  void EvictUntouchedSince(uint64_t stamp, const ParallelRunner& runner);
+  void Tick(const ParallelRunner& runner);
+  void UpdateCounters();
   absl::Status InitDense();
   // Maps one more slab of `rows` rows in `shard`; with `populate`, commits
   // its pages at once (a bulk load fills it right away).
@@ -188,6 +277,9 @@ class Table {
   // The row of `key` in `shard`, created when missing; null when memory
   // for it cannot be mapped.
   float* Touch(Shard& shard, uint64_t key);
+  // Maps a slab for the next new row of a sparse shard when its slabs are
+  // full; false when out of memory.
+  bool MakeRoom(Shard& shard);
   // Touch without initialising a new row (`*added` says it is new).
   float* FindOrAddRow(Shard& shard, uint64_t key, bool* added);
   // Software prefetch of a key's index entry and row (see table.cc).
@@ -201,19 +293,29 @@ class Table {
   void ForEachKey(absl::Span<const uint64_t> keys, const ParallelRunner& runner,
                   const Fn& fn);
   // ForEachKey with each key's row, created when missing: fn(row, key
-  // index). ResourceExhausted, naming the `request` ("pull from"), when a
-  // row could not be mapped (fn skipped that key).
+  // index); with admit_after, row is null for a key not admitted (a `push`
+  // counts a sighting). ResourceExhausted, naming the `request` ("pull from"),
+  // when a row could not be mapped (fn skipped that key).
   template <typename Fn>
   absl::Status ForEachRowOf(absl::Span<const uint64_t> keys,
                             const ParallelRunner& runner,
-                            absl::string_view request, const Fn& fn);
+                            absl::string_view request, bool push, const Fn& fn);
 
   const TableOptions options_;
   const std::unique_ptr<Optimizer> optimizer_;
   const Initializer initializer_;
   const int stride_;
-  const uint32_t rows_per_slab_;  // options_.rows_per_slab, resolved
-  std::vector<Shard> shards_;     // dense: one
+  const uint32_t rows_per_slab_;    // options_.rows_per_slab, resolved
+  const bool track_;                // TTL or cap: rows carry key and stamp
+  uint32_t max_rows_ = UINT32_MAX;  // per shard, under the cap
+  // Under a cap: the index capacity planned for max_rows_ (it grows up to
+  // it, then compacts); else SIZE_MAX.
+  size_t index_capacity_ = SIZE_MAX;
+  uint32_t sketch_width_ = 0;  // per shard and sketch row
+  uint64_t seq_ = 0;           // requests so far (row stamps)
+  // With a TTL: seq_ at each of the last ttl_ticks + 1 ticks, oldest first.
+  std::deque<uint64_t> tick_marks_;
+  std::vector<Shard> shards_;  // dense: one
   Metrics metrics_;
   // Scratch for grouping a request's keys by shard (reused across calls).
   std::vector<uint32_t> order_;

@@ -114,6 +114,55 @@ absl::Status CheckMlpTable(const pb::JobConfig& job,
   return absl::OkStatus();
 }
 
+// Admission and eviction fields (docs/memory.md).
+absl::Status EvictionFromProto(const pb::TableProto& t, absl::string_view field,
+                               TableOptions* options) {
+  constexpr int64_t kMaxTtl = 1000000;
+  auto in = [&](absl::string_view name, int64_t v, int64_t hi) {
+    return v < 0 || v > hi
+               ? Bad(field, name, absl::StrCat(v, " is not in 0..", hi))
+               : absl::OkStatus();
+  };
+  PETREL_RETURN_IF_ERROR(in("admit_after", t.admit_after(), 65535));
+  PETREL_RETURN_IF_ERROR(
+      in("admission_counters", t.admission_counters(), int64_t{1} << 32));
+  if (t.admission_counters() > 0 && t.admission_counters() < 64) {
+    return Bad(field, "admission_counters",
+               absl::StrCat(t.admission_counters(),
+                            " is below 64 (0 means the default, 2^20)"));
+  }
+  PETREL_RETURN_IF_ERROR(in("ttl_clocks", t.ttl_clocks(), kMaxTtl));
+  PETREL_RETURN_IF_ERROR(in("ttl_batches", t.ttl_batches(), kMaxTtl));
+  if (t.ttl_clocks() > 0 && t.ttl_batches() > 0) {
+    return Bad(field, "ttl_batches", "set together with ttl_clocks (pick one)");
+  }
+  const double cap = t.memory_cap_mib();
+  if (!std::isfinite(cap) || cap < 0 || cap > 1 << 30) {
+    return Bad(field, "memory_cap_mib",
+               absl::StrCat(cap, " is not in 0..2^30 (MiB)"));
+  }
+  const bool any = t.admit_after() > 1 || t.ttl_clocks() > 0 ||
+                   t.ttl_batches() > 0 || cap > 0;
+  if (any && t.dense()) {
+    return Bad(field, "dense",
+               "admit_after, ttl_clocks, ttl_batches and memory_cap_mib are "
+               "for sparse tables (a dense table holds all its rows)");
+  }
+  options->admit_after = static_cast<uint32_t>(t.admit_after());
+  if (t.admission_counters() > 0) {
+    options->admission_counters = static_cast<uint64_t>(t.admission_counters());
+  }
+  if (t.ttl_batches() > 0) {
+    options->ttl_ticks = static_cast<uint64_t>(t.ttl_batches());
+    options->ttl_unit = TableOptions::TtlUnit::kPushes;
+  } else {
+    options->ttl_ticks = static_cast<uint64_t>(t.ttl_clocks());
+    options->ttl_unit = TableOptions::TtlUnit::kClocks;
+  }
+  options->memory_cap_bytes = static_cast<uint64_t>(cap * (1 << 20));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<TableOptions> TableFromProto(const pb::TableProto& t,
                                             absl::string_view field) {
   TableOptions options;
@@ -140,6 +189,7 @@ absl::StatusOr<TableOptions> TableFromProto(const pb::TableProto& t,
       OptimizerFromProto(t.optimizer(), absl::StrCat(field, ".optimizer"));
   if (!opt.ok()) return opt.status();
   options.optimizer = *opt;
+  PETREL_RETURN_IF_ERROR(EvictionFromProto(t, field, &options));
   return options;
 }
 

@@ -164,5 +164,50 @@ TEST(TableConfigTest, BadValuesNameTheirField) {
   EXPECT_EQ(*MaxDelayFromJob(Parse("consistency { max_delay: -1 }")), -1);
 }
 
+TEST(TableConfigTest, AdmissionAndEvictionFields) {
+  auto tables = TableOptionsFromJob(Parse(
+      "tables { id: 0 admit_after: 3 ttl_batches: 100 memory_cap_mib: 1.5 }"));
+  ASSERT_TRUE(tables.ok()) << tables.status();
+  const TableOptions& t = (*tables)[0];
+  EXPECT_EQ(t.admit_after, 3u);
+  EXPECT_EQ(t.admission_counters, uint64_t{1} << 20);
+  EXPECT_EQ(t.ttl_ticks, 100u);
+  EXPECT_EQ(t.ttl_unit, TableOptions::TtlUnit::kPushes);
+  EXPECT_EQ(t.memory_cap_bytes, 3u << 19);
+  auto clocks = TableOptionsFromJob(
+      Parse("tables { id: 0 ttl_clocks: 7 admission_counters: 4096 }"));
+  ASSERT_TRUE(clocks.ok()) << clocks.status();
+  EXPECT_EQ((*clocks)[0].ttl_ticks, 7u);
+  EXPECT_EQ((*clocks)[0].ttl_unit, TableOptions::TtlUnit::kClocks);
+  EXPECT_EQ((*clocks)[0].admission_counters, 4096u);
+}
+
+TEST(TableConfigTest, RefusesBadAdmissionAndEvictionFields) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"admit_after: -1", "tables[0].admit_after: -1 is not in 0..65535"},
+      {"admit_after: 70000", "tables[0].admit_after"},
+      {"admission_counters: -5", "tables[0].admission_counters"},
+      {"admission_counters: 10", "tables[0].admission_counters: 10 is below"},
+      {"ttl_clocks: -2", "tables[0].ttl_clocks: -2 is not in"},
+      {"ttl_batches: -1", "tables[0].ttl_batches: -1 is not in"},
+      {"ttl_batches: 2000000", "tables[0].ttl_batches"},
+      {"ttl_clocks: 1 ttl_batches: 1", "tables[0].ttl_batches: set together"},
+      {"memory_cap_mib: -0.5", "tables[0].memory_cap_mib: -0.5 is not in"},
+      {"memory_cap_mib: nan", "tables[0].memory_cap_mib"},
+  };
+  for (const auto& [field, message] : cases) {
+    auto tables = TableOptionsFromJob(Parse("tables { id: 0 " + field + " }"));
+    ASSERT_FALSE(tables.ok()) << field;
+    EXPECT_EQ(tables.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(tables.status().message(), HasSubstr(message)) << field;
+  }
+  auto dense = TableOptionsFromJob(
+      Parse("model { kind: KIND_LR } tables { id: 0 } "
+            "tables { id: 5 dense: true num_keys: 10 memory_cap_mib: 1 }"));
+  ASSERT_FALSE(dense.ok());
+  EXPECT_THAT(dense.status().message(),
+              HasSubstr("tables[1].dense: admit_after, ttl_clocks"));
+}
+
 }  // namespace
 }  // namespace petrel

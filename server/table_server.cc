@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -118,6 +119,23 @@ const Table* TableServer::table(int id) const {
   return it == tables_.end() ? nullptr : it->second.get();
 }
 
+std::vector<std::string> TableServer::DescribeMemory() const {
+  std::vector<int> ids;
+  for (const auto& entry : tables_) ids.push_back(entry.first);
+  std::sort(ids.begin(), ids.end());
+  std::vector<std::string> lines;
+  for (int id : ids) {
+    const Table& t = *tables_.at(id);
+    const uint64_t cap = t.options().memory_cap_bytes;
+    lines.push_back(absl::StrCat(
+        table_names_.at(id), ": ", t.num_rows(), " rows, ", t.MemoryBytes(),
+        " bytes", cap > 0 ? absl::StrCat(" (cap ", cap, ")") : std::string(),
+        ", admitted ", t.admitted(), ", evicted ", t.evicted(), ", filtered ",
+        t.filtered()));
+  }
+  return lines;
+}
+
 Table* TableServer::mutable_table(int id) {
   auto it = tables_.find(id);
   return it == tables_.end() ? nullptr : it->second.get();
@@ -129,6 +147,7 @@ void TableServer::Handle(const KVMeta& meta, const KVPairs<float>& data,
     HandleClock(meta, server);
     return;
   }
+  AdvanceTableClocks();
   auto it = tables_.find(meta.table_id);
   if (it == tables_.end()) {
     std::vector<int> ids;
@@ -256,7 +275,7 @@ void TableServer::HandleClock(const KVMeta& meta, KVServer<float>* server) {
     } else if (clock != -1) {
       clock = std::max(clock, meta.clock);
     }
-    min_clock_ = ComputeMinClock();
+    UpdateMinClock();
     min_clock = min_clock_;
     if (min_clock_gauge_ != nullptr) {
       min_clock_gauge_->Set(static_cast<double>(min_clock));
@@ -265,7 +284,27 @@ void TableServer::HandleClock(const KVMeta& meta, KVServer<float>* server) {
   VLOG(2) << "worker " << rank << " clock " << meta.clock << ", min clock "
           << min_clock;
   ReleaseHeld(server, min_clock);
+  AdvanceTableClocks();  // before the answer: the clock's evictions are done
   server->Response(meta).IgnoreError();
+}
+
+void TableServer::UpdateMinClock() {
+  const int64_t before = min_clock_;
+  min_clock_ = ComputeMinClock();
+  if (before != kAllWorkersLeft && min_clock_ != kAllWorkersLeft &&
+      min_clock_ > before) {
+    pending_clocks_ += min_clock_ - before;
+  }
+}
+
+void TableServer::AdvanceTableClocks() {
+  int64_t clocks;
+  {
+    absl::MutexLock lock(&mu_);
+    clocks = std::exchange(pending_clocks_, 0);
+  }
+  if (clocks == 0) return;
+  for (auto& entry : tables_) entry.second->AdvanceClock(clocks, runner_);
 }
 
 int64_t TableServer::DropWorker(int rank, KVServer<float>* server) {
@@ -276,7 +315,8 @@ int64_t TableServer::DropWorker(int rank, KVServer<float>* server) {
     absl::MutexLock lock(&mu_);
     before = clocks_[rank];
     clocks_[rank] = -1;
-    min_clock = min_clock_ = ComputeMinClock();
+    UpdateMinClock();
+    min_clock = min_clock_;
     if (min_clock_gauge_ != nullptr) {
       min_clock_gauge_->Set(static_cast<double>(min_clock));
     }

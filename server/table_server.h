@@ -109,6 +109,9 @@ class TableServer {
   int64_t max_delay() const { return max_delay_; }
   // The table `id`, or null.
   const Table* table(int id) const;
+  // One line per table, by id: its rows, bytes (and cap), admitted,
+  // evicted and filtered counts on this server. Not during requests.
+  std::vector<std::string> DescribeMemory() const;
   // The same, to change it directly (tools, tests): not concurrently with
   // Handle.
   Table* mutable_table(int id);
@@ -141,6 +144,13 @@ class TableServer {
   // the job's tables (CheckCompatible); DataLoss naming the file when one is
   // corrupted or truncated; NotFound when one is missing. After an error
   // the tables are partly loaded: do not serve them. Before Start.
+  //
+  // Tables with admit_after also save their admission counters
+  // (checkpoint/admission_file.h) and load them back: a server takes the
+  // maximum of the counters of the servers whose keys it now owns. A
+  // checkpoint without them (older, or saved without admit_after) leaves
+  // the counters at zero; counters of another size (admission_counters or
+  // the shard count changed) are dropped with a warning.
   absl::Status LoadCheckpoint(const std::string& dir,
                               const pb::CheckpointManifest& manifest,
                               const KeyRangeMap& ranges, int my_rank,
@@ -155,6 +165,9 @@ class TableServer {
   TableServer(int num_workers, int64_t max_delay, TableServerOptions options,
               MetricsRegistry* metrics);
   void HandleClock(const KVMeta& meta, KVServer<float>* server);
+  absl::Status LoadAdmissionCounters(const std::string& dir,
+                                     const pb::CheckpointManifest& manifest,
+                                     const KeyRangeMap& ranges, int my_rank);
   absl::Status ApplyPush(Table* table, const KVPairs<float>& data);
   void AnswerPull(const KVMeta& meta, const SArray<Key>& keys, Table* table,
                   KVServer<float>* server, int64_t min_clock);
@@ -163,6 +176,12 @@ class TableServer {
   // Answers the held pulls `min_clock` now allows.
   void ReleaseHeld(KVServer<float>* server, int64_t min_clock);
   int64_t ComputeMinClock() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets min_clock_ to ComputeMinClock() and counts its rise for the
+  // tables' clock TTLs.
+  void UpdateMinClock() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands the clocks counted so far to the tables (Table::AdvanceClock),
+  // on the thread that handles requests.
+  void AdvanceTableClocks();
 
   const int num_workers_;
   const int64_t max_delay_;
@@ -181,6 +200,8 @@ class TableServer {
   // Per worker rank: its clock, or -1 once it left.
   std::vector<int64_t> clocks_ ABSL_GUARDED_BY(mu_);
   int64_t min_clock_ ABSL_GUARDED_BY(mu_) = 0;
+  // Rises of min_clock_ the tables have not been told of.
+  int64_t pending_clocks_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<HeldPull> held_ ABSL_GUARDED_BY(mu_);  // arrival order
 };
 

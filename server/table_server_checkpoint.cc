@@ -9,6 +9,7 @@
 #include "glog/logging.h"
 
 #include "base/status_macros.h"
+#include "checkpoint/admission_file.h"
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/table_file.h"
 #include "server/table_server.h"
@@ -134,8 +135,52 @@ absl::StatusOr<std::vector<pb::CheckpointFile>> TableServer::SaveCheckpoint(
         SaveTable(*tables_.at(t.id()), path, ranges, my_rank));
     file.set_server_rank(my_rank);
     files.push_back(file);
+    const Table& table = *tables_.at(t.id());
+    if (table.options().admit_after > 1) {
+      PETREL_RETURN_IF_ERROR(WriteAdmissionFile(
+          absl::StrCat(dir, "/", AdmissionFileName(t.id(), my_rank)), t.id(),
+          table.AdmissionCounters()));
+    }
   }
   return files;
+}
+
+absl::Status TableServer::LoadAdmissionCounters(
+    const std::string& dir, const pb::CheckpointManifest& manifest,
+    const KeyRangeMap& ranges, int my_rank) {
+  for (const auto& [id, table] : tables_) {
+    if (table->options().admit_after <= 1) continue;
+    // The counters of every server whose keys this one now owns, merged by
+    // their maximum: a count-min sketch then still never under-counts. With
+    // the key map unchanged that is this server's own file alone.
+    std::vector<uint16_t> merged;
+    for (int rank = 0; rank < manifest.num_servers(); ++rank) {
+      if (!MayHoldMyKeys(manifest, rank, ranges, my_rank)) continue;
+      const std::string path =
+          absl::StrCat(dir, "/", AdmissionFileName(id, rank));
+      absl::StatusOr<std::vector<uint16_t>> counters =
+          ReadAdmissionFile(path, id);
+      if (absl::IsNotFound(counters.status())) continue;  // older checkpoint
+      PETREL_RETURN_IF_ERROR(counters.status());
+      if (merged.empty()) merged.assign(counters->size(), 0);
+      if (counters->size() != merged.size() ||
+          counters->size() != table->AdmissionCounters().size()) {
+        LOG(WARNING) << path << ": " << counters->size()
+                     << " admission counters do not fit table " << id
+                     << " (admission_counters or the shard count changed); "
+                        "its admission counts start over";
+        merged.clear();
+        break;
+      }
+      for (size_t i = 0; i < merged.size(); ++i) {
+        merged[i] = std::max(merged[i], (*counters)[i]);
+      }
+    }
+    if (!merged.empty()) {
+      PETREL_RETURN_IF_ERROR(table->SetAdmissionCounters(merged));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status TableServer::LoadCheckpoint(const std::string& dir,
@@ -213,7 +258,7 @@ absl::Status TableServer::LoadCheckpoint(const std::string& dir,
         });
     PETREL_RETURN_IF_ERROR(s);
   }
-  return absl::OkStatus();
+  return LoadAdmissionCounters(dir, manifest, ranges, my_rank);
 }
 
 }  // namespace petrel

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 
 #include "base/config_file.h"
+#include "checkpoint/admission_file.h"
 #include "checkpoint/checkpoint_dir.h"
 #include "server/table_server.h"
 
@@ -203,6 +204,49 @@ TEST(TableServerCheckpointTest, RoundTripKeepsRowsAndTheNextPushes) {
       ASSERT_TRUE(BitIdentical(want.at(key), row))
           << "table " << id << " key " << key;
     }
+  }
+}
+
+// A key seen twice before the checkpoint is admitted at its third
+// sighting after it, on the same servers or on fewer; a checkpoint without
+// admission files (as before they existed) starts the counts over.
+TEST(TableServerCheckpointTest, KeepsTheAdmissionCounters) {
+  const pb::JobConfig job =
+      Job("tables { id: 0 admit_after: 3 admission_counters: 4096 "
+          "optimizer { kind: KIND_SGD } }");
+  for (int servers : {1, 2}) {
+    SCOPED_TRACE(servers);
+    const KeyRangeMap ranges = Ranges(servers);
+    std::vector<std::unique_ptr<TableServer>> owned;
+    std::vector<TableServer*> all;
+    for (int r = 0; r < servers; ++r) {
+      owned.push_back(MakeServer(job));
+      all.push_back(owned.back().get());
+    }
+    std::vector<uint64_t> keys = {11, 12, 13, 14, 15, 16};
+    for (int sighting = 0; sighting < 2; ++sighting) {
+      for (uint64_t key : keys) {
+        Table* t = all[ranges.OwnerOf(key)]->mutable_table(0);
+        ASSERT_TRUE(t->Push({key}, std::vector<float>{1.0f}).ok());
+        ASSERT_EQ(t->Find(key), nullptr);
+      }
+    }
+    const std::string dir = SaveAll(all, ranges, TempDir(), 1);
+    auto restored = MakeServer(job);
+    ASSERT_TRUE(LoadInto(*restored, dir, Ranges(1), 0, true).ok());
+    Table* t = restored->mutable_table(0);
+    ASSERT_TRUE(t->Push(keys, std::vector<float>(keys.size(), 1.0f)).ok());
+    EXPECT_EQ(t->num_rows(), keys.size());
+    EXPECT_EQ(t->admitted(), keys.size());
+
+    for (int r = 0; r < servers; ++r) {
+      std::filesystem::remove(dir + "/" + AdmissionFileName(0, r));
+    }
+    auto fresh = MakeServer(job);
+    ASSERT_TRUE(LoadInto(*fresh, dir, Ranges(1), 0, true).ok());
+    Table* f = fresh->mutable_table(0);
+    ASSERT_TRUE(f->Push(keys, std::vector<float>(keys.size(), 1.0f)).ok());
+    EXPECT_EQ(f->num_rows(), 0u);
   }
 }
 

@@ -333,6 +333,26 @@ TEST(TableServerTest, AspNeverHoldsAPull) {
   EXPECT_EQ(c.nodes[0]->tables->num_held_pulls(), 0u);
 }
 
+// ttl_clocks counts the rises of the job's smallest clock: a row no request
+// touched during the last clock is gone once the clock rises past it.
+TEST(TableServerTest, RowsUntouchedForTtlClocksAreEvicted) {
+  Cluster c(Job("consistency { max_delay: -1 } "
+                "tables { id: 0 ttl_clocks: 1 optimizer { kind: KIND_SGD } }"),
+            1, 1);
+  KVWorker<float>& w = *c.kv[0];
+  const petrel::Table& table = *c.nodes[0]->tables->table(0);
+  SArray<float> out;
+  ASSERT_TRUE(w.Wait(w.Pull(SArray<Key>{1, 2}, &out, Table(0)), kTimeout).ok());
+  ASSERT_TRUE(w.Wait(w.Clock(1), kTimeout).ok());
+  EXPECT_EQ(table.num_rows(), 2u);
+  ASSERT_TRUE(w.Wait(w.Pull(SArray<Key>{2}, &out, Table(0)), kTimeout).ok());
+  ASSERT_TRUE(w.Wait(w.Clock(2), kTimeout).ok());
+  EXPECT_EQ(table.Find(1), nullptr);
+  EXPECT_NE(table.Find(2), nullptr);
+  EXPECT_EQ(table.evicted(), 1u);
+  ASSERT_TRUE(w.Wait(w.Clock(-1), kTimeout).ok());
+}
+
 TEST(TableServerTest, AWorkerThatLeavesReleasesAndNeverBlocks) {
   Cluster c(Job(""), 2, 2);  // BSP
   KVWorker<float>& w0 = *c.kv[0];
