@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "glog/logging.h"
 
+#include "base/secret_compare.h"
 #include "van/authorized_keys.h"
 
 namespace petrel {
@@ -20,17 +21,6 @@ std::string RoleName(pb::Role role) {
 
 std::string Where(const pb::Node& node) {
   return absl::StrCat(node.host(), ":", node.port());
-}
-
-// Compares in time that depends only on the lengths, so that a stranger
-// cannot find the token byte by byte from how long refusals take.
-bool SameSecret(const std::string& a, const std::string& b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  const std::string& other = a.size() == b.size() ? b : a;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i] ^ other[i]);
-  }
-  return diff == 0;
 }
 
 // With CURVE on: whether the key the joining connection authenticated with
@@ -201,7 +191,7 @@ absl::Status Scheduler::CheckClusterSize(const pb::Node& node) const {
 
 absl::Status Scheduler::CheckJoin(const pb::Node& node,
                                   const std::string& token) {
-  if (!SameSecret(token, options_.auth_token)) {
+  if (!SecretsEqual(token, options_.auth_token)) {
     return absl::UnauthenticatedError("wrong auth token");
   }
   if (node.role() != pb::ROLE_SERVER && node.role() != pb::ROLE_WORKER) {
