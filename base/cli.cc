@@ -35,6 +35,7 @@ constexpr Group kGroups[] = {
     {"tools/launch/launch_main.cc", "Launcher"},
     {"tools/predict/predict_main.cc", "Prediction"},
     {"tools/export/export_main.cc", "Export"},
+    {"tools/petrelctl/petrelctl_main.cc", "Admin client"},
     {"job/job_flags.cc", "Job config and checkpoints"},
     {"scheduler/scheduler_flags.cc",
      "Scheduler (petrel-scheduler, or a node program run with "

@@ -61,7 +61,10 @@ target_link_libraries(petrel_client INTERFACE
   protobuf::libprotobuf Threads::Threads
   absl::btree absl::flat_hash_map absl::flat_hash_set absl::int128
   absl::span absl::status absl::statusor absl::str_format absl::strings
-  absl::synchronization absl::time)
+  absl::synchronization absl::time
+  # base/metrics: prometheus-cpp and the civetweb the HTTP endpoint uses
+  # directly (PetrelConfig.cmake finds them: find_dependency).
+  prometheus-cpp::core prometheus-cpp::pull civetweb::civetweb-cpp)
 target_include_directories(petrel_client INTERFACE
   $<INSTALL_INTERFACE:${_petrel_include_dir}>)
 target_compile_features(petrel_client INTERFACE cxx_std_17)
@@ -134,7 +137,9 @@ install(FILES ${PROJECT_BINARY_DIR}/PetrelConfig.cmake
 
 # pkg-config: one module, both archives (the node flags archive adds
 # nothing to a program that does not use it). Dependencies go in Requires,
-# not Requires.private: the archives need them at link time.
+# not Requires.private: the archives need them at link time. civetweb
+# (used directly by base/metrics_http_server.cc) has no pkg-config module,
+# so its libraries are named in Libs.
 file(RELATIVE_PATH PETREL_PC_TO_PREFIX
      /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 string(REGEX REPLACE "/$" "" PETREL_PC_TO_PREFIX "${PETREL_PC_TO_PREFIX}")

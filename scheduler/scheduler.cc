@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "glog/logging.h"
 
+#include "base/secret_compare.h"
 #include "van/authorized_keys.h"
 
 namespace petrel {
@@ -20,17 +21,6 @@ std::string RoleName(pb::Role role) {
 
 std::string Where(const pb::Node& node) {
   return absl::StrCat(node.host(), ":", node.port());
-}
-
-// Compares in time that depends only on the lengths, so that a stranger
-// cannot find the token byte by byte from how long refusals take.
-bool SameSecret(const std::string& a, const std::string& b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  const std::string& other = a.size() == b.size() ? b : a;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i] ^ other[i]);
-  }
-  return diff == 0;
 }
 
 // With CURVE on: whether the key the joining connection authenticated with
@@ -245,7 +235,7 @@ void Scheduler::HandleJoin(const Message& msg) {
   for (size_t i = 0; i < pending_.size(); ++i) {
     if (pending_[i].transport_id() == node.transport_id()) return;  // resent
   }
-  if (!SameSecret(control.auth_token(), options_.auth_token)) {
+  if (!SecretsEqual(control.auth_token(), options_.auth_token)) {
     // No answer and no connection back: a REJECT would mean connecting to
     // the sender, which shows it this scheduler's transport identity, the
     // one thing it needs to speak as the scheduler to the other nodes.

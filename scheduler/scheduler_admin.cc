@@ -4,8 +4,10 @@
 //
 // An admin request arrives like a join, from a client without a node id:
 // COMMAND_ADMIN with an AdminRequest naming the client's address. It must
-// carry the cluster's auth token (compared in constant time); a request
-// with a wrong token gets no answer and no connection, only a count in
+// carry the cluster's auth token (compared in constant time) and, with
+// CURVE on, come over a connection authenticated by a key with role admin
+// (the authorized-keys file); a request failing either gets no answer and no
+// connection, only a count in
 // petrel_scheduler_admin_requests_total{result="refused"}. The reply goes
 // back on a temporary route to the client's address; a few such routes are
 // reused in turn, so clients cost the scheduler at most that many
@@ -16,7 +18,9 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
+#include "base/secret_compare.h"
 #include "scheduler/scheduler.h"
+#include "van/authorized_keys.h"
 
 namespace petrel {
 namespace {
@@ -25,17 +29,6 @@ namespace {
 // the joining nodes' temporary routes, -1, -2, ...).
 constexpr int kAdminRoute = -1000000;
 constexpr uint64_t kAdminRoutes = 4;
-
-// Compares in time that depends on the lengths only, not on where the
-// strings differ.
-bool TokenMatches(const std::string& given, const std::string& expected) {
-  unsigned char diff = given.size() == expected.size() ? 0 : 1;
-  for (size_t i = 0; i < given.size(); ++i) {
-    diff |= static_cast<unsigned char>(
-        given[i] ^ (expected.empty() ? 0 : expected[i % expected.size()]));
-  }
-  return diff == 0;
-}
 
 const char* RoleLabel(pb::Role role) {
   return role == pb::ROLE_SERVER ? "server" : "worker";
@@ -63,19 +56,35 @@ void Scheduler::HandleAdmin(const Message& msg) {
   MetricsRegistry* metrics = postoffice_->metrics();
   const char* kHelp = "Admin requests (petrelctl), by command and result.";
   if (!msg.meta.request()) return;
+  // With CURVE on, only a key with role admin may ask (its connection
+  // authenticated it: msg.peer).
+  const bool curve = postoffice_->van()->options().curve.enabled();
   pb::AdminReply reply;
   reply.set_nonce(req.nonce());
   int route = 0;
   {
     absl::MutexLock lock(&mu_);
-    if (!TokenMatches(req.auth_token(), options_.auth_token)) {
+    std::string refusal;
+    if (!SecretsEqual(req.auth_token(), options_.auth_token)) {
+      refusal = "wrong auth token";
+    } else if (curve) {
+      absl::StatusOr<uint32_t> roles = ParseKeyRoles(msg.peer.roles);
+      if (msg.peer.public_key.empty() || !roles.ok()) {
+        refusal = "the connection has no authenticated CURVE key";
+      } else if ((*roles & kKeyRoleAdmin) == 0) {
+        refusal = absl::StrCat("key ", msg.peer.public_key, " has roles '",
+                               msg.peer.roles,
+                               "', not admin (see the authorized-keys file)");
+      }
+    }
+    if (!refusal.empty()) {
       metrics
           ->GetCounter("petrel_scheduler_admin_requests_total", kHelp,
                        {{"command", "any"}, {"result", "refused"}})
           ->Increment();
       LOG_EVERY_T(WARNING, 1.0)
           << "refused an admin request from " << req.client().host() << ":"
-          << req.client().port() << ": wrong auth token";
+          << req.client().port() << ": " << refusal;
       return;
     }
     route = kAdminRoute - static_cast<int>(admin_requests_++ % kAdminRoutes);
@@ -119,6 +128,9 @@ void Scheduler::HandleAdmin(const Message& msg) {
   pb::Node client = req.client();
   client.set_id(route);
   client.clear_transport_id();
+  // With CURVE the client listens as a CURVE server with the key it asked
+  // with: the route to it is a CURVE client that expects that key.
+  client.set_curve_public_key(curve ? msg.peer.public_key : "");
   postoffice_->van()->Connect(client);
   pb::Control control;
   control.set_cmd(pb::COMMAND_ADMIN);

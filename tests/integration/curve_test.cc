@@ -11,6 +11,9 @@
 //   decoder (petrel_van_messages_rejected_total stays 0), and a worker
 //   daemon with a stranger's key never joins.
 // - A worker's key cannot join as a server.
+// - petrelctl with an admin key gets the scheduler's status; with a
+//   worker's key, or without keys, it gets no answer (the refusal is
+//   counted) and exits 1 saying so within its --timeout_s.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -48,6 +51,7 @@ std::vector<std::pair<std::string, std::string>> KeyRoles() {
   return {{"scheduler", "scheduler"},
           {"server", "server"},
           {"worker", "worker"},
+          {"admin", "admin"},
           {"stranger", ""}};
 }
 
@@ -271,6 +275,67 @@ TEST(CurveTest, AWorkerKeyCannotJoinAsAServer) {
   EXPECT_TRUE(absl::StrContains((*impostor)->Output(),
                                 "may join as worker, not as server"))
       << (*impostor)->Output();
+}
+
+struct Ran {
+  int code = -1;
+  std::string out;
+};
+
+// Runs petrelctl with `args` to its end (it has its own --timeout_s).
+Ran Petrelctl(const std::vector<std::string>& args) {
+  absl::StatusOr<std::unique_ptr<Subprocess>> p =
+      StartProgram(Concat({std::string(PETREL_BIN_DIR) + "/petrelctl"}, args));
+  Ran r;
+  if (!p.ok()) return r;
+  absl::StatusOr<int> code = (*p)->Wait(kTimeout);
+  r.code = code.ok() ? *code : -1;
+  r.out = (*p)->Output();
+  return r;
+}
+
+TEST(CurveTest, PetrelctlNeedsAnAdminKey) {
+  ClusterKeys keys(KeyRoles());
+  DaemonCluster::Options o;
+  o.bin_dir = PETREL_BIN_DIR;
+  o.flags = {"--join_timeout_s=30", "--metrics_port=0"};
+  o.scheduler_flags = keys.Flags("scheduler");
+  DaemonCluster cluster(o);
+  ASSERT_TRUE(cluster.StartScheduler().ok()) << cluster.Output();
+  const Announce scheduler = cluster.scheduler_announce();
+  // Refused requests wait out a short timeout; the admin's has room.
+  const std::vector<std::string> status = {
+      absl::StrCat("--scheduler=127.0.0.1:", scheduler.port),
+      "--bind=127.0.0.1", "--timeout_s=3", "status"};
+
+  Ran admin = Petrelctl(
+      Concat(keys.Flags("admin"), Concat(status, {"--timeout_s=20"})));
+  EXPECT_EQ(admin.code, 0) << admin.out << cluster.Output();
+  EXPECT_TRUE(absl::StrContains(admin.out, "job forming")) << admin.out;
+
+  // A key the file lists, but not as admin: the handshake succeeds, the
+  // scheduler refuses the request and does not answer.
+  Ran worker = Petrelctl(Concat(keys.Flags("worker"), status));
+  EXPECT_EQ(worker.code, 1) << worker.out;
+  EXPECT_TRUE(absl::StrContains(worker.out, "no answer from the scheduler"))
+      << worker.out;
+  EXPECT_TRUE(absl::StrContains(worker.out, "role admin")) << worker.out;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return Metric(scheduler.metrics_port,
+                      "petrel_scheduler_admin_requests_total", "result",
+                      "refused") >= 1;
+      },
+      kTimeout, absl::Milliseconds(20)))
+      << HttpGet(scheduler.metrics_port, "/metrics").value_or("");
+  EXPECT_TRUE(absl::StrContains(cluster.Output(), "not admin"))
+      << cluster.Output();
+
+  // Without keys, petrelctl cannot even complete the handshake.
+  Ran open = Petrelctl(status);
+  EXPECT_EQ(open.code, 1) << open.out;
+  EXPECT_TRUE(absl::StrContains(open.out, "no answer from the scheduler"))
+      << open.out;
 }
 
 TEST(CurveTest, DaemonsRefuseASecretKeyFileOthersCanRead) {

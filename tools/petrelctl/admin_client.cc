@@ -29,6 +29,7 @@ absl::StatusOr<std::unique_ptr<Van>> OpenAdminVan(
   VanOptions van;
   van.bind_host = *bind_host;
   van.port = 0;
+  van.curve = options.curve;
   return std::unique_ptr<Van>(std::make_unique<ZmqVan>(van, metrics));
 }
 
@@ -92,7 +93,10 @@ absl::StatusOr<pb::AdminReply> AdminCall(const AdminClientOptions& options,
         "no answer from the scheduler at ", options.scheduler_host, ":",
         options.scheduler_port, " within ",
         absl::FormatDuration(options.timeout),
-        " (is it running, reachable, and is --auth_token right?)"));
+        options.curve.enabled()
+            ? " (is it running and reachable, is --auth_token right, and "
+              "does the authorized-keys file give this key role admin?)"
+            : " (is it running, reachable, and is --auth_token right?)"));
   }
   if (reply->status_code() != 0) {
     const int code = reply->status_code();

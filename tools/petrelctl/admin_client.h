@@ -15,6 +15,7 @@
 
 #include "base/metrics.h"
 #include "proto/meta.pb.h"
+#include "van/curve_keys.h"
 #include "van/van.h"
 
 namespace petrel {
@@ -29,18 +30,25 @@ struct AdminClientOptions {
   std::string bind_host;
   // Longest wait for the reply. Default 10 s.
   absl::Duration timeout = absl::Seconds(10);
+  // The client's CURVE keys (an admin key), the authorized-keys file that
+  // admits the scheduler's answer, and the scheduler's public key, as
+  // LoadCurveOptions + CompleteCurveOptions make them. Default: off (the
+  // cluster is open).
+  CurveOptions curve;
 };
 
 // Sets up the client's van (bound, not started): the one place that decides
-// how the admin client's socket is secured (keys go here when the cluster
-// has them). InvalidArgument when the scheduler's host does not resolve.
+// how the admin client's socket is secured (CURVE with options.curve when
+// the cluster has keys). InvalidArgument when the scheduler's host does not
+// resolve.
 absl::StatusOr<std::unique_ptr<Van>> OpenAdminVan(
     const AdminClientOptions& options, MetricsRegistry* metrics,
     std::string* bind_host);
 
 // Sends `command` and returns the scheduler's reply. DeadlineExceeded
 // naming the scheduler when no reply came within the timeout (a wrong auth
-// token looks the same: the scheduler does not answer strangers);
+// token, or with CURVE a key without role admin, looks the same: the
+// scheduler does not answer strangers);
 // the reply's own status when the scheduler refused the command.
 absl::StatusOr<pb::AdminReply> AdminCall(const AdminClientOptions& options,
                                          pb::AdminCommand command);

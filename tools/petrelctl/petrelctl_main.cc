@@ -10,19 +10,25 @@
 //   petrelctl ... drain | add-server             not supported yet
 //
 // --json prints the scheduler's reply as JSON instead of a table.
+// When the cluster has CURVE keys, petrelctl needs an admin key: the same
+// key flags (or PETREL_CURVE_* variables) as the daemons
+// (docs/security.md).
 // Exit codes: 0 done, 1 the scheduler did not answer or refused, 2 bad
 // flags or command.
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
-#include "base/flag_check.h"
+#include "base/cli.h"
 #include "base/net_util.h"
 #include "tools/petrelctl/admin_client.h"
 #include "tools/petrelctl/status_format.h"
+#include "van/authorized_keys.h"
+#include "van/curve_keys.h"
 
 DEFINE_string(scheduler, "", "The scheduler's address HOST:PORT. Required.");
 DEFINE_string(auth_token, "",
@@ -31,6 +37,22 @@ DEFINE_bool(json, false, "Print the reply as JSON. Default false.");
 DEFINE_int32(timeout_s, 10,
              "Seconds to wait for the scheduler's answer (1..3600). Default "
              "10.");
+DEFINE_string(curve_secret_key_file, "",
+              "File holding petrelctl's CURVE secret key, one with role admin "
+              "in the cluster's authorized-keys file (made by petrel-keygen). "
+              "Required when the cluster has keys. Default: "
+              "PETREL_CURVE_SECRET_KEY (the key itself), else off.");
+DEFINE_string(curve_public_key_file, "",
+              "File holding the matching CURVE public key; optional, checked "
+              "when given. Default: PETREL_CURVE_PUBLIC_KEY.");
+DEFINE_string(authorized_keys, "",
+              "The cluster's authorized-keys file (admits the scheduler's "
+              "answer; gives the scheduler's key). Required with CURVE. "
+              "Default: PETREL_AUTHORIZED_KEYS.");
+DEFINE_string(scheduler_public_key, "",
+              "The scheduler's CURVE public key (Z85, or a file holding it). "
+              "Default: PETREL_SCHEDULER_PUBLIC_KEY, else the one key with "
+              "role scheduler in --authorized_keys.");
 DEFINE_string(bind, "",
               "Local address the scheduler sends the answer to. Default: the "
               "address that routes to the scheduler.");
@@ -46,17 +68,45 @@ int Usage(const std::string& why) {
   return 2;
 }
 
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
+}
+
+// The CURVE settings from the flags and PETREL_CURVE_* variables, as the
+// daemons read theirs (van/curve_keys.h).
+absl::StatusOr<petrel::CurveOptions> CurveFromFlags() {
+  petrel::CurveKeySources sources;
+  sources.secret_key_file = FLAGS_curve_secret_key_file;
+  sources.public_key_file = FLAGS_curve_public_key_file;
+  sources.authorized_keys_path = FLAGS_authorized_keys;
+  sources.scheduler_public_key = FLAGS_scheduler_public_key;
+  sources.env_secret_key = Env("PETREL_CURVE_SECRET_KEY");
+  sources.env_public_key = Env("PETREL_CURVE_PUBLIC_KEY");
+  sources.env_authorized_keys = Env("PETREL_AUTHORIZED_KEYS");
+  sources.env_scheduler_public_key = Env("PETREL_SCHEDULER_PUBLIC_KEY");
+  absl::StatusOr<petrel::CurveOptions> curve =
+      petrel::LoadCurveOptions(sources);
+  if (!curve.ok()) return curve.status();
+  absl::Status completed =
+      petrel::CompleteCurveOptions(/*is_scheduler=*/false, &*curve);
+  if (!completed.ok()) return completed;
+  return curve;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(kUsage);
-  if (absl::Status s = petrel::CheckCommandLineFlags(argc, argv); !s.ok()) {
-    return Usage(std::string(s.message()));
+  petrel::CliOptions cli;
+  cli.name = "petrelctl";
+  cli.usage = kUsage;
+  cli.positional_arguments = true;  // the command
+  // Warnings and errors only: the output is the reply (--minloglevel
+  // overrides).
+  FLAGS_minloglevel = 1;
+  if (int code = petrel::ParseCommandLine(cli, &argc, &argv); code >= 0) {
+    return code;
   }
-  gflags::ParseCommandLineFlags(&argc, &argv, /*remove_flags=*/true);
-  FLAGS_logtostderr = true;
-  FLAGS_minloglevel = 1;  // warnings and errors only: the output is the reply
-  google::InitGoogleLogging(argv[0]);
   if (argc != 2)
     return Usage("give one command: status, tables, checkpoint or stop");
   const std::string command = argv[1];
@@ -88,7 +138,10 @@ int main(int argc, char** argv) {
   if (FLAGS_timeout_s < 1 || FLAGS_timeout_s > 3600) {
     return Usage("--timeout_s: must be in 1..3600");
   }
+  absl::StatusOr<petrel::CurveOptions> curve = CurveFromFlags();
+  if (!curve.ok()) return Usage(std::string(curve.status().message()));
   petrel::AdminClientOptions options;
+  options.curve = *std::move(curve);
   options.scheduler_host = address->first;
   options.scheduler_port = address->second;
   options.auth_token = FLAGS_auth_token;
