@@ -18,7 +18,9 @@ namespace petrel {
 namespace {
 
 constexpr int kEvents = ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED |
-                        ZMQ_EVENT_CLOSED | ZMQ_EVENT_ACCEPT_FAILED;
+                        ZMQ_EVENT_CLOSED | ZMQ_EVENT_ACCEPT_FAILED |
+                        ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                        ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL;
 // Members are checked every this many rounds (they are many and trusted).
 constexpr int kMemberCheckEvery = 10;
 
@@ -170,6 +172,9 @@ void ConnectionGuard::DrainEvents() {
       registry_.Accepted(fd, SocketCookie(fd));
     } else if (event == ZMQ_EVENT_DISCONNECTED) {
       registry_.Closed(fd);
+    } else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL ||
+               event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) {
+      if (on_handshake_failed_) on_handshake_failed_();
     } else if (event == ZMQ_EVENT_ACCEPT_FAILED) {
       LOG_EVERY_T(WARNING, 1.0)
           << "cannot accept a connection: " << zmq_strerror(value)

@@ -14,6 +14,7 @@
 #define PETREL_VAN_CONNECTION_GUARD_H_
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -36,6 +37,13 @@ class ConnectionGuard {
   ConnectionGuard(const ConnectionGuard&) = delete;
   ConnectionGuard& operator=(const ConnectionGuard&) = delete;
 
+  // Called on the guard's thread for each failed handshake on `router`
+  // (CURVE: a plaintext peer or an unknown server key); the guard holds the
+  // socket's one monitor. Set before Start. Default: none.
+  void set_on_handshake_failed(std::function<void()> callback) {
+    on_handshake_failed_ = std::move(callback);
+  }
+
   // Starts monitoring and the thread. REQUIRES: called on the thread that
   // owns `router`, before anything else uses it.
   absl::Status Start();
@@ -54,6 +62,7 @@ class ConnectionGuard {
   void DrainEvents();
   void CutOver(bool include_members);
 
+  std::function<void()> on_handshake_failed_;
   void* const context_;
   void* const router_;
   const std::string endpoint_;

@@ -262,6 +262,13 @@ void ZapHandler::ReadMonitorEvent() {
   }
 }
 
+void ZapHandler::CountHandshakeFailed() {
+  handshake_failed_->Increment();
+  LOG_EVERY_T(WARNING, 1.0)
+      << "refused a connection: the CURVE handshake failed (a plaintext "
+         "peer, or one that does not know this node's public key)";
+}
+
 void ZapHandler::ReloadIfChanged() {
   struct stat now;
   if (stat(path_.c_str(), &now) != 0) {

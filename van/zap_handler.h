@@ -79,6 +79,12 @@ class ZapHandler {
   // terminated. Idempotent.
   void Stop();
 
+  // Counts a failed CURVE handshake (a plaintext peer, or one that does not
+  // know this node's public key) seen by whoever monitors the socket when
+  // Start was given no `watched` socket (a socket has one monitor: ZmqVan's
+  // ConnectionGuard). Thread-safe.
+  void CountHandshakeFailed();
+
   // How many times the file was re-read after a change. Thread-safe.
   int64_t reloads() const { return reloads_.load(); }
 

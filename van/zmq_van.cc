@@ -114,6 +114,10 @@ absl::Status ZmqVan::Start(MessageHandler on_message, TickHandler on_tick) {
   guard_ = std::make_unique<ConnectionGuard>(
       context_, router_, absl::StrCat("inproc://petrel-guard-", instance_),
       budget, member_bytes, metrics());
+  if (zap_ != nullptr) {
+    guard_->set_on_handshake_failed(
+        [zap = zap_.get()] { zap->CountHandshakeFailed(); });
+  }
   if (absl::Status s = guard_->Start(); !s.ok()) {
     CloseSockets();
     return s;
@@ -155,7 +159,9 @@ absl::Status ZmqVan::SetUpSecurity() {
   const std::string domain = "petrel";
   zmq_setsockopt(router_, ZMQ_ZAP_DOMAIN, domain.data(), domain.size());
   zap_ = std::make_unique<ZapHandler>(curve.authorized_keys_path, metrics());
-  return zap_->Start(context_, router_);
+  // The ROUTER's one monitor is the ConnectionGuard's, which reports the
+  // failed handshakes to zap_.
+  return zap_->Start(context_, nullptr);
 }
 
 void ZmqVan::Stop() {
