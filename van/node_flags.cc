@@ -289,9 +289,9 @@ absl::StatusOr<NodeSettings> NodeSettingsFromFlags(
                                         FLAGS_non_member_bytes, int64_t{4096},
                                         int64_t{1} << 62));
   s.van.peers.non_member_bytes = FLAGS_non_member_bytes;
-  PETREL_RETURN_IF_ERROR(CheckFlagRange(
-      "non_member_total_bytes", FLAGS_non_member_total_bytes,
-      FLAGS_non_member_bytes, int64_t{1} << 62));
+  PETREL_RETURN_IF_ERROR(
+      CheckFlagRange("non_member_total_bytes", FLAGS_non_member_total_bytes,
+                     FLAGS_non_member_bytes, int64_t{1} << 62));
   s.van.peers.non_member_total_bytes = FLAGS_non_member_total_bytes;
   PETREL_RETURN_IF_ERROR(CheckFlagRange("max_non_member_connections",
                                         FLAGS_max_non_member_connections, 1,

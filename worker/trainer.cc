@@ -23,8 +23,8 @@
 #include "worker/model_rows.h"
 #include "worker/reader.h"
 #include "worker/resume_position.h"
-#include "worker/validator.h"
 #include "worker/training_metrics.h"
+#include "worker/validator.h"
 
 namespace petrel {
 namespace {

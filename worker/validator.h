@@ -29,9 +29,9 @@
 #include "kv/kv_worker.h"
 #include "proto/job.pb.h"
 #include "worker/early_stopping.h"
-#include "worker/scorer.h"
 #include "worker/model.h"
 #include "worker/recovery_client.h"
+#include "worker/scorer.h"
 #include "worker/worker_control.h"
 
 namespace petrel {
