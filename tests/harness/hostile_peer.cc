@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "glog/logging.h"
 
 namespace petrel {
 namespace {
@@ -28,7 +29,8 @@ void NoFree(void* /*data*/, void* /*hint*/) {}
 
 }  // namespace
 
-RawDealer::RawDealer(int port, const std::string& routing_id)
+RawDealer::RawDealer(int port, const std::string& routing_id,
+                     const CurveKeyPair* curve, const std::string& server_key)
     : context_(zmq_ctx_new()), socket_(zmq_socket(context_, ZMQ_DEALER)) {
   int zero = 0;
   zmq_setsockopt(socket_, ZMQ_LINGER, &zero, sizeof(zero));
@@ -36,6 +38,10 @@ RawDealer::RawDealer(int port, const std::string& routing_id)
   if (!routing_id.empty()) {
     zmq_setsockopt(socket_, ZMQ_ROUTING_ID, routing_id.data(),
                    routing_id.size());
+  }
+  if (curve != nullptr) {
+    absl::Status s = ConfigureCurveClient(socket_, *curve, server_key);
+    if (!s.ok()) LOG(ERROR) << "RawDealer: " << s;
   }
   std::string endpoint = absl::StrCat("tcp://127.0.0.1:", port);
   zmq_connect(socket_, endpoint.c_str());

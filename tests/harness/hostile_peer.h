@@ -16,13 +16,19 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
+#include "van/curve_keys.h"
+
 namespace petrel {
 
 // A DEALER connected to 127.0.0.1:`port` with routing id `routing_id`
-// (ZeroMQ picks one when empty). Closing drops what is still queued.
+// (ZeroMQ picks one when empty). With `curve`, it is a CURVE client holding
+// those keys of a node whose public key is `server_key` (ZeroMQ refuses
+// to send until the handshake is done). Closing drops what is still queued.
 class RawDealer {
  public:
-  RawDealer(int port, const std::string& routing_id = "");
+  RawDealer(int port, const std::string& routing_id = "",
+            const CurveKeyPair* curve = nullptr,
+            const std::string& server_key = "");
   ~RawDealer();
   RawDealer(const RawDealer&) = delete;
   RawDealer& operator=(const RawDealer&) = delete;

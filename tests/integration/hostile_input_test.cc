@@ -15,7 +15,17 @@
 // messages and a member's connection more than its budget. Afterwards the
 // job completes with exact sums, each daemon's /metrics counts the rejects
 // and cut connections, the daemons' resident memory stayed bounded, and
-// every process exits 0.
+// every process exits 0. It runs twice: with the cluster open, and with
+// CURVE keys (docs/security.md). With CURVE the raw-ZeroMQ attacker holds an
+// authorized worker key (an insider: a stranger would not get past the
+// handshake), so the same messages reach the decoder; what differs:
+// - strangers (a key that is not listed) are refused at the handshake,
+//   counted in petrel_van_handshakes_refused_total{reason="unknown_key"},
+//   and their 1.5 GiB never leaves them; the insider's 1.5 GiB (an
+//   authorized key, but not a member) is cut at the non-member budget;
+// - forged control from this member to the server is dropped because its
+//   connection does not hold the scheduler's key
+//   (control_not_from_scheduler_key) before the sender check is reached.
 //
 // JoinsUnderAConnectionFloodAndAWrongToken: with an auth token, 1,100 idle
 // TCP connections to the scheduler's port and a join with a wrong token
@@ -38,8 +48,10 @@
 #include "gtest/gtest.h"
 
 #include "kv/kv_worker.h"
+#include "tests/harness/cluster_keys.h"
 #include "tests/harness/daemon_cluster.h"
 #include "tests/harness/hostile_peer.h"
+#include "van/curve_keys.h"
 #include "van/node_runtime.h"
 #include "van/testing/wait_until.h"
 #include "van/wire_codec.h"
@@ -148,11 +160,17 @@ std::vector<Frames> LyingMessages(int target_id) {
 }
 
 // Sends `messages` from a fresh DEALER; returns once they left (linger).
-void SendWithDealer(int port, const std::vector<Frames>& messages) {
+// With `keys`, the DEALER is a CURVE client of a node holding `node_key`.
+void SendWithDealer(int port, const std::vector<Frames>& messages,
+                    const CurveKeyPair* keys = nullptr,
+                    const std::string& node_key = "") {
   void* ctx = zmq_ctx_new();
   void* dealer = zmq_socket(ctx, ZMQ_DEALER);
   int linger = 10000;
   zmq_setsockopt(dealer, ZMQ_LINGER, &linger, sizeof(linger));
+  if (keys != nullptr) {
+    ASSERT_TRUE(ConfigureCurveClient(dealer, *keys, node_key).ok());
+  }
   std::string endpoint = absl::StrCat("tcp://127.0.0.1:", port);
   ASSERT_EQ(zmq_connect(dealer, endpoint.c_str()), 0);
   for (const Frames& frames : messages) {
@@ -193,7 +211,8 @@ std::map<std::string, double> AwaitRejects(int metrics_port, double at_least) {
   return by_reason;
 }
 
-NodeSettings InProcessWorker(int scheduler_port) {
+NodeSettings InProcessWorker(int scheduler_port,
+                             const CurveOptions& curve = CurveOptions()) {
   NodeSettings s;
   s.postoffice.role = pb::ROLE_WORKER;
   s.postoffice.scheduler_host = "127.0.0.1";
@@ -203,6 +222,7 @@ NodeSettings InProcessWorker(int scheduler_port) {
   s.postoffice.num_workers = 2;
   s.postoffice.join_timeout = kTimeout;
   s.van.bind_host = "127.0.0.1";
+  s.van.curve = curve;
   return s;
 }
 
@@ -210,6 +230,15 @@ struct Target {
   std::string name;
   Announce announce;
   int id;
+  std::string key;  // the node's public key (used with CURVE)
+};
+
+// How a raw DEALER connects: plaintext (curve null), or as a CURVE client
+// holding `curve` of the node whose public key is the target's.
+struct Attacker {
+  std::string routing_id;
+  const CurveKeyPair* curve = nullptr;
+  std::string label;  // for the log line
 };
 
 // Join replies from strangers to a node that waits for the cluster: none
@@ -239,53 +268,83 @@ double MetricOf(int metrics_port, const std::string& name,
 }
 
 constexpr char kCut[] = "petrel_van_connections_cut_total";
+constexpr char kRefused[] = "petrel_van_handshakes_refused_total";
 
 // Sends a multipart message of `frames` x `frame_bytes` (after `hello`
-// frames, if any) from a DEALER with `routing_id` to the daemon at `port`
-// and waits until it cut the connection for `reason`. Returns by how much
-// the daemon's peak resident memory grew.
-int64_t OversizedMessage(const Target& t, pid_t pid,
-                         const std::string& routing_id,
+// frames, if any) from `attacker`'s DEALER to the daemon of `t` and waits
+// until the daemon's counter `metric`{reason=`reason`} grew: it cut the
+// connection (kCut), or refused it at the handshake (kRefused). Returns by
+// how much the daemon's peak resident memory grew.
+int64_t OversizedMessage(const Target& t, pid_t pid, const Attacker& attacker,
                          const std::vector<Frames>& before, int frames,
-                         size_t frame_bytes, const std::string& reason) {
+                         size_t frame_bytes, const std::string& metric,
+                         const std::string& reason) {
   const int64_t rss = ResidentBytes(pid).value_or(0);
   const int64_t peak_before = std::max(rss, PeakResidentBytes(pid).value_or(0));
-  const double cuts = MetricOf(t.announce.metrics_port, kCut, reason);
+  const double cuts = MetricOf(t.announce.metrics_port, metric, reason);
   {
-    RawDealer dealer(t.announce.port, routing_id);
+    RawDealer dealer(t.announce.port, attacker.routing_id, attacker.curve,
+                     t.key);
     for (const Frames& f : before) EXPECT_TRUE(dealer.Send(f).ok());
     EXPECT_TRUE(
         dealer.SendLarge(Header(Request(9, t.id, 0)), frames, frame_bytes)
             .ok());
     EXPECT_TRUE(WaitUntil(
-        [&] { return MetricOf(t.announce.metrics_port, kCut, reason) > cuts; },
+        [&] {
+          return MetricOf(t.announce.metrics_port, metric, reason) > cuts;
+        },
         kTimeout, absl::Milliseconds(20)))
-        << t.name << " did not cut the connection (" << reason << ")";
+        << t.name << " did not count " << metric << " (" << reason << ")";
   }
   const int64_t peak = PeakResidentBytes(pid).value_or(0);
   std::printf(
-      "%s: %d x %zu MiB from %s: cut (%s); VmRSS before %lld MiB, "
+      "%s: %d x %zu MiB from %s: %s (%s); VmRSS before %lld MiB, "
       "VmHWM before %lld MiB, after %lld MiB\n",
-      t.name.c_str(), frames, frame_bytes >> 20,
-      routing_id.empty() ? "a stranger" : "a member's identity", reason.c_str(),
+      t.name.c_str(), frames, frame_bytes >> 20, attacker.label.c_str(),
+      metric == kCut ? "cut" : "refused", reason.c_str(),
       static_cast<long long>(rss >> 20),
       static_cast<long long>(peak_before >> 20),
       static_cast<long long>(peak >> 20));
   return peak - peak_before;
 }
 
-TEST(HostileInputTest, DaemonsSurviveAndCountMalformedMessages) {
+// The parameter: false runs the cluster open, true with CURVE keys.
+class HostileInputTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(HostileInputTest, DaemonsSurviveAndCountMalformedMessages) {
+  const bool curve = GetParam();
+  // "insider" holds an authorized worker key but joins nothing; "stranger"
+  // holds a key that is not listed.
+  ClusterKeys keys({{"scheduler", "scheduler"},
+                    {"server", "server"},
+                    {"worker", "worker"},
+                    {"worker2", "worker"},
+                    {"insider", "worker"},
+                    {"stranger", ""}});
+  auto key_flags = [&](const std::string& name) {
+    return curve ? keys.Flags(name) : std::vector<std::string>();
+  };
+  auto with_keys = [&](std::vector<std::string> flags,
+                       const std::string& name) {
+    std::vector<std::string> k = key_flags(name);
+    flags.insert(flags.end(), k.begin(), k.end());
+    return flags;
+  };
+  const CurveKeyPair* insider = curve ? &keys.keys("insider") : nullptr;
   DaemonCluster::Options o;
   o.bin_dir = PETREL_BIN_DIR;
   o.num_servers = 1;
   o.num_workers = 2;
   o.flags = {"--metrics_port=0", "--join_timeout_s=60"};
+  o.scheduler_flags = key_flags("scheduler");
   DaemonCluster cluster(o);
   ASSERT_TRUE(cluster.StartScheduler().ok()) << cluster.Output();
 
   // This process joins first; while it waits for the others, strangers
-  // answer its join. None of that may stop it.
-  NodeRuntime runtime(InProcessWorker(cluster.scheduler_announce().port));
+  // (with CURVE: the insider) answer its join. None of that may stop it.
+  NodeRuntime runtime(
+      InProcessWorker(cluster.scheduler_announce().port,
+                      curve ? keys.Options("worker2") : CurveOptions()));
   KVWorker<float> kv(0, 0, runtime.postoffice());
   ASSERT_TRUE(kv.Start().ok());
   absl::Status joined;
@@ -293,19 +352,37 @@ TEST(HostileInputTest, DaemonsSurviveAndCountMalformedMessages) {
   ASSERT_TRUE(WaitUntil([&] { return runtime.postoffice()->van()->port() > 0; },
                         kTimeout));
   const std::vector<Frames> replies = ForgedJoinReplies();
-  SendWithDealer(runtime.postoffice()->van()->port(), replies);
+  SendWithDealer(runtime.postoffice()->van()->port(), replies, insider,
+                 keys.keys("worker2").public_key);
   auto refused = [&] {
-    return runtime.metrics()
-        ->Value(kRejected, {{"reason", "unauthenticated"}})
-        .value_or(0);
+    double n = 0;
+    for (const char* reason :
+         {"unauthenticated", "control_not_from_scheduler_key"}) {
+      n +=
+          runtime.metrics()->Value(kRejected, {{"reason", reason}}).value_or(0);
+    }
+    return n;
   };
-  EXPECT_TRUE(WaitUntil([&] { return refused() >= replies.size(); }, kTimeout));
+  EXPECT_TRUE(WaitUntil([&] { return refused() >= replies.size(); }, kTimeout))
+      << refused();
+  if (curve) {
+    // A stranger's forged replies do not get past the handshake.
+    auto unknown = [&] {
+      return runtime.metrics()
+          ->Value(kRefused, {{"reason", "unknown_key"}})
+          .value_or(0);
+    };
+    RawDealer stranger(runtime.postoffice()->van()->port(), "",
+                       &keys.keys("stranger"), keys.keys("worker2").public_key);
+    for (const Frames& f : replies) EXPECT_TRUE(stranger.Send(f).ok());
+    EXPECT_TRUE(WaitUntil([&] { return unknown() >= 1; }, kTimeout));
+  }
 
   // The server holds a member's connection to 64 MiB in flight.
-  absl::StatusOr<Subprocess*> server =
-      cluster.StartNode("petrel-server", {"--member_bytes=67108864"});
-  absl::StatusOr<Subprocess*> worker =
-      cluster.StartNode("petrel-worker", {"--job=check", "--timeout_s=60"});
+  absl::StatusOr<Subprocess*> server = cluster.StartNode(
+      "petrel-server", with_keys({"--member_bytes=67108864"}, "server"));
+  absl::StatusOr<Subprocess*> worker = cluster.StartNode(
+      "petrel-worker", with_keys({"--job=check", "--timeout_s=60"}, "worker"));
   ASSERT_TRUE(server.ok() && worker.ok());
   joiner.join();
   ASSERT_TRUE(joined.ok()) << joined << cluster.Output();
@@ -314,9 +391,12 @@ TEST(HostileInputTest, DaemonsSurviveAndCountMalformedMessages) {
   ASSERT_TRUE(server_ready.ok() && worker_ready.ok()) << cluster.Output();
 
   std::vector<Target> targets = {
-      {"scheduler", cluster.scheduler_announce(), kSchedulerId},
-      {"server", *server_ready, server_ready->id},
-      {"worker", *worker_ready, worker_ready->id}};
+      {"scheduler", cluster.scheduler_announce(), kSchedulerId,
+       keys.keys("scheduler").public_key},
+      {"server", *server_ready, server_ready->id,
+       keys.keys("server").public_key},
+      {"worker", *worker_ready, worker_ready->id,
+       keys.keys("worker").public_key}};
   std::mt19937 rng(7);
   std::string garbage(64 << 10, '\0');
   for (char& c : garbage) c = static_cast<char>(rng());
@@ -327,7 +407,7 @@ TEST(HostileInputTest, DaemonsSurviveAndCountMalformedMessages) {
     bad.insert(bad.end(), lies.begin(), lies.end());
     SendRawTcp(t.announce.port, garbage);
     SendRawTcp(t.announce.port, "GET / HTTP/1.0\r\n\r\n");
-    SendWithDealer(t.announce.port, bad);
+    SendWithDealer(t.announce.port, bad, insider, t.key);
     sent.push_back(bad.size());
   }
 
@@ -347,25 +427,46 @@ TEST(HostileInputTest, DaemonsSurviveAndCountMalformedMessages) {
     EXPECT_TRUE(runtime.postoffice()->Send(std::move(forged)).ok());
   }
 
-  // 1.5 GiB in one multipart message from strangers, to the scheduler and
-  // the server: cut at the non-member budget (16 MiB by default).
+  // 1.5 GiB in one multipart message to the scheduler and the server. Open:
+  // from strangers, cut at the non-member budget (16 MiB by default). With
+  // CURVE: a stranger is refused at the handshake (nothing of it is
+  // received; unknown_key for a key that is not listed, handshake_failed for
+  // a plaintext peer), and the insider, past the handshake but not a member,
+  // is cut at the non-member budget.
   constexpr int64_t kBound = int64_t{256} << 20;
+  std::vector<std::pair<Attacker, std::string>> big_senders;
+  if (curve) {
+    big_senders.push_back(
+        {{"", &keys.keys("stranger"), "a stranger's key"}, "unknown_key"});
+    big_senders.push_back(
+        {{"", nullptr, "a plaintext stranger"}, "handshake_failed"});
+  }
+  big_senders.push_back({{"", insider, curve ? "the insider" : "a stranger"},
+                         "non_member_bytes"});
   for (int i : {0, 1}) {
     const pid_t pid = i == 0 ? cluster.scheduler()->pid() : (*server)->pid();
-    EXPECT_LT(OversizedMessage(targets[i], pid, "", {}, 6, size_t{256} << 20,
-                               "non_member_bytes"),
-              kBound)
-        << targets[i].name;
+    for (const auto& [attacker, reason] : big_senders) {
+      const char* metric =
+          absl::StrContains(reason, "non_member") ? kCut : kRefused;
+      // Refused at the handshake, none of the message is received.
+      const int64_t bound = metric == kCut ? kBound : int64_t{16} << 20;
+      EXPECT_LT(OversizedMessage(targets[i], pid, attacker, {}, 6,
+                                 size_t{256} << 20, metric, reason),
+                bound)
+          << targets[i].name << " " << attacker.label;
+    }
   }
-  // 256 MiB on a connection bearing this member's identity: cut at the
-  // server's member budget (64 MiB here).
+  // 256 MiB on a connection bearing this member's identity (with CURVE, from
+  // the insider's key: membership is the identity's): cut at the server's
+  // member budget (64 MiB here).
   Buffer hello = HelloFrame();
   EXPECT_LT(
       OversizedMessage(
           targets[1], (*server)->pid(),
-          absl::StrCat(runtime.postoffice()->van()->transport_id(), "#77"),
+          {absl::StrCat(runtime.postoffice()->van()->transport_id(), "#77"),
+           insider, "a member's identity"},
           {{std::string(hello.data(), hello.size())}}, 4, size_t{64} << 20,
-          "member_bytes"),
+          kCut, "member_bytes"),
       kBound);
 
   // The job still works: the check (barrier, exact sums) on both workers.
@@ -387,16 +488,23 @@ TEST(HostileInputTest, DaemonsSurviveAndCountMalformedMessages) {
       total += n;
       absl::StrAppend(&summary, " ", reason, "=", n);
     }
-    std::printf("%s: sent %zu bad messages; rejected:%s\n",
-                targets[i].name.c_str(), sent[i], summary.c_str());
+    std::printf(
+        "%s: sent %zu bad messages; rejected:%s; handshakes refused: "
+        "unknown_key=%.0f handshake_failed=%.0f\n",
+        targets[i].name.c_str(), sent[i], summary.c_str(),
+        MetricOf(targets[i].announce.metrics_port, kRefused, "unknown_key"),
+        MetricOf(targets[i].announce.metrics_port, kRefused,
+                 "handshake_failed"));
     EXPECT_GE(total, sent[i]) << targets[i].name;
     for (const char* reason :
          {"invalid_argument", "resource_exhausted", "permission_denied"}) {
       EXPECT_GT(rejects[reason], 0) << targets[i].name << " " << reason;
     }
   }
+  // With CURVE the forged control is dropped for the key it came with.
   EXPECT_GE(AwaitRejects(targets[1].announce.metrics_port,
-                         0)["control_not_from_scheduler"],
+                         0)[curve ? "control_not_from_scheduler_key"
+                                  : "control_not_from_scheduler"],
             3);
 
   absl::Status finished = runtime.postoffice()->Finish(kTimeout);
@@ -409,7 +517,13 @@ TEST(HostileInputTest, DaemonsSurviveAndCountMalformedMessages) {
   }
 }
 
-TEST(HostileInputTest, JoinsUnderAConnectionFloodAndAWrongToken) {
+INSTANTIATE_TEST_SUITE_P(WithAndWithoutKeys, HostileInputTest,
+                         ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Curve" : "Open";
+                         });
+
+TEST(HostileInputFloodTest, JoinsUnderAConnectionFloodAndAWrongToken) {
   constexpr char kToken[] = "s3cret";
   DaemonCluster::Options o;
   o.bin_dir = PETREL_BIN_DIR;
