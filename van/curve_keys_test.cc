@@ -59,7 +59,8 @@ TEST_F(CurveKeysTest, NewKeyPairIsZ85AndPublicKeyDerives) {
 TEST_F(CurveKeysTest, WritesSecretFile0600AndReadsItBack) {
   CurveKeyPair keys = NewCurveKeyPair().value();
   const std::string path = Path("node.key");
-  ASSERT_TRUE(WriteKeyFile(path, keys.secret_key, "secret\nof node", true).ok());
+  ASSERT_TRUE(
+      WriteKeyFile(path, keys.secret_key, "secret\nof node", true).ok());
   struct stat st;
   ASSERT_EQ(stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600);

@@ -43,10 +43,10 @@ TEST(LaunchTest, CheckJobRunsEndToEndWithPrefixedOutput) {
 // --metrics: every process serves /metrics on a free port of its own
 // address, and petrel-launch prints each address.
 TEST(LaunchTest, MetricsFlagPrintsEveryProcessMetricsAddress) {
-  absl::StatusOr<std::unique_ptr<Subprocess>> launch = StartProgram(
-      {Bin("petrel-launch"), "--metrics", "--num_servers=1", "--num_workers=1",
-       "--timeout_s=80", "--", "petrel-worker", "--job=check",
-       "--bind=127.0.0.1"});
+  absl::StatusOr<std::unique_ptr<Subprocess>> launch =
+      StartProgram({Bin("petrel-launch"), "--metrics", "--num_servers=1",
+                    "--num_workers=1", "--timeout_s=80", "--", "petrel-worker",
+                    "--job=check", "--bind=127.0.0.1"});
   ASSERT_TRUE(launch.ok()) << launch.status();
   absl::StatusOr<int> code = (*launch)->Wait(kExitTimeout);
   ASSERT_TRUE(code.ok()) << code.status();
@@ -54,8 +54,8 @@ TEST(LaunchTest, MetricsFlagPrintsEveryProcessMetricsAddress) {
   EXPECT_EQ(*code, 0) << out;
   for (const char* name : {"scheduler", "server 0", "worker 0"}) {
     EXPECT_TRUE(absl::StrContains(
-        out, absl::StrCat("petrel-launch: ", name,
-                          " metrics at http://127.0.0.1:")))
+        out,
+        absl::StrCat("petrel-launch: ", name, " metrics at http://127.0.0.1:")))
         << name << "\n"
         << out;
   }

@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
   cli.name = "minimal_worker";
   cli.usage =
       "a worker that pushes twice and pulls, checking the sums.\n"
-      "  minimal_worker --scheduler=HOST:PORT [--num_servers=N --num_workers=M]";
+      "  minimal_worker --scheduler=HOST:PORT [--num_servers=N "
+      "--num_workers=M]";
   if (int code = petrel::ParseCommandLine(cli, &argc, &argv); code >= 0) {
     return code;
   }
