@@ -9,14 +9,11 @@
 #include "absl/base/optimization.h"
 #include "absl/strings/str_cat.h"
 
+#include "server/table_key_visit.h"
 #include "van/key_range_map.h"
 
 namespace petrel {
 namespace {
-
-// How many keys ahead SetRows prefetches a key's index slot (its rows are
-// written in order and need none).
-constexpr size_t kSetPrefetchDistance = 16;
 
 // MADV_POPULATE_WRITE (Linux 5.14), spelled out for older headers.
 #ifdef MADV_POPULATE_WRITE
@@ -62,9 +59,6 @@ absl::Status Validate(const TableOptions& o) {
   }
   return absl::OkStatus();
 }
-
-// Rows of the LRU window an eviction for the cap looks at.
-constexpr uint32_t kEvictWindow = 16;
 
 // Sketch counters of one shard and sketch row: the table's
 // admission_counters over 4 rows and the shards, at least 16.
@@ -134,15 +128,6 @@ absl::Status PlanCap(const TableOptions& o, int stride, uint32_t* rows_per_slab,
   *max_rows = static_cast<uint32_t>(rows);
   *index_capacity = best_capacity;
   return absl::OkStatus();
-}
-
-// Slot of one of the 4 sketch rows for `key`.
-uint32_t SketchSlot(uint64_t key, int row, uint32_t width) {
-  uint64_t x = key + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(row + 1);
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return static_cast<uint32_t>((x >> 32) * width >> 32);
 }
 
 }  // namespace
@@ -285,52 +270,6 @@ void Table::UpdateCounters() {
   tell(metrics_.filtered, filtered(), &metrics_.filtered_seen);
 }
 
-uint64_t Table::admitted() const {
-  uint64_t n = 0;
-  for (const Shard& shard : shards_) n += shard.admitted;
-  return n;
-}
-
-uint64_t Table::evicted() const {
-  uint64_t n = 0;
-  for (const Shard& shard : shards_) n += shard.evicted;
-  return n;
-}
-
-uint64_t Table::filtered() const {
-  uint64_t n = 0;
-  for (const Shard& shard : shards_) n += shard.filtered;
-  return n;
-}
-
-std::vector<uint16_t> Table::AdmissionCounters() const {
-  std::vector<uint16_t> out;
-  for (const Shard& shard : shards_) {
-    out.insert(out.end(), shard.sketch.begin(), shard.sketch.end());
-  }
-  return out;
-}
-
-absl::Status Table::SetAdmissionCounters(absl::Span<const uint16_t> counters) {
-  size_t total = 0;
-  for (const Shard& shard : shards_) total += shard.sketch.size();
-  if (counters.size() != total) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("table ", options_.id, " has ", total,
-                     " admission counters, not ", counters.size(),
-                     " (admit_after, admission_counters or the number "
-                     "of shards changed)"));
-  }
-  size_t at = 0;
-  for (Shard& shard : shards_) {
-    std::copy(counters.begin() + at,
-              counters.begin() + at + shard.sketch.size(),
-              shard.sketch.begin());
-    at += shard.sketch.size();
-  }
-  return absl::OkStatus();
-}
-
 size_t Table::num_rows() const {
   if (options_.dense) return options_.num_keys;
   size_t n = 0;
@@ -427,124 +366,6 @@ float* Table::Touch(Shard& shard, uint64_t key) {
   return row;
 }
 
-bool Table::Sight(Shard& shard, uint64_t key) const {
-  const uint32_t width = sketch_width_;
-  uint16_t* counter[4];
-  uint32_t least = 65535;
-  for (int r = 0; r < 4; ++r) {
-    counter[r] = &shard.sketch[static_cast<size_t>(r) * width +
-                               SketchSlot(key, r, width)];
-    least = std::min<uint32_t>(least, *counter[r]);
-  }
-  // Conservative update: only the counters at the minimum rise, which
-  // keeps the over-count of colliding keys small.
-  if (least < 65535) ++least;
-  for (uint16_t* c : counter) {
-    if (*c < least) *c = static_cast<uint16_t>(least);
-  }
-  return least >= options_.admit_after;
-}
-
-Table::Access Table::AccessRow(Shard& shard, uint64_t key, bool push,
-                               float** row) {
-  if (options_.admit_after > 1 && !options_.dense) {
-    const RowIndex::Slot* slot = shard.index.Find(key);
-    if (slot == nullptr || slot->width == 0) {
-      if (!push) return Access::kNotAdmitted;
-      if (!Sight(shard, key)) {
-        ++shard.filtered;
-        return Access::kNotAdmitted;
-      }
-      *row = Touch(shard, key);
-      if (*row == nullptr) return Access::kOutOfMemory;
-      ++shard.admitted;
-      return Access::kRow;
-    }
-  }
-  *row = Touch(shard, key);
-  return *row == nullptr ? Access::kOutOfMemory : Access::kRow;
-}
-
-void Table::EvictRow(Shard& shard, uint32_t row) {
-  RowIndex& index = shard.index;
-  index.Find(shard.row_key[row])->width = 0;
-  ++shard.empty_slots;
-  const uint32_t last = shard.num_rows - 1;
-  if (row != last) {
-    std::memcpy(RowOf(shard, row), RowOf(shard, last), sizeof(float) * stride_);
-    shard.row_key[row] = shard.row_key[last];
-    shard.row_stamp[row] = shard.row_stamp[last];
-    index.Find(shard.row_key[row])->row = row;
-  }
-  shard.row_key.pop_back();
-  shard.row_stamp.pop_back();
-  shard.num_rows = last;
-  ++shard.evicted;
-  // Keep at most one empty slab: a table at its cap would otherwise map
-  // and unmap a slab as it crosses a slab boundary.
-  if (uint64_t{shard.slabs.size()} * rows_per_slab_ >=
-      uint64_t{shard.num_rows} + 2 * uint64_t{rows_per_slab_}) {
-    shard.slabs.pop_back();
-  }
-}
-
-void Table::EvictLru(Shard& shard) {
-  const uint32_t n = shard.num_rows;
-  if (n == 0) return;
-  if (shard.hand >= n) shard.hand = 0;
-  const uint32_t window = std::min(kEvictWindow, n);
-  uint32_t victim = shard.hand;
-  for (uint32_t k = 1; k < window; ++k) {
-    uint32_t r = shard.hand + k;
-    if (r >= n) r -= n;
-    if (shard.row_stamp[r] < shard.row_stamp[victim]) victim = r;
-  }
-  shard.hand += window;
-  EvictRow(shard, victim);
-}
-
-void Table::EvictUntouchedSince(uint64_t stamp, const ParallelRunner& runner) {
-  auto sweep = [&](int s) {
-    Shard& shard = shards_[s];
-    // From the end: the row moved into a hole has been looked at already.
-    for (uint32_t r = shard.num_rows; r-- > 0;) {
-      if (shard.row_stamp[r] <= stamp) EvictRow(shard, r);
-    }
-  };
-  const int n = static_cast<int>(shards_.size());
-  if (runner && n > 1) {
-    runner(n, sweep);
-  } else {
-    for (int s = 0; s < n; ++s) sweep(s);
-  }
-  UpdateGauges();
-}
-
-void Table::Tick(const ParallelRunner& runner) {
-  // tick_marks_ holds seq_ at the last ttl + 1 ticks; a row whose last
-  // touch is at or before the oldest was not touched in the ttl ticks since.
-  tick_marks_.push_back(seq_);
-  if (tick_marks_.size() > options_.ttl_ticks + 1) tick_marks_.pop_front();
-  if (tick_marks_.size() == options_.ttl_ticks + 1) {
-    EvictUntouchedSince(tick_marks_.front(), runner);
-  }
-}
-
-void Table::AdvanceClock(int64_t clocks, const ParallelRunner& runner) {
-  if (options_.ttl_ticks == 0 ||
-      options_.ttl_unit != TableOptions::TtlUnit::kClocks) {
-    return;
-  }
-  const int64_t n =
-      std::min<int64_t>(clocks, static_cast<int64_t>(options_.ttl_ticks) + 1);
-  // The marks of the ticks before the last, then one sweep for them all.
-  for (int64_t i = 1; i < n; ++i) {
-    tick_marks_.push_back(seq_);
-    if (tick_marks_.size() > options_.ttl_ticks + 1) tick_marks_.pop_front();
-  }
-  if (n > 0) Tick(runner);
-}
-
 void Table::ForEachStoredRow(
     const std::function<void(uint64_t key, const float* row)>& fn) const {
   ForEachStoredBlock([&](const uint64_t* keys, const float* rows, size_t n) {
@@ -579,139 +400,6 @@ void Table::ForEachStoredBlock(const StoredBlockFn& fn) const {
          std::min(rows_per_slab_, shard.num_rows - first));
     }
   }
-}
-
-absl::Status Table::Reserve(size_t rows) {
-  if (options_.dense) return absl::OkStatus();
-  // Shards get keys by hash: a little more than an even share each.
-  const size_t per_shard =
-      rows / shards_.size() + rows / shards_.size() / 20 + 64;
-  for (Shard& shard : shards_) {
-    size_t want = shard.index.size() + per_shard;
-    // Under a cap, never past the index the cap planned.
-    if (index_capacity_ != SIZE_MAX) {
-      want = std::min(want, index_capacity_ / 4 * 3);
-    }
-    absl::Status s = shard.index.Reserve(want);
-    if (!s.ok()) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("table ", options_.id, ": no memory to index ", rows,
-                       " more rows: ", s.message()));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Table::SetRows(absl::Span<const uint64_t> keys,
-                            absl::Span<const float> values, int value_stride,
-                            bool with_state, const ParallelRunner& runner) {
-  const int dim = options_.dim;
-  if (value_stride < dim || (with_state && value_stride != stride_) ||
-      values.size() != keys.size() * static_cast<size_t>(value_stride)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "setting ", keys.size(), " rows of table ", options_.id, " (dim ", dim,
-        ", stride ", stride_, ") from ", values.size(), " values of stride ",
-        value_stride, with_state ? " with" : " without", " optimizer state"));
-  }
-  absl::Status s = CheckKeys(keys);
-  if (!s.ok()) return s;
-  ++seq_;
-  const float* src = values.data();
-  std::atomic<bool> out_of_memory{false};
-  if (track_) {
-    // Rows that carry a key and a stamp, under a cap: one at a time.
-    ForEachKey(keys, runner, [&](Shard& shard, size_t i) {
-      bool added;
-      float* row = FindOrAddRow(shard, keys[i], &added);
-      if (row == nullptr) {
-        out_of_memory.store(true, std::memory_order_relaxed);
-        return;
-      }
-      std::memcpy(row, src + i * value_stride,
-                  sizeof(float) * (with_state ? stride_ : dim));
-      if (!with_state) optimizer_->InitState(row, row + dim, dim);
-    });
-  } else if (options_.dense) {
-    ForEachKey(keys, runner, [&](Shard& shard, size_t i) {
-      float* row = RowOf(shard, static_cast<uint32_t>(keys[i]));
-      const float* from = src + i * value_stride;
-      std::memcpy(row, from, sizeof(float) * (with_state ? stride_ : dim));
-      if (!with_state) optimizer_->InitState(row, row + dim, dim);
-    });
-  } else if (shards_.size() == 1) {
-    out_of_memory = !SetShardRows(shards_[0], keys.data(), nullptr, keys.size(),
-                                  src, value_stride, with_state);
-  } else {
-    ComputeShardOf(keys);
-    GroupByShard();
-    auto one = [&](int i) {
-      const uint32_t begin = shard_begin_[i];
-      if (!SetShardRows(shards_[i], keys.data(), order_.data() + begin,
-                        shard_begin_[i + 1] - begin, src, value_stride,
-                        with_state)) {
-        out_of_memory.store(true, std::memory_order_relaxed);
-      }
-    };
-    const int n = static_cast<int>(shards_.size());
-    if (runner && keys.size() >= options_.parallel_min_keys) {
-      runner(n, one);
-    } else {
-      for (int i = 0; i < n; ++i) one(i);
-    }
-  }
-  UpdateGauges();
-  if (!out_of_memory.load()) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "restoring table ", options_.id, ": out of memory for new rows (",
-      MemoryBytes(), " bytes held)"));
-}
-
-bool Table::SetShardRows(Shard& shard, const uint64_t* keys,
-                         const uint32_t* order, size_t n, const float* values,
-                         int value_stride, bool with_state) {
-  RowIndex& index = shard.index;
-  if (n == 0) return true;
-  if (!index.Reserve(index.size() + n).ok()) return false;
-  const int dim = options_.dim;
-  const size_t copy = sizeof(float) * (with_state ? stride_ : dim);
-  auto at = [&](size_t j) -> size_t { return order ? order[j] : j; };
-  // Where the shard's next new row goes: the rest of its last slab.
-  uint32_t left = 0;
-  float* next = nullptr;
-  if (shard.num_rows % rows_per_slab_ != 0) {
-    left = rows_per_slab_ - shard.num_rows % rows_per_slab_;
-    next = RowOf(shard, shard.num_rows);
-  }
-  for (size_t j = 0; j < n; ++j) {
-    if (j + kSetPrefetchDistance < n) {
-      index.Prefetch(index.Home(keys[at(j + kSetPrefetchDistance)]));
-    }
-    const size_t i = at(j);
-    bool inserted;
-    RowIndex::Slot* slot = index.FindOrInsert(keys[i], &inserted);
-    float* row;
-    if (slot->width != 0) {
-      row = RowOf(shard, slot->row);
-    } else {
-      if (left == 0) {
-        if (shard.num_rows == UINT32_MAX ||
-            !AddSlab(shard, rows_per_slab_, /*populate=*/true).ok()) {
-          return false;
-        }
-        left = rows_per_slab_;
-        next = static_cast<float*>(shard.slabs.back().data());
-      }
-      slot->width = static_cast<uint32_t>(dim);
-      slot->row = shard.num_rows++;
-      row = next;
-      next += stride_;
-      --left;
-    }
-    const float* from = values + i * value_stride;
-    std::memcpy(row, from, copy);
-    if (!with_state) optimizer_->InitState(row, row + dim, dim);
-  }
-  return true;
 }
 
 void Table::ForEachRow(
@@ -752,35 +440,12 @@ absl::Status Table::CheckKeys(absl::Span<const uint64_t> keys) const {
   return absl::OkStatus();
 }
 
-// How many keys ahead the index slots are prefetched: a big sparse table
-// misses the cache on nearly every lookup (a slot, then a row), and
-// overlapping those misses is worth more than anything else on this path.
-// table_benchmark.cc measures it.
-constexpr size_t kPrefetchDistance = 16;
-
 void Table::PrefetchRow(const Shard& shard, uint64_t key) const {
   const RowIndex::Slot* slot = shard.index.Find(key);
   if (slot != nullptr && slot->width != 0) {
     const float* p = RowOf(shard, slot->row);
     __builtin_prefetch(p, 1);
     if (stride_ > 16) __builtin_prefetch(p + 16, 1);
-  }
-}
-
-// Two stages: the index slot kPrefetchDistance keys ahead, then (its line
-// now on the way) the row itself half as far ahead. `key_at(j)` is the j-th
-// key to visit and `shard_at(j)` its shard.
-template <typename KeyAt, typename ShardAt>
-void Table::Prefetch(size_t j, size_t end, const KeyAt& key_at,
-                     const ShardAt& shard_at) const {
-  if (j + kPrefetchDistance < end) {
-    const size_t a = j + kPrefetchDistance;
-    const RowIndex& index = shard_at(a).index;
-    index.Prefetch(index.Home(key_at(a)));
-  }
-  if (j + kPrefetchDistance / 2 < end) {
-    const size_t b = j + kPrefetchDistance / 2;
-    PrefetchRow(shard_at(b), key_at(b));
   }
 }
 
@@ -804,56 +469,6 @@ void Table::GroupByShard() {
   for (size_t i = 0; i < n; ++i) {
     order_[next[shard_of_[i]]++] = static_cast<uint32_t>(i);
   }
-}
-
-template <typename Fn>
-void Table::ForEachKey(absl::Span<const uint64_t> keys,
-                       const ParallelRunner& runner, const Fn& fn) {
-  const int num_shards = options_.num_shards;
-  const bool dense = options_.dense;
-  const bool parallel =
-      runner && num_shards > 1 && keys.size() >= options_.parallel_min_keys;
-  if (dense && !parallel) {
-    for (size_t i = 0; i < keys.size(); ++i) fn(shards_[0], i);
-    return;
-  }
-  if (num_shards == 1) {
-    Shard& shard = shards_[0];
-    auto key_at = [&](size_t j) { return keys[j]; };
-    auto shard_at = [&](size_t) -> const Shard& { return shard; };
-    for (size_t i = 0; i < keys.size(); ++i) {
-      Prefetch(i, keys.size(), key_at, shard_at);
-      fn(shard, i);
-    }
-    return;
-  }
-  // Each key's shard, computed once.
-  ComputeShardOf(keys);
-  const std::vector<uint32_t>& shard_of = shard_of_;
-  if (!parallel) {
-    auto key_at = [&](size_t j) { return keys[j]; };
-    auto shard_at = [&](size_t j) -> const Shard& {
-      return shards_[shard_of[j]];
-    };
-    for (size_t i = 0; i < keys.size(); ++i) {
-      Prefetch(i, keys.size(), key_at, shard_at);
-      fn(shards_[shard_of[i]], i);
-    }
-    return;
-  }
-  GroupByShard();
-  const std::vector<uint32_t>& begin = shard_begin_;
-  // A dense table has one Shard: its rows are split by key, not stored apart.
-  runner(num_shards, [&](int s) {
-    Shard& shard = shards_[dense ? 0 : s];
-    const uint32_t end = begin[s + 1];
-    auto key_at = [&](size_t j) { return keys[order_[j]]; };
-    auto shard_at = [&](size_t) -> const Shard& { return shard; };
-    for (uint32_t j = begin[s]; j < end; ++j) {
-      if (!dense) Prefetch(j, end, key_at, shard_at);
-      fn(shard, order_[j]);
-    }
-  });
 }
 
 template <typename Fn>
