@@ -8,7 +8,9 @@
 #include <thread>
 #include <vector>
 
+#include <dlfcn.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,6 +22,24 @@
 #include "prometheus/collectable.h"
 #include "prometheus/exposer.h"
 #include "prometheus/metric_family.h"
+
+// civetweb as Debian builds it (libcivetweb1) gives each of its threads a
+// fixed stack of about 100 KiB (USE_STACK_SIZE at its build), and glibc
+// refuses a thread whose stack cannot hold the process's static TLS. With
+// CUDA compiled in, petrel-worker loads cuBLAS (about 110 KiB of TLS), so
+// civetweb could not start a single thread there ("Cannot create threads")
+// and the worker's /metrics endpoint failed. This definition in the
+// executable interposes on the library's: any stack size asked for is raised
+// to at least 1 MiB (virtual memory; only touched pages are resident).
+extern "C" int pthread_attr_setstacksize(pthread_attr_t* attr,
+                                         size_t stack_size) {
+  using SetStackSize = int (*)(pthread_attr_t*, size_t);
+  static const SetStackSize next = reinterpret_cast<SetStackSize>(
+      dlsym(RTLD_NEXT, "pthread_attr_setstacksize"));
+  constexpr size_t kMinStack = size_t{1} << 20;
+  if (next == nullptr) return 0;  // keep the default stack size
+  return next(attr, stack_size < kMinStack ? kMinStack : stack_size);
+}
 
 namespace petrel {
 namespace {
