@@ -32,7 +32,6 @@ absl::Status ResolveTrainDefaults(pb::JobConfig* job) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model.fm_dim = ", job->model().fm_dim(), " is not in 1..1024"));
   }
-  PETREL_RETURN_IF_ERROR(CheckTrainFiles(*job));
   if (t->device().empty()) t->set_device("auto");
   absl::StatusOr<DeviceChoice> device = ParseDeviceChoice(t->device());
   if (!device.ok()) {

@@ -53,6 +53,7 @@
 #include "van/daemon_main.h"
 #include "worker/check_job.h"
 #include "worker/data_files.h"
+#include "worker/data_options.h"
 #include "worker/recovery_client.h"
 #include "worker/trainer.h"
 #include "worker/worker_control.h"
@@ -127,6 +128,10 @@ absl::StatusOr<petrel::pb::JobConfig> TrainConfigFromFlags() {
   absl::Status s = petrel::ExpandDataFiles(&std::getenv, job.mutable_data());
   if (!s.ok()) return s;
   s = petrel::ResolveTrainDefaults(&job);
+  if (!s.ok()) return s;
+  // Here, not in ResolveTrainDefaults: petrel-predict resolves a
+  // checkpoint's config where its training files need not exist.
+  s = petrel::CheckTrainFiles(job);
   if (!s.ok()) return s;
   return job;
 }
