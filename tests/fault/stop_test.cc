@@ -73,9 +73,10 @@ class StopTest : public ::testing::Test {
       servers_.push_back(*server);
     }
     for (int rank = 0; rank < kWorkers; ++rank) {
-      absl::StatusOr<Subprocess*> worker = cluster_->StartNode(
-          "petrel-worker",
-          {"--job=train", "--timeout_s=60", absl::StrCat("--rank=", rank)});
+      absl::StatusOr<Subprocess*> worker =
+          cluster_->StartNode("petrel-worker", {"--job=train", "--timeout_s=60",
+                                                "--worker_progress",
+                                                absl::StrCat("--rank=", rank)});
       ASSERT_TRUE(worker.ok()) << worker.status();
       workers_.push_back(*worker);
     }

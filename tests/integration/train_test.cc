@@ -242,8 +242,7 @@ TEST_F(BadDataTest, MissingTrainFile) {
 TEST_F(BadDataTest, PatternThatMatchedNothing) {
   const std::string pattern = dir_ + "/part-*.svm";
   ExpectBadInput(pattern, Good("test.svm"),
-                 "data.train: cannot read " + pattern +
-                     ": No such file or directory (a shell pattern");
+                 "data.train: '" + pattern + "' matches no file");
 }
 
 TEST_F(BadDataTest, DirectoryInsteadOfFile) {
