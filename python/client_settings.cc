@@ -138,14 +138,7 @@ absl::StatusOr<NodeSettings> WorkerSettings(
   // CURVE keys from the environment only (petrel-launch --curve, a
   // Kubernetes Secret): docs/security.md.
   CurveKeySources keys;
-  keys.env_secret_key =
-      EnvString(getenv, "PETREL_CURVE_SECRET_KEY").value_or("");
-  keys.env_public_key =
-      EnvString(getenv, "PETREL_CURVE_PUBLIC_KEY").value_or("");
-  keys.env_authorized_keys =
-      EnvString(getenv, "PETREL_AUTHORIZED_KEYS").value_or("");
-  keys.env_scheduler_public_key =
-      EnvString(getenv, "PETREL_SCHEDULER_PUBLIC_KEY").value_or("");
+  ReadCurveKeyEnvironment(getenv, &keys);
   PETREL_ASSIGN_OR_RETURN(s.van.curve, LoadCurveOptions(keys));
   PETREL_RETURN_IF_ERROR(
       CompleteCurveOptions(/*is_scheduler=*/false, &s.van.curve));

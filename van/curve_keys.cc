@@ -148,6 +148,19 @@ absl::Status WriteKeyFile(const std::string& path, absl::string_view key,
   return absl::OkStatus();
 }
 
+void ReadCurveKeyEnvironment(
+    const std::function<const char*(const char*)>& get_env,
+    CurveKeySources* sources) {
+  auto read = [&](const char* name) {
+    const char* v = get_env(name);
+    return std::string(v == nullptr ? "" : v);
+  };
+  sources->env_secret_key = read("PETREL_CURVE_SECRET_KEY");
+  sources->env_public_key = read("PETREL_CURVE_PUBLIC_KEY");
+  sources->env_authorized_keys = read("PETREL_AUTHORIZED_KEYS");
+  sources->env_scheduler_public_key = read("PETREL_SCHEDULER_PUBLIC_KEY");
+}
+
 absl::StatusOr<CurveOptions> LoadCurveOptions(const CurveKeySources& s) {
   const Given secret_file =
       Pick(s.secret_key_file, "curve_secret_key_file", "", "");

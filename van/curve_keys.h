@@ -12,6 +12,7 @@
 #ifndef PETREL_VAN_CURVE_KEYS_H_
 #define PETREL_VAN_CURVE_KEYS_H_
 
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -85,6 +86,15 @@ absl::Status WriteKeyFile(const std::string& path, absl::string_view key,
 // InvalidArgument. With a secret key, an authorized-keys file is required.
 // InvalidArgument names the flag or variable and what to fix.
 absl::StatusOr<CurveOptions> LoadCurveOptions(const CurveKeySources& sources);
+
+// Fills the env_* fields of `sources` from the PETREL_CURVE_SECRET_KEY,
+// PETREL_CURVE_PUBLIC_KEY, PETREL_AUTHORIZED_KEYS and
+// PETREL_SCHEDULER_PUBLIC_KEY variables as `get_env` (std::getenv, or a
+// test's) reads them; unset leaves a field empty. The one place that names
+// the variables: the daemons, petrelctl and the Python client use it.
+void ReadCurveKeyEnvironment(
+    const std::function<const char*(const char*)>& get_env,
+    CurveKeySources* sources);
 
 // Makes `socket` a CURVE server with `keys`: peers must be CURVE clients
 // that know keys.public_key; the context's ZAP handler (zap_handler.h)

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include <sys/stat.h>
@@ -167,6 +168,28 @@ TEST_F(CurveKeysTest, LoadRefusesInconsistentSettings) {
   bad_env.authorized_keys_path = "/x";
   EXPECT_THAT(LoadCurveOptions(bad_env).status().message(),
               HasSubstr("PETREL_CURVE_SECRET_KEY"));
+}
+
+// The variables petrel-launch --curve and Kubernetes Secrets set, read
+// into the env_* fields (unset: empty) and nothing else touched.
+TEST(CurveKeyEnvironmentTest, ReadsTheKeyVariables) {
+  const std::map<std::string, std::string> env = {
+      {"PETREL_CURVE_SECRET_KEY", "secret"},
+      {"PETREL_AUTHORIZED_KEYS", "/etc/petrel/keys"},
+      {"PETREL_SCHEDULER_PUBLIC_KEY", "scheduler"}};
+  CurveKeySources sources;
+  sources.secret_key_file = "from-flag";
+  ReadCurveKeyEnvironment(
+      [&](const char* name) -> const char* {
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : it->second.c_str();
+      },
+      &sources);
+  EXPECT_EQ(sources.env_secret_key, "secret");
+  EXPECT_EQ(sources.env_public_key, "");
+  EXPECT_EQ(sources.env_authorized_keys, "/etc/petrel/keys");
+  EXPECT_EQ(sources.env_scheduler_public_key, "scheduler");
+  EXPECT_EQ(sources.secret_key_file, "from-flag");
 }
 
 }  // namespace

@@ -230,21 +230,13 @@ absl::StatusOr<int> BindPort(const LegacyEnv& env, pb::Role role) {
   return port;
 }
 
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? "" : v;
-}
-
 absl::Status ApplyCurve(pb::Role role, VanOptions& van) {
   CurveKeySources sources;
   sources.secret_key_file = FLAGS_curve_secret_key_file;
   sources.public_key_file = FLAGS_curve_public_key_file;
   sources.authorized_keys_path = FLAGS_authorized_keys;
   sources.scheduler_public_key = FLAGS_scheduler_public_key;
-  sources.env_secret_key = Env("PETREL_CURVE_SECRET_KEY");
-  sources.env_public_key = Env("PETREL_CURVE_PUBLIC_KEY");
-  sources.env_authorized_keys = Env("PETREL_AUTHORIZED_KEYS");
-  sources.env_scheduler_public_key = Env("PETREL_SCHEDULER_PUBLIC_KEY");
+  ReadCurveKeyEnvironment(&std::getenv, &sources);
   PETREL_ASSIGN_OR_RETURN(van.curve, LoadCurveOptions(sources));
   return CompleteCurveOptions(role == pb::ROLE_SCHEDULER, &van.curve);
 }

@@ -68,11 +68,6 @@ int Usage(const std::string& why) {
   return 2;
 }
 
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? "" : v;
-}
-
 // The CURVE settings from the flags and PETREL_CURVE_* variables, as the
 // daemons read theirs (van/curve_keys.h).
 absl::StatusOr<petrel::CurveOptions> CurveFromFlags() {
@@ -81,10 +76,7 @@ absl::StatusOr<petrel::CurveOptions> CurveFromFlags() {
   sources.public_key_file = FLAGS_curve_public_key_file;
   sources.authorized_keys_path = FLAGS_authorized_keys;
   sources.scheduler_public_key = FLAGS_scheduler_public_key;
-  sources.env_secret_key = Env("PETREL_CURVE_SECRET_KEY");
-  sources.env_public_key = Env("PETREL_CURVE_PUBLIC_KEY");
-  sources.env_authorized_keys = Env("PETREL_AUTHORIZED_KEYS");
-  sources.env_scheduler_public_key = Env("PETREL_SCHEDULER_PUBLIC_KEY");
+  petrel::ReadCurveKeyEnvironment(&std::getenv, &sources);
   absl::StatusOr<petrel::CurveOptions> curve =
       petrel::LoadCurveOptions(sources);
   if (!curve.ok()) return curve.status();
