@@ -38,6 +38,9 @@ function(petrel_cc_binary)
                                              ${CMAKE_BINARY_DIR}/bin)
 endfunction()
 
+# Where the tests' temporary files go (GoogleTest's TEST_TMPDIR).
+set(PETREL_TEST_TMPDIR ${CMAKE_BINARY_DIR}/test-tmp)
+
 # petrel_cc_test(NAME n SRCS ... [DEPS ...] [LABELS ...] [TIMEOUT s])
 # One executable per test file, registered with gtest_discover_tests.
 function(petrel_cc_test)
@@ -61,8 +64,13 @@ function(petrel_cc_test)
     endif()
     add_dependencies(petrel_unit_tests ${P_NAME})
   endif()
+  # Files a test makes under ::testing::TempDir() go to the build tree, not
+  # /tmp: a test that fails (or is killed) before its clean-up leaves them
+  # where `rm -rf build` finds them.
+  file(MAKE_DIRECTORY ${PETREL_TEST_TMPDIR})
   gtest_discover_tests(${P_NAME}
     PROPERTIES LABELS "${P_LABELS}" TIMEOUT ${P_TIMEOUT}
+               ENVIRONMENT "TEST_TMPDIR=${PETREL_TEST_TMPDIR}"
     DISCOVERY_TIMEOUT 30)
 endfunction()
 

@@ -37,6 +37,8 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "${python_args[@]}" | grep -E "Petrel (CUDA|Python)"
 cmake --build build -j"$jobs"
 echo "== tests"
+# Each run starts with an empty directory for the tests' temporary files.
+rm -rf build/test-tmp && mkdir -p build/test-tmp
 ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
 
 if compgen -G "build/python/petrel/_petrel*.so" > /dev/null; then
@@ -60,6 +62,7 @@ env "${asan_env[@]}" cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug \
 # Only what `ctest -L unit` runs: daemons and multi-process tests are not
 # run under the sanitizers.
 cmake --build build-asan -j"$jobs" --target petrel_unit_tests
+rm -rf build-asan/test-tmp && mkdir -p build-asan/test-tmp
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" -L unit --timeout 300
 
