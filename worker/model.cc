@@ -113,6 +113,14 @@ class FactorizationMachine : public Model {
 
 }  // namespace
 
+void AverageOverBatch(size_t examples, std::vector<std::vector<float>>* grads) {
+  if (examples == 0) return;
+  const float scale = 1.0f / static_cast<float>(examples);
+  for (std::vector<float>& g : *grads) {
+    for (float& x : g) x *= scale;
+  }
+}
+
 absl::StatusOr<std::unique_ptr<Model>> Model::Create(const pb::JobConfig& job,
                                                      const Device& device) {
   switch (job.model().kind()) {

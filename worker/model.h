@@ -61,7 +61,7 @@ class Model {
   // the bias last when the table has one), or all rows of a dense table.
   // Fills `probs` and `dlogits` for each example and `grads[t]` (same
   // layout as rows[t]); returns the batch's summed logloss. Gradients are
-  // sums over the batch.
+  // sums over the batch (the trainer averages them: AverageOverBatch).
   virtual absl::StatusOr<double> ForwardBackward(
       const ModelBatch& batch, const std::vector<absl::Span<const float>>& rows,
       std::vector<float>* probs, std::vector<std::vector<float>>* grads) = 0;
@@ -70,6 +70,16 @@ class Model {
                                const std::vector<absl::Span<const float>>& rows,
                                std::vector<float>* probs) = 0;
 };
+
+// Turns the summed gradients of ForwardBackward into the gradients of the
+// batch's MEAN logloss, as the trainer pushes them: every value is divided
+// by `examples`, the number of examples in the batch. For a sparse key that
+// appears in several examples (or several times in one), its gradient is
+// the sum of its per-example gradients divided by the batch size, not by
+// its number of occurrences: an example without the key contributes zero.
+// The same holds for the bias, the embedding rows and the dense layers, so
+// one SGD learning rate means the same step at every batch size.
+void AverageOverBatch(size_t examples, std::vector<std::vector<float>>* grads);
 
 }  // namespace petrel
 

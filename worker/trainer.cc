@@ -439,6 +439,7 @@ absl::Status Trainer::Compute(int64_t clock, Step* step) {
   mb.numeric = batch.numeric;
   PETREL_ASSIGN_OR_RETURN(double loss,
                           model_->ForwardBackward(mb, rows, &probs_, &grads_));
+  AverageOverBatch(batch.size(), &grads_);
   PETREL_RETURN_IF_ERROR(CheckDivergence(job_, tables, loss, grads_, clock,
                                          step->prepared->epoch));
   loss_.AddSum(loss, static_cast<int64_t>(batch.size()));
