@@ -57,6 +57,7 @@
 
 #include "base/huge_page_memory.h"
 #include "base/row_index.h"
+#include "base/shard_pool.h"
 #include "kv/kv_store.h"
 
 namespace petrel {
@@ -126,16 +127,21 @@ void BM_PushSum(benchmark::State& state) {
   SetCounters(state);
 }
 
+// range(2): threads walking the pull (KVStore::set_pull_pool).
 void BM_Pull(benchmark::State& state) {
   const size_t resident = static_cast<size_t>(state.range(0));
   const size_t width = static_cast<size_t>(state.range(1));
   KVStore<float>* store = ResidentStore(resident, width);
+  ShardPool pool(static_cast<int>(state.range(2)));
+  if (!pool.Start().ok()) abort();
+  store->set_pull_pool(&pool);
   const std::vector<SArray<Key>> requests = Requests(resident);
   int r = 0;
   for (auto _ : state) {
     KVPairs<float> out = store->Pull(requests[r++ % kRequests]);
     benchmark::DoNotOptimize(out.vals.data());
   }
+  store->set_pull_pool(nullptr);
   SetCounters(state);
 }
 
@@ -223,10 +229,14 @@ void BM_MemoryFloor(benchmark::State& state) {
   SetCounters(state);
 }
 
-void Shapes(benchmark::internal::Benchmark* b) {
+void PullShapes(benchmark::internal::Benchmark* b) {
   for (int64_t resident : {100000, 1000000, 10000000}) {
-    for (int64_t width : {1, 16}) b->Args({resident, width});
+    for (int64_t width : {1, 16}) {
+      for (int64_t threads : {1, 2}) b->Args({resident, width, threads});
+    }
   }
+  b->ArgNames({"resident", "dim", "threads"});
+  b->UseRealTime();  // the pool's threads work too
   b->Unit(benchmark::kMicrosecond);
 }
 
@@ -241,7 +251,7 @@ void PushShapes(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_PushSum)->Apply(PushShapes);
-BENCHMARK(BM_Pull)->Apply(Shapes);
+BENCHMARK(BM_Pull)->Apply(PullShapes);
 BENCHMARK(BM_MemoryFloor)
     ->ArgName("dim")
     ->Arg(0)
