@@ -54,6 +54,10 @@ absl::Status KVWorker<Val>::Start() {
 
 namespace {
 
+uint64_t PullPartKey(int server, uint32_t part) {
+  return static_cast<uint64_t>(static_cast<uint32_t>(server)) << 32 | part;
+}
+
 KVRequestOptions WithCmd(int cmd) {
   KVRequestOptions options;
   options.cmd = cmd;
@@ -166,6 +170,8 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
     *slices =
         SplitPushSlices(*std::move(slices), sizeof(Val),
                         max_push_part_bytes_.load(), split_large_keys_.load());
+  } else if (pull && !push) {
+    *slices = SplitPullSlices(*std::move(slices), max_pull_part_keys_.load());
   }
   std::vector<int> recipients;
   for (const KVSlice& s : *slices) {
@@ -221,8 +227,10 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
     state->lens = out_lens;
     state->min_clock = options.min_clock;
     state->parts.resize(slices->size());
+    absl::flat_hash_map<int, uint32_t> parts;  // as Customer numbers them
     for (size_t i = 0; i < recipients.size(); ++i) {
-      state->slice_of_server[recipients[i]] = i;
+      state->slice_of_part[PullPartKey(recipients[i], parts[recipients[i]]++)] =
+          i;
     }
     state->slices = *std::move(slices);
     absl::MutexLock lock(&mu_);
@@ -270,8 +278,9 @@ void KVWorker<Val>::OnResponse(Message&& msg) {
     auto it = pulls_.find(ts);
     if (it == pulls_.end()) return;
     PullState& state = *it->second;
-    auto slice = state.slice_of_server.find(msg.meta.sender());
-    if (slice == state.slice_of_server.end()) return;
+    auto slice = state.slice_of_part.find(
+        PullPartKey(msg.meta.sender(), static_cast<uint32_t>(msg.meta.part())));
+    if (slice == state.slice_of_part.end()) return;
     if (valid.ok()) {
       // The answer carries no keys: it answers the keys this server was
       // asked, in their order.

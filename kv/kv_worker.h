@@ -133,6 +133,12 @@ class KVWorker {
   // kDefaultMaxPushPartBytes.
   static constexpr size_t kDefaultMaxPushPartBytes = size_t{1} << 20;
   void set_max_push_part_bytes(size_t bytes) { max_push_part_bytes_ = bytes; }
+  // A pull asking one server for more keys than this goes to it as several
+  // messages of consecutive keys, so that the server looks up one part
+  // while the next part's keys and the last part's answer are on their
+  // way. 0 never splits. Default kDefaultMaxPullPartKeys.
+  static constexpr size_t kDefaultMaxPullPartKeys = 16384;
+  void set_max_pull_part_keys(size_t keys) { max_pull_part_keys_ = keys; }
   // Also splits one key's values over several parts when they alone exceed
   // max_push_part_bytes (each part says which slice it holds), instead of
   // sending the key whole. Only for servers whose handler takes key slices
@@ -145,7 +151,9 @@ class KVWorker {
   struct PullState {
     std::vector<KVSlice> slices;
     std::vector<PulledPart> parts;
-    absl::flat_hash_map<int, size_t> slice_of_server;  // server id -> index
+    // (server id << 32 | part) -> index in slices: a server's k-th part is
+    // the k-th of its slices (Customer numbers the parts in sending order).
+    absl::flat_hash_map<uint64_t, size_t> slice_of_part;
     size_t num_keys = 0;
     SArray<Val>* vals = nullptr;
     SArray<int>* lens = nullptr;
@@ -178,6 +186,7 @@ class KVWorker {
   int64_t max_message_bytes_ = 0;  // the van's limit, set by Start
   std::atomic<size_t> max_push_part_bytes_{kDefaultMaxPushPartBytes};
   std::atomic<bool> split_large_keys_{false};
+  std::atomic<size_t> max_pull_part_keys_{kDefaultMaxPullPartKeys};
   absl::Mutex mu_;
   absl::flat_hash_map<int, std::unique_ptr<PullState>> pulls_
       ABSL_GUARDED_BY(mu_);
