@@ -1,5 +1,7 @@
 #include "kv/kv_worker.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
@@ -171,7 +173,13 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
         SplitPushSlices(*std::move(slices), sizeof(Val),
                         max_push_part_bytes_.load(), split_large_keys_.load());
   } else if (pull && !push) {
-    *slices = SplitPullSlices(*std::move(slices), max_pull_part_keys_.load());
+    const size_t width = last_pull_width_.load(std::memory_order_relaxed);
+    const size_t max_bytes = max_pull_part_bytes_.load();
+    if (width > 0 && max_bytes > 0) {
+      *slices = SplitPullSlices(
+          *std::move(slices),
+          std::max<size_t>(1, max_bytes / (width * sizeof(Val))));
+    }
   }
   std::vector<int> recipients;
   for (const KVSlice& s : *slices) {
@@ -284,9 +292,14 @@ void KVWorker<Val>::OnResponse(Message&& msg) {
     if (valid.ok()) {
       // The answer carries no keys: it answers the keys this server was
       // asked, in their order.
-      mismatch =
-          CheckPulledPart(state.slices[slice->second], answer, sizeof(Val));
+      const KVSlice& asked = state.slices[slice->second];
+      mismatch = CheckPulledPart(asked, answer, sizeof(Val));
       valid = mismatch;
+      if (valid.ok() && answer.lens.empty() && !asked.keys.empty()) {
+        last_pull_width_.store(
+            answer.vals.size() / sizeof(Val) / asked.keys.size(),
+            std::memory_order_relaxed);
+      }
     }
     if (!valid.ok()) {
       RecordError(ts, absl::InvalidArgumentError(absl::StrCat(

@@ -308,8 +308,13 @@ TEST(KVWorkerTest, LargePullsGoInPartsAndMergeInOrder) {
     // Ask in another order, with repeats: positions and parts mixed.
     SArray<Key> ask(400);
     for (Key& k : ask) k = keys[rng() % keys.size()];
-    kv.set_max_pull_part_keys(16);
+    // Parts of 16 keys of 2 values, once an answer told the width: the
+    // first pull goes whole.
+    kv.set_max_pull_part_bytes(16 * 2 * sizeof(float));
     SArray<float> out;
+    ASSERT_TRUE(kv.Wait(kv.Pull(ask, &out), absl::Seconds(10)).ok());
+    EXPECT_EQ(pulls, servers);
+    pulls = 0;
     ASSERT_TRUE(kv.Wait(kv.Pull(ask, &out), absl::Seconds(10)).ok());
     EXPECT_GE(pulls, 400 / 16);
     ASSERT_EQ(out.size(), 2 * ask.size());
@@ -330,7 +335,7 @@ TEST(KVWorkerTest, LargePullsGoInPartsAndMergeInOrder) {
     EXPECT_EQ(out.ToVector(), vals.ToVector());
     EXPECT_EQ(lens.ToVector(), std::vector<int>(keys.size(), 2));
     // Splitting off: one message per server.
-    kv.set_max_pull_part_keys(0);
+    kv.set_max_pull_part_bytes(0);
     pulls = 0;
     ASSERT_TRUE(kv.Wait(kv.Pull(ask, &out), absl::Seconds(10)).ok());
     EXPECT_EQ(pulls, servers);

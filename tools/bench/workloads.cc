@@ -103,9 +103,10 @@ absl::Status ValidateWorkloadConfig(const WorkloadConfig& c) {
         absl::StrCat("--max_push_part_bytes=", c.max_push_part_bytes,
                      " is not in [0, ", kMaxValueBytes, "]"));
   }
-  if (c.max_pull_part_keys < 0 || c.max_pull_part_keys > (int64_t{1} << 30)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--max_pull_part_keys=", c.max_pull_part_keys, " is not in [0, 2^30]"));
+  if (c.max_pull_part_bytes < 0 || c.max_pull_part_bytes > kMaxValueBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_pull_part_bytes=", c.max_pull_part_bytes,
+                     " is not in [0, ", kMaxValueBytes, "]"));
   }
   if (c.inflight < 1 || c.inflight > kMaxInflight) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -53,11 +53,11 @@ TEST(WorkloadsTest, ValidatesConfigRanges) {
   c.max_push_part_bytes = 0;  // never split
   EXPECT_TRUE(ValidateWorkloadConfig(c).ok());
   c = WorkloadConfig();
-  c.max_pull_part_keys = -1;
+  c.max_pull_part_bytes = -1;
   EXPECT_FALSE(ValidateWorkloadConfig(c).ok());
-  c.max_pull_part_keys = (int64_t{1} << 30) + 1;
+  c.max_pull_part_bytes = (int64_t{1} << 30) + 1;
   EXPECT_FALSE(ValidateWorkloadConfig(c).ok());
-  c.max_pull_part_keys = 0;  // never split
+  c.max_pull_part_bytes = 0;  // never split
   EXPECT_TRUE(ValidateWorkloadConfig(c).ok());
   c = WorkloadConfig();
   c.duration_s = -1;
