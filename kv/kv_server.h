@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 
+#include "base/shard_pool.h"
 #include "kv/kv_codec.h"
 #include "kv/kv_store.h"
 #include "van/buffer.h"
@@ -89,13 +90,17 @@ class KVServer {
 // InvalidArgument and nothing of that push is stored. A push alone is
 // acknowledged before it is summed (see operator()); a push of one width
 // into a store of that width is acknowledged before any of its keys is
-// even looked up (KVStore's one-pass push). Not thread-safe: use
-// from the KVServer's handler only.
+// even looked up (KVStore's one-pass push). With `threads` > 1, a large
+// pull is walked by that many threads (KVStore::set_pull_pool). Not
+// thread-safe: use from the KVServer's handler only.
 template <typename Val>
 class KVStoreHandler {
  public:
   using Mode = typename KVStore<Val>::Mode;
-  explicit KVStoreHandler(Mode mode = Mode::kSum) : store_(mode) {}
+  explicit KVStoreHandler(Mode mode = Mode::kSum, int threads = 1)
+      : pool_(threads), store_(mode) {
+    if (threads > 1 && pool_.Start().ok()) store_.set_pull_pool(&pool_);
+  }
 
   void operator()(const KVMeta& meta, const KVPairs<Val>& data,
                   KVServer<Val>* server);
@@ -105,6 +110,7 @@ class KVStoreHandler {
   // KVStore::PreparePush or PreparePushSlice for the request.
   absl::Status Prepare(const KVMeta& meta, const KVPairs<Val>& data);
 
+  ShardPool pool_;  // before store_, which uses it
   KVStore<Val> store_;
 };
 

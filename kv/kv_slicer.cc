@@ -262,6 +262,37 @@ std::vector<KVSlice> SplitPushSlices(std::vector<KVSlice> slices,
   return out;
 }
 
+std::vector<KVSlice> SplitPullSlices(std::vector<KVSlice> slices,
+                                     size_t max_keys) {
+  if (max_keys == 0) return slices;
+  std::vector<KVSlice> out;
+  out.reserve(slices.size());
+  for (KVSlice& slice : slices) {
+    const size_t n = slice.keys.size();
+    if (n <= max_keys) {
+      out.push_back(std::move(slice));
+      continue;
+    }
+    // Parts of equal size, the fewest that keep each within max_keys.
+    const size_t num_parts = (n + max_keys - 1) / max_keys;
+    for (size_t p = 0; p < num_parts; ++p) {
+      const size_t begin = n * p / num_parts;
+      const size_t end = n * (p + 1) / num_parts;
+      KVSlice part;
+      part.server_rank = slice.server_rank;
+      part.keys = slice.keys.Segment(begin, end);
+      if (slice.positions.empty()) {
+        part.first_position =
+            slice.first_position + static_cast<uint32_t>(begin);
+      } else {
+        part.positions = slice.positions.Segment(begin, end);
+      }
+      out.push_back(std::move(part));
+    }
+  }
+  return out;
+}
+
 namespace {
 
 // Per-key counts of the answers, in the caller's order: the general merge,
@@ -277,7 +308,8 @@ absl::Status MergeVariable(const std::vector<KVSlice>& slices,
     const size_t n = slice.keys.size();
     const size_t part_vals = part.vals.size() / elem_size;
     for (size_t j = 0; j < n; ++j) {
-      size_t pos = slice.positions.empty() ? j : slice.positions[j];
+      size_t pos = slice.positions.empty() ? slice.first_position + j
+                                           : slice.positions[j];
       count[pos] =
           part.lens.empty() ? static_cast<int>(part_vals / n) : part.lens[j];
     }
@@ -295,7 +327,7 @@ absl::Status MergeVariable(const std::vector<KVSlice>& slices,
   }
   size_t total = offsets[num_keys];
   if (slices.size() == 1 && slices[0].positions.empty() &&
-      vals->size() != total) {
+      slices[0].first_position == 0 && vals->size() != total) {
     *vals = parts[0].vals;  // the whole answer, in order: no copy
     return absl::OkStatus();
   }
@@ -303,7 +335,8 @@ absl::Status MergeVariable(const std::vector<KVSlice>& slices,
   for (size_t i = 0; i < slices.size(); ++i) {
     const char* src = parts[i].vals.data();
     for (size_t j = 0; j < slices[i].keys.size(); ++j) {
-      size_t pos = slices[i].positions.empty() ? j : slices[i].positions[j];
+      size_t pos = slices[i].positions.empty() ? slices[i].first_position + j
+                                               : slices[i].positions[j];
       size_t n = offsets[pos + 1] - offsets[pos];
       std::memcpy(vals->mutable_data() + offsets[pos], src, n);
       src += n;
@@ -374,7 +407,8 @@ absl::Status MergePulled(const std::vector<KVSlice>& slices,
   }
   const size_t row = width * elem_size;
   const size_t total = num_keys * row;
-  if (slices.size() == 1 && slices[0].positions.empty()) {
+  if (slices.size() == 1 && slices[0].positions.empty() &&
+      slices[0].first_position == 0) {
     if (vals->size() != total) {
       *vals = parts[0].vals;  // the whole answer, in order: no copy
     } else if (total > 0) {
@@ -391,7 +425,7 @@ absl::Status MergePulled(const std::vector<KVSlice>& slices,
       const uint32_t* pos = slices[i].positions.data();
       const size_t n = slices[i].keys.size();
       if (slices[i].positions.empty()) {  // the caller's keys, in order
-        std::memcpy(dst, src, n * row);
+        std::memcpy(dst + slices[i].first_position * row, src, n * row);
         continue;
       }
       for (size_t j = 0; j < n; ++j) copy(dst + pos[j] * row, src + j * row);

@@ -26,8 +26,10 @@ struct KVSlice {
   Buffer vals;       // values of `keys`, in their order (may be empty)
   SArray<int> lens;  // per-key value counts, when the request had lens
   // Index in the caller's keys of each of `keys`, ascending; empty when the
-  // slice is the caller's whole request in its own order.
+  // slice is the caller's keys in their own order, from first_position on
+  // (all of them, or a part: SplitPullSlices).
   SArray<uint32_t> positions;
+  uint32_t first_position = 0;
   // A part holding values [value_offset, value_offset + n) of its single
   // key's value_total values (SplitPushSlices with split_keys); 0 and 0
   // otherwise.
@@ -66,6 +68,13 @@ std::vector<KVSlice> SplitPushSlices(std::vector<KVSlice> slices,
                                      size_t elem_size, size_t max_bytes,
                                      bool split_keys = false);
 
+// Splits every slice of a pull with more than `max_keys` keys into
+// consecutive parts of at most `max_keys` keys (sharing the slice's
+// buffers, keeping its server and, through positions or first_position,
+// where each key's values go), so that a server looks up a part while the
+// next one's keys and the last one's answer travel. 0 splits nothing.
+std::vector<KVSlice> SplitPullSlices(std::vector<KVSlice> slices,
+                                     size_t max_keys);
 // Checks that `part` can answer `slice` (elements of `elem_size` bytes):
 // without lens its values divide evenly over the slice's keys (none for a
 // slice without keys); with lens there is one non-negative length per key,
@@ -73,14 +82,15 @@ std::vector<KVSlice> SplitPushSlices(std::vector<KVSlice> slices,
 absl::Status CheckPulledPart(const KVSlice& slice, const PulledPart& part,
                              size_t elem_size);
 
-// Merges the answers to `slices` (parts[i] answers slices[i]) into the
-// caller's order. Writes into `*vals` when it already has the right size,
-// else replaces it (without copying when a single slice answered the whole
-// request). `*lens`, when not null, receives per-key counts; without it all
-// keys must have the same count. InvalidArgument when a server's answer does
-// not match what was asked (CheckPulledPart). When every answer has the same
-// values per key (the common case) each key's values are copied once, straight
-// to their place, with no per-key bookkeeping.
+// Merges the answers to `slices` (parts[i] answers slices[i], several
+// slices may be parts for one server) into the caller's order. Writes into
+// `*vals` when it already has the right size, else replaces it (without copying
+// when a single slice answered the whole request). `*lens`, when not null,
+// receives per-key counts; without it all keys must have the same count.
+// InvalidArgument when a server's answer does not match what was asked
+// (CheckPulledPart). When every answer has the same values per key (the common
+// case) each key's values are copied once, straight to their place, with no
+// per-key bookkeeping.
 absl::Status MergePulled(const std::vector<KVSlice>& slices,
                          const std::vector<PulledPart>& parts, size_t num_keys,
                          size_t elem_size, Buffer* vals, SArray<int>* lens);

@@ -263,6 +263,63 @@ TEST(KVSlicerTest, SplitsAKeyLargerThanAPartIntoSlicesWhenAsked) {
   EXPECT_EQ(concatenated, std::string(vals.buffer().data(), 40));
 }
 
+// A server's answer to pull slice `part`: the values (two per key) that
+// `vals` holds at the caller's positions of its keys.
+PulledPart AnswerOf(const KVSlice& part, const SArray<float>& vals) {
+  SArray<float> v(2 * part.keys.size());
+  for (size_t j = 0; j < part.keys.size(); ++j) {
+    const size_t pos =
+        part.positions.empty() ? part.first_position + j : part.positions[j];
+    v[2 * j] = vals[2 * pos];
+    v[2 * j + 1] = vals[2 * pos + 1];
+  }
+  PulledPart answer;
+  answer.vals = v.buffer();
+  return answer;
+}
+
+TEST(KVSlicerTest, SplitPullPartsMergeBackInCallerOrder) {
+  SArray<Key> keys = SomeKeys(100);
+  SArray<float> vals = TwoEach(keys.size());
+  for (int servers : {1, 3}) {
+    SCOPED_TRACE(servers);
+    auto slices = SliceRequest(Map(servers), keys, Buffer(), sizeof(float), {});
+    ASSERT_TRUE(slices.ok());
+    EXPECT_EQ(SplitPullSlices(*slices, 0).size(), slices->size());
+    EXPECT_EQ(SplitPullSlices(*slices, keys.size()).size(), slices->size());
+    std::vector<KVSlice> parts = SplitPullSlices(*slices, 16);
+    EXPECT_GE(parts.size(), (keys.size() + 15) / 16);
+    size_t total = 0;
+    std::vector<int> per_server(servers, 0);
+    for (const KVSlice& p : parts) {
+      EXPECT_LE(p.keys.size(), 16u);
+      EXPECT_GE(p.keys.size(), 8u);  // equal parts, not a small remainder
+      total += p.keys.size();
+      ++per_server[p.server_rank];
+    }
+    EXPECT_EQ(total, keys.size());
+    for (int n : per_server) EXPECT_GE(n, 2);
+    std::vector<PulledPart> answers;
+    for (const KVSlice& p : parts) answers.push_back(AnswerOf(p, vals));
+    Buffer out;
+    ASSERT_TRUE(
+        MergePulled(parts, answers, keys.size(), sizeof(float), &out, nullptr)
+            .ok());
+    EXPECT_EQ(SArray<float>(out).ToVector(), vals.ToVector());
+    // With lens: the per-key merge.
+    for (PulledPart& a : answers) {
+      a.lens = SArray<int>(a.vals.size() / (2 * sizeof(float)), 2);
+    }
+    SArray<int> lens;
+    out = Buffer();
+    ASSERT_TRUE(
+        MergePulled(parts, answers, keys.size(), sizeof(float), &out, &lens)
+            .ok());
+    EXPECT_EQ(SArray<float>(out).ToVector(), vals.ToVector());
+    EXPECT_EQ(lens.ToVector(), std::vector<int>(keys.size(), 2));
+  }
+}
+
 TEST(KVSlicerTest, MergeRestoresCallerOrder) {
   SArray<Key> keys = SomeKeys(100);
   SArray<float> vals = TwoEach(keys.size());

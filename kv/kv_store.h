@@ -48,6 +48,10 @@
 // one walk, two stages ahead: key i + 2D's index bucket and key i + D's
 // row are prefetched while key i is copied; a key without a row sends the
 // pull to two passes (resolve every key, then copy), which answer lens.
+// With a pull pool (set_pull_pool), a one-walk pull of at least
+// kParallelPullKeys keys is cut into chunks that the pool's threads, the
+// caller's included, walk at once: on a server whose worker waits for the
+// answer, a second core shortens the time to the answer.
 //
 // Supported Val: float, double, int32_t, int64_t.
 //
@@ -69,6 +73,7 @@
 
 #include "base/huge_page_memory.h"
 #include "base/row_index.h"
+#include "base/shard_pool.h"
 #include "kv/kv_codec.h"
 #include "van/buffer.h"
 
@@ -119,6 +124,12 @@ class KVStore {
   // kMaxSlabRowBytes is answered with the stored array itself.
   // REQUIRES: no push prepared and not committed.
   KVPairs<Val> Pull(const SArray<Key>& keys);
+  // Pulls of at least this many keys go over the pull pool, if any.
+  static constexpr size_t kParallelPullKeys = 8192;
+  // Walks large pulls on `pool`'s threads (see above); null, the default,
+  // walks every pull on the calling thread. Not owned; must outlive the
+  // store or be replaced first.
+  void set_pull_pool(ShardPool* pool) { pull_pool_ = pool; }
 
   Mode mode() const { return mode_; }
   // Keys with a row (at least one value).
@@ -170,12 +181,16 @@ class KVStore {
   // The width of every row in use when all have one and are slab rows
   // (0 when there is none), else -1.
   int64_t OnlyWidth() const;
-  // Pull's one walk over `keys`, all expected to have rows of `width`
-  // values (kWidth 0: any width), copied to out[i * width]: the index
+  // Pull's one walk over `keys`, all expected to have rows in `pool`
+  // (kWidth: its width, or 0 for any), copied to out[i * width]: the index
   // bucket of key i + 2 * D and the row of key i + D are prefetched while
   // key i is copied. False, as soon as a key has no such row.
   template <size_t kWidth>
-  bool PullOnePass(absl::Span<const Key> keys, uint32_t width, Val* out) const;
+  bool PullOnePass(absl::Span<const Key> keys, const Pool* pool,
+                   Val* out) const;
+  // PullOnePass for `pool`'s width, over the pull pool's threads when the
+  // pull is large enough.
+  bool PullRows(absl::Span<const Key> keys, const Pool* pool, Val* out) const;
 
   const Mode mode_;
   RowIndex index_;
@@ -185,6 +200,7 @@ class KVStore {
   std::vector<SArray<Val>> large_rows_;
   std::vector<uint32_t> free_large_rows_;
   size_t num_rows_ = 0;
+  ShardPool* pull_pool_ = nullptr;
 
   // The prepared push: one step per key (a tagged row pointer or large row
   // id, see kv_store.cc), the slot changes, and what CommitPush reads.

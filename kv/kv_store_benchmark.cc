@@ -3,7 +3,9 @@
 //   BM_PushSum   PreparePush + CommitPush (one index lookup, then the sum),
 //                in two passes (one_pass:0) or in one (one_pass:1: the
 //                lookups and sums in one walk, after a reservation)
-//   BM_Pull      Pull (one index lookup, then the copy out)
+//   BM_Pull      Pull (one index lookup, then the copy out), on the
+//                calling thread (threads:1) or with a pull pool of two
+//                (threads:2); real time
 //   BM_HashMapPushSum  the store KVStoreHandler had before KVStore, for
 //                comparison: absl::flat_hash_map<Key, SArray<float>>, a
 //                width check then the sum, two lookups per key (10^5 and
@@ -43,6 +45,11 @@
 // 15 / 25 ns is below what two dependent random accesses cost on this VM
 // even in 2 MiB pages, and the store spends 2.2-2.8x the floor (perf puts
 // most of Pull's time on its bucket prefetch, i.e. on a full miss queue).
+// 2026-12-05, at load 15-30 but under chrt -f 10 (SCHED_FIFO), medians of
+// 3: floor 5.2 / 10.0 / 19.5 ns (dims 0 / 1 / 16; the same with 8 to 64
+// keys per stage, so 32 misses in flight already saturate it); at 10^7
+// resident keys push-sum 17.3 / 24.6 and pull 17.1 / 23.6 ns per key; at
+// 10^5, pull 8.8 / 12.3 ns on one thread and 5.8 / 7.4 on two.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -57,6 +64,7 @@
 
 #include "base/huge_page_memory.h"
 #include "base/row_index.h"
+#include "base/shard_pool.h"
 #include "kv/kv_store.h"
 
 namespace petrel {
@@ -126,16 +134,21 @@ void BM_PushSum(benchmark::State& state) {
   SetCounters(state);
 }
 
+// range(2): threads walking the pull (KVStore::set_pull_pool).
 void BM_Pull(benchmark::State& state) {
   const size_t resident = static_cast<size_t>(state.range(0));
   const size_t width = static_cast<size_t>(state.range(1));
   KVStore<float>* store = ResidentStore(resident, width);
+  ShardPool pool(static_cast<int>(state.range(2)));
+  if (!pool.Start().ok()) abort();
+  store->set_pull_pool(&pool);
   const std::vector<SArray<Key>> requests = Requests(resident);
   int r = 0;
   for (auto _ : state) {
     KVPairs<float> out = store->Pull(requests[r++ % kRequests]);
     benchmark::DoNotOptimize(out.vals.data());
   }
+  store->set_pull_pool(nullptr);
   SetCounters(state);
 }
 
@@ -223,10 +236,14 @@ void BM_MemoryFloor(benchmark::State& state) {
   SetCounters(state);
 }
 
-void Shapes(benchmark::internal::Benchmark* b) {
+void PullShapes(benchmark::internal::Benchmark* b) {
   for (int64_t resident : {100000, 1000000, 10000000}) {
-    for (int64_t width : {1, 16}) b->Args({resident, width});
+    for (int64_t width : {1, 16}) {
+      for (int64_t threads : {1, 2}) b->Args({resident, width, threads});
+    }
   }
+  b->ArgNames({"resident", "dim", "threads"});
+  b->UseRealTime();  // the pool's threads work too
   b->Unit(benchmark::kMicrosecond);
 }
 
@@ -241,7 +258,7 @@ void PushShapes(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_PushSum)->Apply(PushShapes);
-BENCHMARK(BM_Pull)->Apply(Shapes);
+BENCHMARK(BM_Pull)->Apply(PullShapes);
 BENCHMARK(BM_MemoryFloor)
     ->ArgName("dim")
     ->Arg(0)

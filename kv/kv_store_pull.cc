@@ -1,5 +1,6 @@
 // KVStore's pulls (and Get); pushes are in kv_store.cc.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "absl/base/attributes.h"
@@ -29,11 +30,10 @@ int64_t KVStore<Val>::OnlyWidth() const {
 
 template <typename Val>
 template <size_t kWidth>
-bool KVStore<Val>::PullOnePass(absl::Span<const Key> keys, uint32_t width,
+bool KVStore<Val>::PullOnePass(absl::Span<const Key> keys, const Pool* pool,
                                Val* out) const {
-  if constexpr (kWidth != 0) width = kWidth;
+  const uint32_t width = kWidth != 0 ? kWidth : pool->width;
   const size_t n = keys.size();
-  const Pool* const pool = FindPool(width);
   const size_t row_bytes = width * sizeof(Val);
   const size_t row_lines = std::min<size_t>(4, (row_bytes + 63) / 64);
   // Two stages ahead of the copy: key i + 2D's index bucket is fetched,
@@ -88,6 +88,40 @@ bool KVStore<Val>::PullOnePass(absl::Span<const Key> keys, uint32_t width,
 }
 
 template <typename Val>
+bool KVStore<Val>::PullRows(absl::Span<const Key> keys, const Pool* pool,
+                            Val* out) const {
+  auto walk = [this, pool](absl::Span<const Key> part, Val* to) {
+    switch (pool->width) {
+      case 1:
+        return PullOnePass<1>(part, pool, to);
+      case 16:
+        return PullOnePass<16>(part, pool, to);
+      default:
+        return PullOnePass<0>(part, pool, to);
+    }
+  };
+  const size_t n = keys.size();
+  if (pull_pool_ == nullptr || pull_pool_->num_threads() < 2 ||
+      n < kParallelPullKeys) {
+    return walk(keys, out);
+  }
+  // Chunks of at least kParallelPullKeys / 2 keys, a few per thread, so
+  // that a thread that starts late (woken from sleep) takes fewer.
+  const size_t chunks =
+      std::min<size_t>(4 * static_cast<size_t>(pull_pool_->num_threads()),
+                       n / (kParallelPullKeys / 2));
+  std::atomic<bool> found{true};
+  pull_pool_->Run(static_cast<int>(chunks), [&](int c) {
+    const size_t begin = n * static_cast<size_t>(c) / chunks;
+    const size_t end = n * (static_cast<size_t>(c) + 1) / chunks;
+    if (!walk(keys.subspan(begin, end - begin), out + begin * pool->width)) {
+      found.store(false, std::memory_order_relaxed);
+    }
+  });
+  return found.load(std::memory_order_relaxed);
+}
+
+template <typename Val>
 KVPairs<Val> KVStore<Val>::Pull(const SArray<Key>& keys) {
   DCHECK(!prepared_);
   KVPairs<Val> out;
@@ -111,18 +145,7 @@ KVPairs<Val> KVStore<Val>::Pull(const SArray<Key>& keys) {
   if (only > 0) {
     const uint32_t width = static_cast<uint32_t>(only);
     out.vals = SArray<Val>(n * width);
-    bool found;
-    switch (width) {
-      case 1:
-        found = PullOnePass<1>(keys, width, out.vals.data());
-        break;
-      case 16:
-        found = PullOnePass<16>(keys, width, out.vals.data());
-        break;
-      default:
-        found = PullOnePass<0>(keys, width, out.vals.data());
-    }
-    if (found) return out;
+    if (PullRows(keys, FindPool(width), out.vals.data())) return out;
   }
   pulled_.resize(n);
   size_t total = 0;

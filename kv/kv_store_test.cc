@@ -158,6 +158,46 @@ TEST(KVStoreTest, OneWidthPullsMatchTheRowsAndFallBackOnMissingKeys) {
   }
 }
 
+TEST(KVStoreTest, PullsOnAPoolMatchOneThreadAndFallBackOnMissingKeys) {
+  ShardPool pool(3);
+  ASSERT_TRUE(pool.Start().ok());
+  for (size_t width : {1, 5, 16}) {
+    SCOPED_TRACE(width);
+    Store store;
+    store.set_pull_pool(&pool);
+    const size_t keys_n = 3 * Store::kParallelPullKeys + 17;
+    std::vector<Key> keys;
+    std::vector<float> vals;
+    for (size_t i = 0; i < keys_n; ++i) {
+      keys.push_back(i * 7919 + 3);
+      for (size_t j = 0; j < width; ++j) vals.push_back(i * 100.0f + j);
+    }
+    ASSERT_TRUE(store.Push(keys, vals).ok());
+    std::mt19937_64 rng(5);
+    std::vector<Key> asked;
+    std::vector<float> want;
+    for (size_t k = 0; k < keys_n + 1000; ++k) {
+      const size_t i = rng() % keys_n;
+      asked.push_back(keys[i]);
+      for (size_t j = 0; j < width; ++j) want.push_back(i * 100.0f + j);
+    }
+    KVPairs<float> got = store.Pull(SArray<Key>::CopyOf(asked));
+    EXPECT_EQ(Vals(got), want);
+    EXPECT_TRUE(got.lens.empty());
+    // The same pull on the calling thread alone.
+    store.set_pull_pool(nullptr);
+    EXPECT_EQ(Vals(store.Pull(SArray<Key>::CopyOf(asked))), want);
+    store.set_pull_pool(&pool);
+    // A missing key in the last chunk: the whole pull takes two passes.
+    asked.insert(asked.end() - 3, 1);
+    got = store.Pull(SArray<Key>::CopyOf(asked));
+    ASSERT_EQ(got.lens.size(), asked.size());
+    EXPECT_EQ(got.lens[asked.size() - 4], 0);
+    EXPECT_EQ(got.lens[0], static_cast<int>(width));
+    EXPECT_EQ(Vals(got), want);
+  }
+}
+
 TEST(KVStoreTest, LargeRowsAreSharedWithOneKeyPullsAndCopiedOnWrite) {
   const size_t n = Store::kMaxSlabRowBytes / sizeof(float) + 1;
   Store store;

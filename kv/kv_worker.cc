@@ -1,5 +1,7 @@
 #include "kv/kv_worker.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
@@ -53,6 +55,10 @@ absl::Status KVWorker<Val>::Start() {
 }
 
 namespace {
+
+uint64_t PullPartKey(int server, uint32_t part) {
+  return static_cast<uint64_t>(static_cast<uint32_t>(server)) << 32 | part;
+}
 
 KVRequestOptions WithCmd(int cmd) {
   KVRequestOptions options;
@@ -166,6 +172,14 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
     *slices =
         SplitPushSlices(*std::move(slices), sizeof(Val),
                         max_push_part_bytes_.load(), split_large_keys_.load());
+  } else if (pull && !push) {
+    const size_t width = last_pull_width_.load(std::memory_order_relaxed);
+    const size_t max_bytes = max_pull_part_bytes_.load();
+    if (width > 0 && max_bytes > 0) {
+      *slices = SplitPullSlices(
+          *std::move(slices),
+          std::max<size_t>(1, max_bytes / (width * sizeof(Val))));
+    }
   }
   std::vector<int> recipients;
   for (const KVSlice& s : *slices) {
@@ -221,8 +235,10 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
     state->lens = out_lens;
     state->min_clock = options.min_clock;
     state->parts.resize(slices->size());
+    absl::flat_hash_map<int, uint32_t> parts;  // as Customer numbers them
     for (size_t i = 0; i < recipients.size(); ++i) {
-      state->slice_of_server[recipients[i]] = i;
+      state->slice_of_part[PullPartKey(recipients[i], parts[recipients[i]]++)] =
+          i;
     }
     state->slices = *std::move(slices);
     absl::MutexLock lock(&mu_);
@@ -270,14 +286,20 @@ void KVWorker<Val>::OnResponse(Message&& msg) {
     auto it = pulls_.find(ts);
     if (it == pulls_.end()) return;
     PullState& state = *it->second;
-    auto slice = state.slice_of_server.find(msg.meta.sender());
-    if (slice == state.slice_of_server.end()) return;
+    auto slice = state.slice_of_part.find(
+        PullPartKey(msg.meta.sender(), static_cast<uint32_t>(msg.meta.part())));
+    if (slice == state.slice_of_part.end()) return;
     if (valid.ok()) {
       // The answer carries no keys: it answers the keys this server was
       // asked, in their order.
-      mismatch =
-          CheckPulledPart(state.slices[slice->second], answer, sizeof(Val));
+      const KVSlice& asked = state.slices[slice->second];
+      mismatch = CheckPulledPart(asked, answer, sizeof(Val));
       valid = mismatch;
+      if (valid.ok() && answer.lens.empty() && !asked.keys.empty()) {
+        last_pull_width_.store(
+            answer.vals.size() / sizeof(Val) / asked.keys.size(),
+            std::memory_order_relaxed);
+      }
     }
     if (!valid.ok()) {
       RecordError(ts, absl::InvalidArgumentError(absl::StrCat(

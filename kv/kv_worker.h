@@ -133,6 +133,15 @@ class KVWorker {
   // kDefaultMaxPushPartBytes.
   static constexpr size_t kDefaultMaxPushPartBytes = size_t{1} << 20;
   void set_max_push_part_bytes(size_t bytes) { max_push_part_bytes_ = bytes; }
+  // A pull whose answer from one server should exceed this many bytes
+  // goes to it as several messages of consecutive keys, so that the server
+  // looks up one part while the next part's keys and the last part's
+  // answer are on their way. The answer's size is expected from the values
+  // per key of this worker's last pull answer (a first pull goes whole):
+  // parts pay off for large rows and cost a little for small ones. 0 never
+  // splits. Default kDefaultMaxPullPartBytes.
+  static constexpr size_t kDefaultMaxPullPartBytes = size_t{1} << 20;
+  void set_max_pull_part_bytes(size_t bytes) { max_pull_part_bytes_ = bytes; }
   // Also splits one key's values over several parts when they alone exceed
   // max_push_part_bytes (each part says which slice it holds), instead of
   // sending the key whole. Only for servers whose handler takes key slices
@@ -145,7 +154,9 @@ class KVWorker {
   struct PullState {
     std::vector<KVSlice> slices;
     std::vector<PulledPart> parts;
-    absl::flat_hash_map<int, size_t> slice_of_server;  // server id -> index
+    // (server id << 32 | part) -> index in slices: a server's k-th part is
+    // the k-th of its slices (Customer numbers the parts in sending order).
+    absl::flat_hash_map<uint64_t, size_t> slice_of_part;
     size_t num_keys = 0;
     SArray<Val>* vals = nullptr;
     SArray<int>* lens = nullptr;
@@ -178,6 +189,9 @@ class KVWorker {
   int64_t max_message_bytes_ = 0;  // the van's limit, set by Start
   std::atomic<size_t> max_push_part_bytes_{kDefaultMaxPushPartBytes};
   std::atomic<bool> split_large_keys_{false};
+  std::atomic<size_t> max_pull_part_bytes_{kDefaultMaxPullPartBytes};
+  // Values per key of the last pull answer without lens (0: none yet).
+  std::atomic<size_t> last_pull_width_{0};
   absl::Mutex mu_;
   absl::flat_hash_map<int, std::unique_ptr<PullState>> pulls_
       ABSL_GUARDED_BY(mu_);

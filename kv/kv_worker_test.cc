@@ -1,5 +1,6 @@
 #include "kv/kv_worker.h"
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -276,6 +277,70 @@ TEST(KVWorkerTest, LargePushesArriveInPartsAndSumExactly) {
   ASSERT_TRUE(kv.Wait(kv.Push(keys, vals), absl::Seconds(10)).ok());
   EXPECT_EQ(messages, 2);
   EXPECT_TRUE(c.cluster.Finish().ok());
+}
+
+TEST(KVWorkerTest, LargePullsGoInPartsAndMergeInOrder) {
+  for (int servers : {1, 2}) {
+    SCOPED_TRACE(servers);
+    std::atomic<int> pulls{0};
+    KVCluster<float> c(servers, 1, [&](KVStoreHandler<float>* store) {
+      return [&, store](const KVMeta& meta, const KVPairs<float>& data,
+                        KVServer<float>* server) {
+        if (meta.pull) ++pulls;
+        (*store)(meta, data, server);
+      };
+    });
+    KVWorker<float>& kv = *c.kv_workers[0];
+    std::mt19937_64 rng(7);
+    SArray<Key> keys(300);
+    SArray<float> vals(2 * keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      keys[i] = rng() % 100000;
+      vals[2 * i] = static_cast<float>(i);
+      vals[2 * i + 1] = -static_cast<float>(i);
+    }
+    std::sort(keys.begin(), keys.end());
+    keys = keys.Segment(
+        0, static_cast<size_t>(std::unique(keys.begin(), keys.end()) -
+                               keys.begin()));
+    vals = vals.Segment(0, 2 * keys.size());
+    ASSERT_TRUE(kv.Wait(kv.Push(keys, vals), absl::Seconds(10)).ok());
+    // Ask in another order, with repeats: positions and parts mixed.
+    SArray<Key> ask(400);
+    for (Key& k : ask) k = keys[rng() % keys.size()];
+    // Parts of 16 keys of 2 values, once an answer told the width: the
+    // first pull goes whole.
+    kv.set_max_pull_part_bytes(16 * 2 * sizeof(float));
+    SArray<float> out;
+    ASSERT_TRUE(kv.Wait(kv.Pull(ask, &out), absl::Seconds(10)).ok());
+    EXPECT_EQ(pulls, servers);
+    pulls = 0;
+    ASSERT_TRUE(kv.Wait(kv.Pull(ask, &out), absl::Seconds(10)).ok());
+    EXPECT_GE(pulls, 400 / 16);
+    ASSERT_EQ(out.size(), 2 * ask.size());
+    auto want = [&](Key k, int j) {
+      const size_t i = static_cast<size_t>(
+          std::lower_bound(keys.begin(), keys.end(), k) - keys.begin());
+      return vals[2 * i + j];
+    };
+    for (size_t i = 0; i < ask.size(); ++i) {
+      ASSERT_EQ(out[2 * i], want(ask[i], 0)) << i;
+      ASSERT_EQ(out[2 * i + 1], want(ask[i], 1)) << i;
+    }
+    // The caller's keys in order (one server: parts by first position).
+    pulls = 0;
+    SArray<int> lens;
+    ASSERT_TRUE(kv.Wait(kv.Pull(keys, &out, &lens), absl::Seconds(10)).ok());
+    EXPECT_GE(pulls, static_cast<int>(keys.size() / 16));
+    EXPECT_EQ(out.ToVector(), vals.ToVector());
+    EXPECT_EQ(lens.ToVector(), std::vector<int>(keys.size(), 2));
+    // Splitting off: one message per server.
+    kv.set_max_pull_part_bytes(0);
+    pulls = 0;
+    ASSERT_TRUE(kv.Wait(kv.Pull(ask, &out), absl::Seconds(10)).ok());
+    EXPECT_EQ(pulls, servers);
+    EXPECT_TRUE(c.cluster.Finish().ok());
+  }
 }
 
 TEST(KVWorkerTest, LargeKeysGoInSlicesAndSumExactly) {

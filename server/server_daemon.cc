@@ -1,8 +1,10 @@
 #include "server/server_daemon.h"
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -80,8 +82,18 @@ class ServerDaemon : public NodeDaemon {
     return absl::OkStatus();
   }
   absl::Status Build(NodeRuntime& runtime) override {
-    handler_ = std::make_unique<Handler>(opts_.sum ? Handler::Mode::kSum
-                                                   : Handler::Mode::kAssign);
+    // Without tables, the plain store walks large pulls on as many threads
+    // as the tables would apply requests on (--server_threads).
+    int threads = 1;
+    if (opts_.config_path.empty()) {
+      threads = opts_.server_threads > 0
+                    ? opts_.server_threads
+                    : std::clamp(
+                          static_cast<int>(std::thread::hardware_concurrency()),
+                          1, 256);
+    }
+    handler_ = std::make_unique<Handler>(
+        opts_.sum ? Handler::Mode::kSum : Handler::Mode::kAssign, threads);
     if (!opts_.config_path.empty()) {
       TableServerOptions options;
       options.num_threads = opts_.server_threads;

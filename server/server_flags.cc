@@ -10,8 +10,9 @@ DEFINE_string(store_mode, "sum",
               "What a push does to stored values: sum (add) or assign "
               "(overwrite). Default sum. Ignored with --config.");
 DEFINE_int32(server_threads, 0,
-             "Threads applying large requests to the tables (--config "
-             "only; 0..1024); 0 = one per core. Default 0.");
+             "Threads applying large requests to the tables, or walking "
+             "large pulls of the plain key-value store (0..1024); 0 = one "
+             "per core. Default 0.");
 
 namespace petrel {
 

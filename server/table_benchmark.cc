@@ -24,7 +24,7 @@
 #include "glog/logging.h"
 
 #include "base/zipf_sampler.h"
-#include "server/shard_pool.h"
+#include "base/shard_pool.h"
 #include "server/table.h"
 
 namespace petrel {

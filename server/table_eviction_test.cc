@@ -9,7 +9,7 @@
 
 #include "gtest/gtest.h"
 
-#include "server/shard_pool.h"
+#include "base/shard_pool.h"
 #include "server/table.h"
 
 namespace petrel {

@@ -50,7 +50,7 @@
 #include "kv/kv_server.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/job.pb.h"
-#include "server/shard_pool.h"
+#include "base/shard_pool.h"
 #include "server/table.h"
 #include "van/key_range_map.h"
 

@@ -8,7 +8,7 @@
 
 #include "gtest/gtest.h"
 
-#include "server/shard_pool.h"
+#include "base/shard_pool.h"
 
 namespace petrel {
 namespace {

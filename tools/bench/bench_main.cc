@@ -98,6 +98,12 @@ DEFINE_int64(max_push_part_bytes, 1048576,
              "this many bytes is sent as several messages split at key "
              "boundaries (KVWorker::set_max_push_part_bytes); 0 never "
              "splits. Default 1048576 (1 MiB); range [0, 2^30].");
+DEFINE_int64(max_pull_part_bytes, 1048576,
+             "Petrel workloads: a pull whose answer from one server should "
+             "exceed this many bytes (by the last answer's values per key) "
+             "is sent as several messages of consecutive keys "
+             "(KVWorker::set_max_pull_part_bytes); 0 never splits. Default "
+             "1048576 (1 MiB); range [0, 2^30].");
 DEFINE_bool(split_large_keys, true,
             "Petrel workloads: push a key whose values exceed "
             "--max_push_part_bytes in slices of that size "
@@ -189,6 +195,7 @@ int main(int argc, char** argv) {
   config.num_keys = FLAGS_num_keys;
   config.max_push_part_bytes = FLAGS_max_push_part_bytes;
   config.split_large_keys = FLAGS_split_large_keys;
+  config.max_pull_part_bytes = FLAGS_max_pull_part_bytes;
   config.inflight = FLAGS_inflight;
   config.duration_s = FLAGS_duration_s;
   config.iterations = FLAGS_iterations;

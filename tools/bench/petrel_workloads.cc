@@ -104,6 +104,7 @@ absl::StatusOr<PetrelBench::RunKeys> PetrelBench::NewRun(
   const int64_t run = next_run_++;
   kv_->set_max_push_part_bytes(static_cast<size_t>(config.max_push_part_bytes));
   kv_->set_split_large_keys(config.split_large_keys);
+  kv_->set_max_pull_part_bytes(static_cast<size_t>(config.max_pull_part_bytes));
   const int rank = runtime_->postoffice()->my_rank();
   RunKeys out;
   PETREL_ASSIGN_OR_RETURN(out.keys,

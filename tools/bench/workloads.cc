@@ -103,6 +103,11 @@ absl::Status ValidateWorkloadConfig(const WorkloadConfig& c) {
         absl::StrCat("--max_push_part_bytes=", c.max_push_part_bytes,
                      " is not in [0, ", kMaxValueBytes, "]"));
   }
+  if (c.max_pull_part_bytes < 0 || c.max_pull_part_bytes > kMaxValueBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_pull_part_bytes=", c.max_pull_part_bytes,
+                     " is not in [0, ", kMaxValueBytes, "]"));
+  }
   if (c.inflight < 1 || c.inflight > kMaxInflight) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--inflight=", c.inflight, " is not in [1, ", kMaxInflight, "]"));

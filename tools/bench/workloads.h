@@ -46,6 +46,10 @@ struct WorkloadConfig {
   // server above it is sent in parts split at key boundaries); 0 never
   // splits. Default 1 MiB; range [0, 1 GiB].
   int64_t max_push_part_bytes = int64_t{1} << 20;
+  // Petrel workloads: the KVWorker's max_pull_part_bytes (a pull whose
+  // answer from one server should exceed it is sent in parts); 0 never
+  // splits. Default 1 MiB; range [0, 1 GiB].
+  int64_t max_pull_part_bytes = int64_t{1} << 20;
   // Petrel workloads: the KVWorker's split_large_keys (a key whose values
   // exceed max_push_part_bytes is pushed in slices; petrel-server's store
   // takes them). Default true.

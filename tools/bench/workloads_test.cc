@@ -53,6 +53,13 @@ TEST(WorkloadsTest, ValidatesConfigRanges) {
   c.max_push_part_bytes = 0;  // never split
   EXPECT_TRUE(ValidateWorkloadConfig(c).ok());
   c = WorkloadConfig();
+  c.max_pull_part_bytes = -1;
+  EXPECT_FALSE(ValidateWorkloadConfig(c).ok());
+  c.max_pull_part_bytes = (int64_t{1} << 30) + 1;
+  EXPECT_FALSE(ValidateWorkloadConfig(c).ok());
+  c.max_pull_part_bytes = 0;  // never split
+  EXPECT_TRUE(ValidateWorkloadConfig(c).ok());
+  c = WorkloadConfig();
   c.duration_s = -1;
   EXPECT_FALSE(ValidateWorkloadConfig(c).ok());
   c.iterations = 10;  // A duration is not needed when iterations are given.

@@ -11,8 +11,8 @@
 // caller waits for the first to finish). Start and Stop from the owner;
 // Stop is idempotent and the destructor calls it. Run before Start or after
 // Stop runs everything on the calling thread.
-#ifndef PETREL_SERVER_SHARD_POOL_H_
-#define PETREL_SERVER_SHARD_POOL_H_
+#ifndef PETREL_BASE_SHARD_POOL_H_
+#define PETREL_BASE_SHARD_POOL_H_
 
 #include <functional>
 #include <thread>
@@ -60,4 +60,4 @@ class ShardPool {
 
 }  // namespace petrel
 
-#endif  // PETREL_SERVER_SHARD_POOL_H_
+#endif  // PETREL_BASE_SHARD_POOL_H_

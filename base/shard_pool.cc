@@ -1,4 +1,4 @@
-#include "server/shard_pool.h"
+#include "base/shard_pool.h"
 
 #include <algorithm>
 
