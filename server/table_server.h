@@ -50,6 +50,7 @@
 #include "kv/kv_server.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/job.pb.h"
+#include "server/server_memory_budget.h"
 #include "server/shard_pool.h"
 #include "server/table.h"
 #include "van/key_range_map.h"
@@ -77,7 +78,9 @@ class TableServer {
   static constexpr int64_t kAllWorkersLeft =
       std::numeric_limits<int64_t>::max();
 
-  // Builds the tables of `job` (InvalidArgument naming the bad field).
+  // Builds the tables of `job` (InvalidArgument naming the bad field). With
+  // job.server.memory_cap_mib, every sparse table's memory cap becomes its
+  // share of the server's cap (server/server_memory_budget.h).
   // `num_workers` >= 1 is the job's worker count (ranks 0..num_workers-1
   // send clocks). `metrics` may be null; when set it must outlive this.
   static absl::StatusOr<std::unique_ptr<TableServer>> Create(
@@ -112,6 +115,10 @@ class TableServer {
   // One line per table, by id: its rows, bytes (and cap), admitted,
   // evicted and filtered counts on this server. Not during requests.
   std::vector<std::string> DescribeMemory() const;
+  // The bytes of all the tables (the sum of their MemoryBytes), and the
+  // server's cap over them (0: none). Not during requests.
+  uint64_t MemoryBytes() const;
+  uint64_t memory_cap_bytes() const { return memory_cap_bytes_; }
   // The same, to change it directly (tools, tests): not concurrently with
   // Handle.
   Table* mutable_table(int id);
@@ -192,6 +199,8 @@ class TableServer {
   // "table 0 (optimizer FTRL)" per table, for errors; read-only after
   // Create.
   absl::flat_hash_map<int, std::string> table_names_;
+  uint64_t memory_cap_bytes_ = 0;
+  std::unique_ptr<ServerMemoryGauges> memory_gauges_;
   Gauge* held_gauge_ = nullptr;
   Counter* rejected_pushes_ = nullptr;
   Gauge* min_clock_gauge_ = nullptr;
