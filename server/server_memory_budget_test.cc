@@ -73,6 +73,19 @@ TEST(ServerMemoryBudgetTest, RefusesACapBelowTheDenseTables) {
             "bytes of this server's dense tables, which hold all their rows");
 }
 
+TEST(ServerMemoryBudgetTest, SharesByUseKeepAFloorAndOwnCaps) {
+  // A floor of 8000 / (4 * 2) = 1000 each, the other 6000 by use.
+  EXPECT_EQ(SharesByUse(8000, {100, 0}, {0, 0}),
+            (std::vector<uint64_t>{7000, 1000}));
+  EXPECT_EQ(SharesByUse(8000, {1, 3}, {0, 0}),
+            (std::vector<uint64_t>{2500, 5500}));
+  // Table 1's own cap (2000) is below its share: the rest goes to table 0.
+  EXPECT_EQ(SharesByUse(8000, {1, 3}, {0, 2000}),
+            (std::vector<uint64_t>{6000, 2000}));
+  // No use: nothing to go by.
+  EXPECT_TRUE(SharesByUse(8000, {0, 0}, {0, 0}).empty());
+}
+
 pb::JobConfig Job(const std::string& text) {
   pb::JobConfig job;
   absl::Status s = ParseTextProto(text, "job", &job);
@@ -112,6 +125,8 @@ std::set<uint64_t> KeysOf(const Table& t) {
   return keys;
 }
 
+// The shares as made at start (no rebalance here: the test drives the
+// tables directly, not through the handler).
 TEST(ServerMemoryCapTest, TwoTablesStreamingStayWithinOneCap) {
   // 64 KiB: table 0 gets 65536 * 20 / 292 = 4488 bytes, table 1 61047 (shares
   // round down).
@@ -160,6 +175,54 @@ TEST(ServerMemoryCapTest, TwoTablesStreamingStayWithinOneCap) {
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[2], absl::StrCat("all tables: ", server->MemoryBytes(),
                                    " bytes (server cap 65536)"));
+}
+
+TEST(ServerMemoryCapTest, SharesFollowTheTablesUse) {
+  pb::JobConfig job =
+      Job(std::string(kTwoTables) + "server { memory_cap_mib: 0.0625 }\n");
+  std::unique_ptr<TableServer> server = MakeServer(job);
+  ASSERT_NE(server, nullptr);
+  Table& t0 = *server->mutable_table(0);
+  Table& t1 = *server->mutable_table(1);
+  constexpr uint64_t kHot = 1000000;
+  // Only table 1 is used: it gets the floor of 65536 / 8 = 8192 and all
+  // the rest (49152); table 0 keeps its floor.
+  for (uint64_t k = 1; k <= 100; ++k) Touch(*server, 1, {kHot, k});
+  ASSERT_EQ(*server->RebalanceMemory(), true);
+  EXPECT_EQ(t0.options().memory_cap_bytes, 8192u);
+  EXPECT_EQ(t1.options().memory_cap_bytes, 8192u + 49152u);
+  EXPECT_EQ(t1.num_rows(), 101u);  // nothing of table 1 went
+  EXPECT_LE(server->MemoryBytes(), server->memory_cap_bytes());
+  // Now only table 0 streams new keys: the shares turn round, table 1
+  // shrinks to its floor keeping its most recently used rows.
+  const uint32_t rows0 = t0.max_rows_per_shard();
+  for (uint64_t k = 1; k <= 400; ++k) {
+    Touch(*server, 0, {kHot, k});
+    ASSERT_LE(server->MemoryBytes(), server->memory_cap_bytes()) << k;
+  }
+  ASSERT_EQ(*server->RebalanceMemory(), true);
+  EXPECT_EQ(t0.options().memory_cap_bytes, 8192u + 49152u);
+  EXPECT_EQ(t1.options().memory_cap_bytes, 8192u);
+  EXPECT_LE(server->MemoryBytes(), server->memory_cap_bytes());
+  EXPECT_LE(t1.MemoryBytes(), 8192u);
+  const uint32_t rows1 = t1.max_rows_per_shard();
+  EXPECT_EQ(rows1, 13u);  // one slab of 22 rows (272 bytes each) and 16 slots
+  EXPECT_EQ(t1.num_rows(), rows1);
+  EXPECT_EQ(t1.evicted(), 101u - rows1);
+  EXPECT_NE(t1.Find(kHot), nullptr);
+  EXPECT_NE(t1.Find(100), nullptr);  // touched with it, last
+  // Table 0 now holds more rows and fills them.
+  EXPECT_GT(t0.max_rows_per_shard(), rows0);
+  for (uint64_t k = 401; k <= 2000; ++k) {
+    Touch(*server, 0, {kHot, k});
+    ASSERT_LE(server->MemoryBytes(), server->memory_cap_bytes()) << k;
+  }
+  EXPECT_EQ(t0.num_rows(), t0.max_rows_per_shard());
+  EXPECT_NE(t0.Find(kHot), nullptr);
+  // The same use again moves nothing; no use at all neither.
+  for (uint64_t k = 2001; k <= 3600; ++k) Touch(*server, 0, {kHot, k});
+  EXPECT_EQ(*server->RebalanceMemory(), false);
+  EXPECT_EQ(*server->RebalanceMemory(), false);
 }
 
 TEST(ServerMemoryCapTest, ATablesOwnCapAppliesToo) {

@@ -63,6 +63,10 @@ absl::StatusOr<std::unique_ptr<TableServer>> TableServer::Create(
   server->memory_cap_bytes_ = static_cast<uint64_t>(cap_mib * (1 << 20));
   // The dense tables first: the server's cap is split over the sparse ones
   // once their bytes are known.
+  std::vector<uint64_t> own_caps;  // the sparse tables', in table order
+  for (const TableOptions& t : *tables) {
+    if (!t.dense) own_caps.push_back(t.memory_cap_bytes);
+  }
   uint64_t dense_bytes = 0;
   for (bool dense : {true, false}) {
     if (!dense) {
@@ -90,9 +94,14 @@ absl::StatusOr<std::unique_ptr<TableServer>> TableServer::Create(
       server->table_names_[t.id] = DescribeTable(job, t.id);
     }
   }
-  server->memory_gauges_ =
-      std::make_unique<ServerMemoryGauges>(metrics, server->memory_cap_bytes_);
-  server->memory_gauges_->Update(server->MemoryBytes());
+  std::vector<Table*> sparse;
+  for (const TableOptions& t : *tables) {
+    if (!t.dense) sparse.push_back(server->tables_.at(t.id).get());
+  }
+  server->memory_budget_ = std::make_unique<ServerMemoryBudget>(
+      server->memory_cap_bytes_, dense_bytes, std::move(sparse),
+      std::move(own_caps), options.memory_rebalance_requests, metrics);
+  server->memory_budget_->AfterRequest(server->MemoryBytes());
   return server;
 }
 
@@ -129,7 +138,7 @@ KVServer<float>::Handler TableServer::handler() {
   return [this](const KVMeta& meta, const KVPairs<float>& data,
                 KVServer<float>* server) {
     Handle(meta, data, server);
-    memory_gauges_->Update(MemoryBytes());
+    memory_budget_->AfterRequest(MemoryBytes());
   };
 }
 

@@ -70,6 +70,10 @@ struct TableServerOptions {
   size_t max_held_pulls = 65536;
   // Rows per slab of every table. Default 0: 2 MiB slabs (huge pages).
   int rows_per_slab = 0;
+  // Under a server memory cap: requests between two moves of the tables'
+  // shares to their use (server/server_memory_budget.h). 0: the shares
+  // stay as made. Default 1024.
+  uint64_t memory_rebalance_requests = 1024;
 };
 
 class TableServer {
@@ -119,6 +123,10 @@ class TableServer {
   // server's cap over them (0: none). Not during requests.
   uint64_t MemoryBytes() const;
   uint64_t memory_cap_bytes() const { return memory_cap_bytes_; }
+  // Moves the sparse tables' shares of the server's cap to their use now
+  // (the handler does every memory_rebalance_requests requests); whether
+  // any moved. Not during requests.
+  absl::StatusOr<bool> RebalanceMemory() { return memory_budget_->Rebalance(); }
   // The same, to change it directly (tools, tests): not concurrently with
   // Handle.
   Table* mutable_table(int id);
@@ -200,7 +208,7 @@ class TableServer {
   // Create.
   absl::flat_hash_map<int, std::string> table_names_;
   uint64_t memory_cap_bytes_ = 0;
-  std::unique_ptr<ServerMemoryGauges> memory_gauges_;
+  std::unique_ptr<ServerMemoryBudget> memory_budget_;
   Gauge* held_gauge_ = nullptr;
   Counter* rejected_pushes_ = nullptr;
   Gauge* min_clock_gauge_ = nullptr;
