@@ -178,6 +178,7 @@ absl::StatusOr<bool> ServerMemoryBudget::Rebalance() {
       }
     }
   }
+  ++rebalances_done_;
   if (rebalances_ != nullptr) rebalances_->Increment();
   return true;
 }

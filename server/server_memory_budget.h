@@ -81,6 +81,8 @@ class ServerMemoryBudget {
   // whether any share moved; an error when a table refused its new share
   // (the shrinks before it are kept, nothing grows then).
   absl::StatusOr<bool> Rebalance();
+  // Rebalances that moved shares so far.
+  uint64_t rebalances() const { return rebalances_done_; }
 
  private:
   const uint64_t budget_;  // cap less the dense tables; 0 with no cap
@@ -89,6 +91,7 @@ class ServerMemoryBudget {
   std::vector<uint64_t> row_bytes_;
   const uint64_t rebalance_requests_;
   uint64_t requests_ = 0;
+  uint64_t rebalances_done_ = 0;
   Gauge* bytes_ = nullptr;
   Counter* rebalances_ = nullptr;
 };

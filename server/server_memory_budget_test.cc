@@ -174,7 +174,8 @@ TEST(ServerMemoryCapTest, TwoTablesStreamingStayWithinOneCap) {
   std::vector<std::string> lines = server->DescribeMemory();
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[2], absl::StrCat("all tables: ", server->MemoryBytes(),
-                                   " bytes (server cap 65536)"));
+                                   " bytes (server cap 65536), shares moved "
+                                   "0 times"));
 }
 
 TEST(ServerMemoryCapTest, SharesFollowTheTablesUse) {
@@ -223,6 +224,8 @@ TEST(ServerMemoryCapTest, SharesFollowTheTablesUse) {
   for (uint64_t k = 2001; k <= 3600; ++k) Touch(*server, 0, {kHot, k});
   EXPECT_EQ(*server->RebalanceMemory(), false);
   EXPECT_EQ(*server->RebalanceMemory(), false);
+  EXPECT_THAT(server->DescribeMemory().back(),
+              HasSubstr("shares moved 2 times"));
 }
 
 TEST(ServerMemoryCapTest, ATablesOwnCapAppliesToo) {

@@ -178,9 +178,9 @@ std::vector<std::string> TableServer::DescribeMemory() const {
         t.filtered()));
   }
   if (memory_cap_bytes_ > 0) {
-    lines.push_back(absl::StrCat("all tables: ", MemoryBytes(),
-                                 " bytes (server cap ", memory_cap_bytes_,
-                                 ")"));
+    lines.push_back(absl::StrCat(
+        "all tables: ", MemoryBytes(), " bytes (server cap ", memory_cap_bytes_,
+        "), shares moved ", memory_budget_->rebalances(), " times"));
   }
   return lines;
 }

@@ -117,7 +117,9 @@ class TableServer {
   // The table `id`, or null.
   const Table* table(int id) const;
   // One line per table, by id: its rows, bytes (and cap), admitted,
-  // evicted and filtered counts on this server. Not during requests.
+  // evicted and filtered counts on this server; under a server cap, a last
+  // line with all the tables' bytes, the cap and the times the shares
+  // moved. Not during requests.
   std::vector<std::string> DescribeMemory() const;
   // The bytes of all the tables (the sum of their MemoryBytes), and the
   // server's cap over them (0: none). Not during requests.

@@ -1,10 +1,11 @@
 // A server's memory cap over all its tables (docs/memory.md, "Server memory
 // cap") with the real daemons: two servers whose two sparse tables take keys
-// from two petrel-stream workers (one per table, Zipf streams of 10^6
-// distinct keys each), under petrel-server --memory_cap_mib=4 (which
-// overrides the config's server.memory_cap_mib). Every /metrics sample of
-// every server has its tables' bytes within the cap, the tables evict rows,
-// and each server's last lines report them within its cap.
+// from two petrel-stream workers (one per table, Zipf streams of 500000
+// distinct keys each, in batches of 512 draws), under petrel-server
+// --memory_cap_mib=4 (which overrides the config's server.memory_cap_mib).
+// Every /metrics sample of every server has its tables' bytes within the cap,
+// the tables evict rows, and each server's last lines report them within its
+// cap.
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -57,8 +58,8 @@ TEST(MemoryCapTest, TwoTablesStayWithinEachServersCapWhileKeysStream) {
     auto w = cluster.StartNode(
         "petrel-stream",
         {absl::StrCat("--table=", table), absl::StrCat("--dim=", table ? 8 : 1),
-         "--distinct_keys=1000000", "--key_space=16777216",
-         absl::StrCat("--seed=", table + 1)});
+         "--distinct_keys=500000", "--key_space=16777216",
+         "--draws_per_batch=512", absl::StrCat("--seed=", table + 1)});
     ASSERT_TRUE(w.ok()) << w.status();
     workers.push_back(*w);
   }
@@ -109,7 +110,7 @@ TEST(MemoryCapTest, TwoTablesStayWithinEachServersCapWhileKeysStream) {
   const std::regex table_line(
       R"(table (\d) \(optimizer Adagrad\): (\d+) rows, (\d+) bytes \(cap (\d+)\), admitted 0, evicted (\d+))");
   const std::regex all_line(
-      R"(all tables: (\d+) bytes \(server cap 4194304\))");
+      R"(all tables: (\d+) bytes \(server cap 4194304\), shares moved (\d+) times)");
   for (Subprocess* s : servers) {
     const std::string out = s->Output();
     std::smatch m;
@@ -127,6 +128,9 @@ TEST(MemoryCapTest, TwoTablesStayWithinEachServersCapWhileKeysStream) {
     EXPECT_LE(caps[0] + caps[1], kCapBytes);
     ASSERT_TRUE(std::regex_search(out, m, all_line)) << out;
     EXPECT_LE(std::stod(m[1]), kCapBytes);
+    // Each server handled over 1024 requests (batches of 512 draws), and
+    // the shares moved from bytes per row to use at least once.
+    EXPECT_GE(std::stoi(m[2]), 1) << out;
   }
   std::system(("rm -rf " + dir).c_str());
 }
