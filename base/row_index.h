@@ -125,6 +125,15 @@ class RowIndex {
                             : Rehash(mask_ + 1, /*drop_empty=*/true);
   }
 
+  // Rebuilds the index at `capacity` slots (a power of two, at least 16)
+  // without the keys of width 0, like Compact: a store whose memory cap
+  // fell shrinks its index with it. REQUIRES: the keys of width > 0 fit in
+  // 3/4 of `capacity`. ResourceExhausted, index unchanged, when the new
+  // table cannot be mapped.
+  absl::Status Shrink(size_t capacity) {
+    return Rehash(capacity, /*drop_empty=*/true);
+  }
+
   // Calls fn(slot) for every key's slot (width 0 included), in no
   // particular order.
   template <typename Fn>

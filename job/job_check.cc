@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include <unistd.h>
 
@@ -48,8 +50,74 @@ double DenseTableBytes(const pb::JobConfig& job, const pb::TableProto& t) {
   return floats * sizeof(float);
 }
 
-std::string Gib(int64_t bytes) {
-  return absl::StrFormat("%.1f GiB", static_cast<double>(bytes) / (kMiB << 10));
+std::string Gib(double bytes) {
+  return absl::StrFormat("%.1f GiB", bytes / (kMiB << 10));
+}
+
+std::string Mib(double bytes) {
+  return absl::StrFormat("%.1f MiB", bytes / kMiB);
+}
+
+// Bytes a row of a capped sparse table takes: its floats (weights and
+// optimizer state), 16 bytes of tracking (key and last touch) and its index
+// slots (16 bytes at a load of at most 11/16: about 24); docs/memory.md,
+// "Memory per row", measures 60 bytes beyond the floats.
+int64_t CappedRowBytes(const pb::TableProto& t) {
+  const int64_t dim = t.dim() > 0 ? t.dim() : 1;
+  return (dim + StateFloats(t.optimizer().kind(), dim)) *
+             static_cast<int64_t>(sizeof(float)) +
+         16 + 24;
+}
+
+// Bytes of a sparse table's admission sketch on each server (2 bytes a
+// counter), held whatever the rows.
+double SketchBytes(const pb::TableProto& t) {
+  if (t.dense() || t.admit_after() <= 1) return 0;
+  return 2.0 * (t.admission_counters() > 0 ? t.admission_counters()
+                                           : int64_t{1} << 20);
+}
+
+// One server's share of the job's tables, as CheckJobConfig estimates it.
+struct ServerEstimate {
+  double dense = 0;         // dense tables: all their rows, never evicted
+  double capped = 0;        // sparse tables with memory_cap_mib: their caps
+  double sketches = 0;      // admission sketches of the uncapped sparse tables
+  bool unbounded = false;   // a sparse table without memory_cap_mib
+  int largest_capped = -1;  // index in job.tables of the largest cap
+  double server_cap = 0;    // server.memory_cap_mib in bytes; 0: none
+
+  // min(the tables' estimate, the server's cap), and never below the
+  // dense tables, which the cap cannot evict.
+  double Total() const {
+    const double tables = dense + capped + sketches;
+    if (server_cap <= 0) return tables;
+    return std::max(dense,
+                    unbounded ? server_cap : std::min(tables, server_cap));
+  }
+};
+
+ServerEstimate EstimateServer(const pb::JobConfig& job) {
+  ServerEstimate e;
+  e.server_cap = job.server().memory_cap_mib() * kMiB;
+  const std::vector<pb::TableProto> tables = JobTables(job);
+  double largest = 0;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const pb::TableProto& t = tables[i];
+    if (t.dense()) {
+      e.dense += DenseTableBytes(job, t);
+    } else if (t.memory_cap_mib() > 0) {
+      const double cap = t.memory_cap_mib() * kMiB;
+      e.capped += cap;
+      if (cap > largest) {
+        largest = cap;
+        e.largest_capped = static_cast<int>(i);
+      }
+    } else {
+      e.sketches += SketchBytes(t);
+      e.unbounded = true;
+    }
+  }
+  return e;
 }
 
 }  // namespace
@@ -95,11 +163,7 @@ int64_t PhysicalMemoryBytes() {
 }
 
 int64_t EstimateServerBytes(const pb::JobConfig& job) {
-  double total = 0;
-  for (const pb::TableProto& t : JobTables(job)) {
-    total += DenseTableBytes(job, t);
-  }
-  return static_cast<int64_t>(std::min(total, 9e18));
+  return static_cast<int64_t>(std::min(EstimateServer(job).Total(), 9e18));
 }
 
 int64_t EstimateWorkerBytes(const pb::JobConfig& job) {
@@ -177,20 +241,50 @@ absl::Status CheckJobConfig(const pb::JobConfig& config, int num_servers,
     if (!s.ok()) return s;
   }
   if (absl::Status s = CheckValidationConfig(job); !s.ok()) return s;
+  const double server_cap_mib = job.server().memory_cap_mib();
+  if (!(server_cap_mib >= 0 && server_cap_mib <= 1e12)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("server.memory_cap_mib: ", server_cap_mib,
+                     " is not a finite value in 0..10^12"));
+  }
+  const bool mlp = job.model().kind() == pb::ModelConfig::KIND_MLP;
+  const ServerEstimate estimate = EstimateServer(job);
+  if (estimate.server_cap > 0 && estimate.dense > estimate.server_cap) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("server.memory_cap_mib: ", Mib(estimate.server_cap),
+                     " is below the dense tables, which need about ",
+                     Gib(estimate.dense), " on each of ", NumServers(job),
+                     " server(s) (rows and optimizer state, never evicted)"));
+  }
   const int64_t limit = job.memory_limit_mib() > 0
                             ? job.memory_limit_mib() * kMiB
                             : physical_bytes;
   if (limit <= 0) return absl::OkStatus();
   const std::string limit_name =
       job.memory_limit_mib() > 0 ? "memory_limit_mib" : "physical memory";
-  const bool mlp = job.model().kind() == pb::ModelConfig::KIND_MLP;
-  const int64_t server = EstimateServerBytes(job);
+  const double server = estimate.Total();
   if (server > limit) {
+    const std::string above =
+        absl::StrCat(", above the ", limit_name, " of ", Gib(limit));
+    if (estimate.server_cap > 0 && server >= estimate.server_cap) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "server.memory_cap_mib: each of ", NumServers(job),
+          " server(s) may hold ", Gib(server), " of tables (its cap)", above));
+    }
+    if (estimate.largest_capped >= 0 && estimate.capped >= estimate.dense) {
+      const pb::TableProto& t = job.tables(estimate.largest_capped);
+      const double cap = t.memory_cap_mib() * kMiB;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tables[", estimate.largest_capped, "].memory_cap_mib: table ",
+          t.id(), " may hold ", Gib(cap), " on each of ", NumServers(job),
+          " server(s) (about ", static_cast<int64_t>(cap / CappedRowBytes(t)),
+          " rows of ", CappedRowBytes(t), " bytes), the tables ", Gib(server),
+          " in all", above));
+    }
     return absl::InvalidArgumentError(absl::StrCat(
         mlp ? "model.hidden" : "tables", ": the dense tables need about ",
-        Gib(server), " on each of ", NumServers(job),
-        " server(s) (rows and optimizer state), above the ", limit_name, " of ",
-        Gib(limit)));
+        Gib(estimate.dense), " on each of ", NumServers(job),
+        " server(s) (rows and optimizer state)", above));
   }
   const int64_t worker = EstimateWorkerBytes(job);
   if (worker > limit) {
@@ -216,9 +310,10 @@ absl::Status CheckOneMachineMemory(const pb::JobConfig& job, int num_servers,
   return absl::InvalidArgumentError(absl::StrCat(
       mlp ? "model.hidden" : "tables", ": ", num_servers, " server(s) and ",
       num_workers, " worker(s) on this machine need about ",
-      Gib(static_cast<int64_t>(std::min(total, 9e18))),
-      " together (dense tables with optimizer state, MLP weights and "
-      "gradients), above the physical memory of ",
+      Gib(std::min(total, 9e18)),
+      " together (dense tables with optimizer state, capped sparse tables "
+      "at their caps, MLP weights and gradients), above the physical "
+      "memory of ",
       Gib(physical_bytes)));
 }
 

@@ -35,20 +35,28 @@ std::string DescribeTable(const pb::JobConfig& job, int id);
 // Bytes of physical memory of this machine (0 when unknown).
 int64_t PhysicalMemoryBytes();
 
-// Estimated bytes of one server for the job's dense tables (rows and
-// optimizer state, split across num_servers) and of one worker for the
-// MLP's dense weights (weights and gradients, and one batch's layer outputs
-// and their gradients). Sparse tables grow with the data and are not
-// estimated.
+// Estimated bytes of one server for the job's tables and of one worker for
+// the MLP's dense weights (weights and gradients, and one batch's layer
+// outputs and their gradients). A server holds its dense tables' rows and
+// optimizer state (split across num_servers), each capped sparse table's
+// memory_cap_mib and the admission sketch of each uncapped one; with
+// server.memory_cap_mib, at most that cap (but never less than the dense
+// tables, which are never evicted). An uncapped sparse table grows with
+// the data and is not estimated (unless the server's cap bounds it).
 int64_t EstimateServerBytes(const pb::JobConfig& job);
 int64_t EstimateWorkerBytes(const pb::JobConfig& job);
 
 // InvalidArgument naming the field: num_servers or num_workers negative,
-// memory_limit_mib negative, data.max_abs_value negative or not finite, an
+// memory_limit_mib negative, server.memory_cap_mib not in 0..10^12 or below
+// the dense tables' estimate, data.max_abs_value negative or not finite, an
 // invalid MLP layout, validation or early stopping that cannot work
 // (CheckValidationConfig), or a process whose estimate exceeds the limit
 // (memory_limit_mib, or `physical_bytes` when that is 0; no check when both
-// are 0), with the estimate and the limit. `num_servers` > 0 is the
+// are 0), with the estimate and the limit, naming server.memory_cap_mib
+// when the server's cap is what may pass the limit, else
+// tables[i].memory_cap_mib of the largest capped table when the caps hold
+// more than the dense tables, else the dense tables (model.hidden or
+// tables). `num_servers` > 0 is the
 // cluster's actual number of servers (flags may override the job's).
 absl::Status CheckJobConfig(const pb::JobConfig& job, int num_servers,
                             int64_t physical_bytes);

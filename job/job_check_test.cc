@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -101,6 +102,84 @@ TEST(JobCheckTest, DenseTableEstimateDoesNotOverflow) {
   t->set_num_keys(uint64_t{1} << 32);
   EXPECT_GT(EstimateServerBytes(job), 0);
   EXPECT_THAT(CheckJobConfig(job, 0, kGiB).message(), HasSubstr("tables"));
+}
+
+pb::JobConfig CappedLr(double table_cap_mib, double server_cap_mib) {
+  pb::JobConfig job;
+  pb::TableProto* t = job.add_tables();
+  t->set_id(0);
+  t->set_dim(1);
+  t->set_memory_cap_mib(table_cap_mib);
+  job.mutable_server()->set_memory_cap_mib(server_cap_mib);
+  return job;
+}
+
+TEST(JobCheckTest, CappedSparseTablesCountAtTheirCaps) {
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  // Uncapped sparse tables are not estimated; an admission sketch is.
+  pb::JobConfig job = CappedLr(0, 0);
+  EXPECT_EQ(EstimateServerBytes(job), 0);
+  job.mutable_tables(0)->set_admit_after(2);
+  EXPECT_EQ(EstimateServerBytes(job), 2 * kMiB);
+  // A capped table counts its cap on every server, whatever their number.
+  job = CappedLr(100, 0);
+  EXPECT_EQ(EstimateServerBytes(job), 100 * kMiB);
+  job.set_num_servers(4);
+  EXPECT_EQ(EstimateServerBytes(job), 100 * kMiB);
+  // The server's cap bounds it, uncapped tables included.
+  EXPECT_EQ(EstimateServerBytes(CappedLr(100, 60)), 60 * kMiB);
+  EXPECT_EQ(EstimateServerBytes(CappedLr(0, 60)), 60 * kMiB);
+  EXPECT_EQ(EstimateServerBytes(CappedLr(40, 60)), 40 * kMiB);
+}
+
+TEST(JobCheckTest, RefusesCapsThatCannotFit) {
+  // A 6 GiB cap on a 4 GiB machine; FTRL rows take 12 bytes of floats,
+  // 16 of tracking and about 24 of index.
+  absl::Status s = CheckJobConfig(CappedLr(6144, 0), 0, 4 * kGiB);
+  EXPECT_TRUE(absl::IsInvalidArgument(s));
+  EXPECT_EQ(std::string(s.message()),
+            "tables[0].memory_cap_mib: table 0 may hold 6.0 GiB on each of 1 "
+            "server(s) (about 123893287 rows of 52 bytes), the tables 6.0 GiB "
+            "in all, above the physical memory of 4.0 GiB");
+  // More servers do not help: the cap is each server's.
+  pb::JobConfig job = CappedLr(6144, 0);
+  job.set_num_servers(3);
+  EXPECT_FALSE(CheckJobConfig(job, 0, 4 * kGiB).ok());
+  // Under a server cap of 2 GiB it fits: min(6 GiB, 2 GiB).
+  EXPECT_TRUE(CheckJobConfig(CappedLr(6144, 2048), 0, 4 * kGiB).ok());
+  // A server cap above the memory is refused, naming it.
+  s = CheckJobConfig(CappedLr(0, 5120), 0, 4 * kGiB);
+  EXPECT_EQ(std::string(s.message()),
+            "server.memory_cap_mib: each of 1 server(s) may hold 5.0 GiB of "
+            "tables (its cap), above the physical memory of 4.0 GiB");
+  // Without any cap the sparse table is not estimated.
+  EXPECT_TRUE(CheckJobConfig(CappedLr(0, 0), 0, 4 * kGiB).ok());
+  // A bad server cap.
+  EXPECT_EQ(std::string(CheckJobConfig(CappedLr(0, -1), 0, 0).message()),
+            "server.memory_cap_mib: -1 is not a finite value in 0..10^12");
+  // Two servers of 3 GiB on one 4 GiB machine.
+  EXPECT_TRUE(CheckJobConfig(CappedLr(3072, 0), 2, 4 * kGiB).ok());
+  s = CheckOneMachineMemory(CappedLr(3072, 0), 2, 1, 4 * kGiB);
+  EXPECT_THAT(s.message(),
+              HasSubstr("tables: 2 server(s) and 1 worker(s) on this machine "
+                        "need about 6.0 GiB together"));
+}
+
+TEST(JobCheckTest, RefusesAServerCapBelowTheDenseTables) {
+  pb::JobConfig job;
+  job.mutable_model()->set_kind(pb::ModelConfig::KIND_MLP);
+  job.mutable_model()->add_hidden(30000);
+  job.mutable_model()->add_hidden(30000);
+  job.mutable_server()->set_memory_cap_mib(1024);
+  absl::Status s = CheckJobConfig(job, 0, 0);
+  EXPECT_TRUE(absl::IsInvalidArgument(s));
+  EXPECT_EQ(std::string(s.message()),
+            "server.memory_cap_mib: 1024.0 MiB is below the dense tables, "
+            "which need about 10.1 GiB on each of 1 server(s) (rows and "
+            "optimizer state, never evicted)");
+  job.mutable_server()->set_memory_cap_mib(16384);
+  EXPECT_TRUE(CheckJobConfig(job, 0, 0).ok());
+  EXPECT_EQ(EstimateServerBytes(job), int64_t{16384} << 20);
 }
 
 TEST(JobCheckTest, FindUnsafeValue) {

@@ -43,15 +43,20 @@ class ServerDaemon : public NodeDaemon {
   }
   absl::Status CheckFlags(const NodeSettings& settings) override {
     if (!opts_.config_path.empty()) {
+      if (opts_.memory_cap_mib >= 0) {
+        job_.mutable_server()->set_memory_cap_mib(opts_.memory_cap_mib);
+      }
       absl::Status checked = CheckJobConfig(
           job_, settings.postoffice.num_servers, PhysicalMemoryBytes());
       if (!checked.ok()) return Annotate(checked, opts_.config_path);
     }
     num_workers_ = settings.postoffice.num_workers;
     if (opts_.config_path.empty()) {
-      if (!opts_.checkpoint_dir.empty() || !opts_.restore_from.empty()) {
+      if (!opts_.checkpoint_dir.empty() || !opts_.restore_from.empty() ||
+          opts_.memory_cap_mib >= 0) {
         return absl::InvalidArgumentError(
-            "--checkpoint_dir and --restore_from need --config");
+            "--checkpoint_dir, --restore_from and --memory_cap_mib need "
+            "--config");
       }
       return absl::OkStatus();
     }

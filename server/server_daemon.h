@@ -32,6 +32,10 @@ struct ServerDaemonOptions {
   // With a config: threads applying large requests; 0 = one per core.
   // Default 0.
   int server_threads = 0;
+  // With a config: overrides server.memory_cap_mib (the cap over all the
+  // tables of this server, docs/memory.md); negative: keep the config's.
+  // Default -1.
+  double memory_cap_mib = -1;
 };
 
 std::unique_ptr<NodeDaemon> NewServerDaemon(const ServerDaemonOptions& options);

@@ -14,6 +14,12 @@ DEFINE_int32(server_threads, 0,
              "large pulls of the plain key-value store (0..1024); 0 = one "
              "per core. Default 0.");
 
+DEFINE_double(memory_cap_mib, -1,
+              "Overrides the job config's server.memory_cap_mib: this "
+              "server keeps all its tables within this many MiB, least "
+              "recently used rows evicted first (docs/memory.md; --config "
+              "only). 0: no cap. Default -1: the config's.");
+
 namespace petrel {
 
 absl::StatusOr<ServerDaemonOptions> ServerDaemonOptionsFromFlags() {
@@ -28,6 +34,13 @@ absl::StatusOr<ServerDaemonOptions> ServerDaemonOptionsFromFlags() {
   o.restore_from = FLAGS_restore_from;
   o.sum = FLAGS_store_mode == "sum";
   o.server_threads = FLAGS_server_threads;
+  if (FLAGS_memory_cap_mib != -1) {
+    if (!(FLAGS_memory_cap_mib >= 0 && FLAGS_memory_cap_mib <= 1e12)) {
+      return absl::InvalidArgumentError(
+          "--memory_cap_mib: must be in 0..10^12 (or -1: the config's)");
+    }
+    o.memory_cap_mib = FLAGS_memory_cap_mib;
+  }
   return o;
 }
 

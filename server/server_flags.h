@@ -1,6 +1,6 @@
-// The server's flags (--store_mode, --server_threads) and the built-in
-// server daemon they configure. Part of the flags module of the binaries
-// that can run a server (petrel-server, and node programs started with
+// The server's flags (--store_mode, --server_threads, --memory_cap_mib) and
+// the built-in server daemon they configure. Part of the flags module of the
+// binaries that can run a server (petrel-server, and node programs started with
 // DMLC_ROLE=server): linked into executables only.
 #ifndef PETREL_SERVER_SERVER_FLAGS_H_
 #define PETREL_SERVER_SERVER_FLAGS_H_

@@ -90,10 +90,12 @@ uint64_t ShardBytes(uint64_t rows, uint64_t capacity, uint32_t rows_per_slab,
 // Under a memory cap: the most rows a shard may hold and the index capacity
 // that holds them (rows at most 11/16 of it, so that a Compact of a full
 // index, 3/4, frees at least 1/16 of it: a compaction then costs at most
-// 16 slot moves per row added since the last). `*rows_per_slab` may
-// shrink so that slabs round a small budget up by little.
+// 16 slot moves per row added since the last). Unless `fixed_slabs`,
+// `*rows_per_slab` may shrink so that slabs round a small budget up by
+// little.
 absl::Status PlanCap(const TableOptions& o, int stride, uint32_t* rows_per_slab,
-                     uint32_t* max_rows, uint64_t* index_capacity) {
+                     uint32_t* max_rows, uint64_t* index_capacity,
+                     bool fixed_slabs) {
   const uint64_t budget = o.memory_cap_bytes / o.num_shards;
   const uint32_t sketch = SketchWidth(o);
   const uint64_t per_row = stride * sizeof(float) + 2 * sizeof(uint64_t);
@@ -111,12 +113,31 @@ absl::Status PlanCap(const TableOptions& o, int stride, uint32_t* rows_per_slab,
     }
   }
   best_rows = std::min<uint64_t>(best_rows, UINT32_MAX - 1);
-  uint32_t rps =
-      std::min<uint64_t>(*rows_per_slab, std::max<uint64_t>(1, best_rows / 8));
-  uint64_t rows = best_rows / rps * rps;
-  while (rows > 0 &&
-         ShardBytes(rows, best_capacity, rps, stride, sketch) > budget) {
-    rows -= rps;
+  uint32_t rps = fixed_slabs
+                     ? *rows_per_slab
+                     : std::min<uint64_t>(*rows_per_slab,
+                                          std::max<uint64_t>(1, best_rows / 8));
+  uint64_t rows = 0;
+  if (fixed_slabs) {
+    // The slabs are there already: the most rows that fit, whole slabs or
+    // not (ShardBytes rises with the rows).
+    uint64_t lo = 0;
+    uint64_t hi = best_rows;
+    while (lo < hi) {
+      const uint64_t mid = lo + (hi - lo + 1) / 2;
+      if (ShardBytes(mid, best_capacity, rps, stride, sketch) <= budget) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    rows = lo;
+  } else {
+    rows = best_rows / rps * rps;
+    while (rows > 0 &&
+           ShardBytes(rows, best_capacity, rps, stride, sketch) > budget) {
+      rows -= rps;
+    }
   }
   if (rows == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -147,7 +168,8 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Create(
   uint32_t max_rows = UINT32_MAX;
   uint64_t index_capacity = 0;
   if (options.memory_cap_bytes > 0) {
-    s = PlanCap(options, stride, &rows_per_slab, &max_rows, &index_capacity);
+    s = PlanCap(options, stride, &rows_per_slab, &max_rows, &index_capacity,
+                /*fixed_slabs=*/false);
     if (!s.ok()) return s;
   }
   std::unique_ptr<Table> table(new Table(options, *std::move(optimizer),
@@ -364,6 +386,51 @@ float* Table::Touch(Shard& shard, uint64_t key) {
     optimizer_->InitState(row, row + options_.dim, options_.dim);
   }
   return row;
+}
+
+absl::Status Table::SetMemoryCap(uint64_t bytes) {
+  if (options_.dense || options_.memory_cap_bytes == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table ", options_.id, " has no memory cap to change"));
+  }
+  TableOptions o = options_;
+  o.memory_cap_bytes = bytes;
+  uint32_t rps = rows_per_slab_;
+  uint32_t max_rows = 0;
+  uint64_t index_capacity = 0;
+  absl::Status s = PlanCap(o, stride_, &rps, &max_rows, &index_capacity,
+                           /*fixed_slabs=*/true);
+  if (!s.ok()) return s;
+  options_.memory_cap_bytes = bytes;
+  max_rows_ = max_rows;
+  index_capacity_ = index_capacity;
+  absl::Status shrunk;
+  for (Shard& shard : shards_) {
+    while (shard.num_rows > max_rows_) EvictLru(shard);
+    // No empty slab beyond the rows (EvictRow keeps one).
+    while (uint64_t{shard.slabs.size()} * rows_per_slab_ >=
+           uint64_t{shard.num_rows} + rows_per_slab_) {
+      shard.slabs.pop_back();
+    }
+    shard.slabs.shrink_to_fit();
+    if (shard.row_key.capacity() > max_rows_) {
+      shard.row_key.shrink_to_fit();
+      shard.row_stamp.shrink_to_fit();
+    }
+    if (shard.index.capacity() > index_capacity_) {
+      absl::Status r = shard.index.Shrink(index_capacity_);
+      if (r.ok()) {
+        shard.empty_slots = 0;
+      } else {
+        shrunk = r;
+      }
+    }
+  }
+  if (metrics_.memory_cap != nullptr) {
+    metrics_.memory_cap->Set(static_cast<double>(bytes));
+  }
+  UpdateGauges();
+  return shrunk;
 }
 
 void Table::ForEachStoredRow(

@@ -161,6 +161,20 @@ class Table {
   uint64_t admitted() const;
   uint64_t evicted() const;
   uint64_t filtered() const;
+  // Changes a capped sparse table's memory cap (a server's cap over its
+  // tables moves its shares, server/server_memory_budget.h): plans the rows
+  // and index the new cap allows, as Create does (with the table's rows per
+  // slab), then evicts each shard's least recently used rows down to them
+  // and shrinks its index, tracking arrays and slab list, so that
+  // MemoryBytes() <= `bytes` on return. InvalidArgument, nothing changed,
+  // when the cap leaves no room for a row per shard or the table has no
+  // cap; ResourceExhausted when a smaller index cannot be mapped (the
+  // rows are evicted then; the index shrinks at a later call).
+  absl::Status SetMemoryCap(uint64_t bytes);
+  // The rows touched (pulled or pushed) since the last call (or since the
+  // table was made), each counted once, those evicted since included:
+  // a capped table's use of its memory. O(rows).
+  uint64_t TakeRecentRows();
   // The most rows a sparse shard holds under the memory cap (UINT32_MAX:
   // no cap).
   uint32_t max_rows_per_shard() const { return max_rows_; }
@@ -215,6 +229,7 @@ class Table {
     std::vector<uint64_t> row_stamp;
     uint64_t empty_slots = 0;      // index slots of width 0
     uint32_t hand = 0;             // where the next LRU window starts
+    uint64_t recent_evicted = 0;   // evicted rows touched after recent_mark_
     std::vector<uint16_t> sketch;  // admit_after: 4 rows of sketch_width_
     uint64_t admitted = 0;
     uint64_t evicted = 0;
@@ -301,7 +316,7 @@ class Table {
                             const ParallelRunner& runner,
                             absl::string_view request, bool push, const Fn& fn);
 
-  const TableOptions options_;
+  TableOptions options_;  // only memory_cap_bytes changes (SetMemoryCap)
   const std::unique_ptr<Optimizer> optimizer_;
   const Initializer initializer_;
   const int stride_;
@@ -313,6 +328,7 @@ class Table {
   size_t index_capacity_ = SIZE_MAX;
   uint32_t sketch_width_ = 0;  // per shard and sketch row
   uint64_t seq_ = 0;           // requests so far (row stamps)
+  uint64_t recent_mark_ = 0;   // seq_ at the last TakeRecentRows
   // With a TTL: seq_ at each of the last ttl_ticks + 1 ticks, oldest first.
   std::deque<uint64_t> tick_marks_;
   std::vector<Shard> shards_;  // dense: one

@@ -4,6 +4,7 @@
 // cap. The row store itself is table.cc.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -110,8 +111,19 @@ Table::Access Table::AccessRow(Shard& shard, uint64_t key, bool push,
   return *row == nullptr ? Access::kOutOfMemory : Access::kRow;
 }
 
+uint64_t Table::TakeRecentRows() {
+  uint64_t n = 0;
+  for (Shard& shard : shards_) {
+    n += std::exchange(shard.recent_evicted, 0);
+    for (uint64_t stamp : shard.row_stamp) n += stamp > recent_mark_ ? 1 : 0;
+  }
+  recent_mark_ = seq_;
+  return n;
+}
+
 void Table::EvictRow(Shard& shard, uint32_t row) {
   RowIndex& index = shard.index;
+  if (shard.row_stamp[row] > recent_mark_) ++shard.recent_evicted;
   index.Find(shard.row_key[row])->width = 0;
   ++shard.empty_slots;
   const uint32_t last = shard.num_rows - 1;

@@ -306,6 +306,65 @@ TEST(TableCapTest, BulkLoadsStayUnderTheCap) {
   EXPECT_EQ(t->evicted(), 92u);
 }
 
+// A cap moved down keeps the most recently used rows (exact LRU: at most
+// 16 rows) and the bytes within it; moved up, the table grows to it.
+TEST(TableCapTest, SetMemoryCapShrinksToTheMostRecentRowsAndGrowsBack) {
+  TableOptions o = Sparse(2);
+  o.rows_per_slab = 8;
+  o.memory_cap_bytes = 4800;
+  MetricsRegistry metrics;
+  auto t = Make(o, &metrics);
+  const uint32_t full = t->max_rows_per_shard();
+  ASSERT_EQ(full, 11u);
+  for (uint64_t k = 1; k <= full; ++k) PullOf(*t, {k});
+  PullOf(*t, {1});  // now the most recent
+  ASSERT_TRUE(t->SetMemoryCap(4500).ok());
+  const uint32_t small = t->max_rows_per_shard();
+  ASSERT_EQ(small, 6u);
+  EXPECT_EQ(t->num_rows(), small);
+  EXPECT_LE(t->MemoryBytes(), 4500u);
+  EXPECT_EQ(t->evicted(), full - small);
+  EXPECT_EQ(t->options().memory_cap_bytes, 4500u);
+  EXPECT_EQ(*metrics.Value("petrel_table_memory_cap_bytes", {{"table", "3"}}),
+            4500);
+  std::set<uint64_t> kept;
+  t->ForEachRow([&](uint64_t key, const float*) { kept.insert(key); });
+  EXPECT_EQ(kept, (std::set<uint64_t>{1, 7, 8, 9, 10, 11}));
+  // Back up, and the table grows to it.
+  ASSERT_TRUE(t->SetMemoryCap(4800).ok());
+  EXPECT_EQ(t->max_rows_per_shard(), full);
+  for (uint64_t k = 100; k < 130; ++k) {
+    PullOf(*t, {k});
+    ASSERT_LE(t->MemoryBytes(), 4800u);
+  }
+  EXPECT_EQ(t->num_rows(), full);
+  // Too small for a row, or no cap: refused, nothing changed.
+  EXPECT_FALSE(t->SetMemoryCap(1000).ok());
+  EXPECT_EQ(t->options().memory_cap_bytes, 4800u);
+  EXPECT_EQ(t->num_rows(), full);
+  auto uncapped = Make(Sparse(2));
+  EXPECT_EQ(uncapped->SetMemoryCap(5000).message(),
+            "table 3 has no memory cap to change");
+}
+
+TEST(TableCapTest, TakeRecentRowsCountsRowsTouchedSinceTheLastCall) {
+  TableOptions o = Sparse(4);
+  o.memory_cap_bytes = kEightRows;
+  auto t = Make(o);
+  PullOf(*t, {1, 2, 3});
+  PushOnes(*t, {2});
+  EXPECT_EQ(t->TakeRecentRows(), 3u);
+  EXPECT_EQ(t->TakeRecentRows(), 0u);
+  PullOf(*t, {1});
+  EXPECT_EQ(t->TakeRecentRows(), 1u);
+  // Ten new keys in a table of 8 rows: 3, 2, 1 go (touched before the
+  // last call), then 100 and 101 (touched since: they count).
+  for (uint64_t k = 100; k < 110; ++k) PullOf(*t, {k});
+  EXPECT_EQ(t->evicted(), 5u);
+  EXPECT_EQ(t->Find(101), nullptr);
+  EXPECT_EQ(t->TakeRecentRows(), 10u);
+}
+
 TEST(TableCapTest, RefusesACapWithoutRoomForARow) {
   TableOptions o = Sparse(4);
   o.memory_cap_bytes = 1000;

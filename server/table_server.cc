@@ -54,19 +54,54 @@ absl::StatusOr<std::unique_ptr<TableServer>> TableServer::Create(
   }
   std::unique_ptr<TableServer> server(
       new TableServer(num_workers, *tau, options, metrics));
-  for (TableOptions& t : *tables) {
-    t.num_shards = options.num_shards;
-    t.rows_per_slab = options.rows_per_slab;
-    t.parallel_min_keys = options.parallel_min_keys;
-    absl::StatusOr<std::unique_ptr<Table>> table = Table::Create(t, metrics);
-    if (!table.ok()) {
-      return absl::Status(
-          table.status().code(),
-          absl::StrCat("table ", t.id, ": ", table.status().message()));
-    }
-    server->tables_[t.id] = *std::move(table);
-    server->table_names_[t.id] = DescribeTable(job, t.id);
+  const double cap_mib = job.server().memory_cap_mib();
+  if (!(cap_mib >= 0 && cap_mib <= 1e12)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("server.memory_cap_mib: ", cap_mib,
+                     " is not a finite value in 0..10^12"));
   }
+  server->memory_cap_bytes_ = static_cast<uint64_t>(cap_mib * (1 << 20));
+  // The dense tables first: the server's cap is split over the sparse ones
+  // once their bytes are known.
+  std::vector<uint64_t> own_caps;  // the sparse tables', in table order
+  for (const TableOptions& t : *tables) {
+    if (!t.dense) own_caps.push_back(t.memory_cap_bytes);
+  }
+  uint64_t dense_bytes = 0;
+  for (bool dense : {true, false}) {
+    if (!dense) {
+      s = SplitServerMemoryCap(server->memory_cap_bytes_, dense_bytes,
+                               &*tables);
+      if (!s.ok()) return s;
+    }
+    for (TableOptions& t : *tables) {
+      if (t.dense != dense) continue;
+      t.num_shards = options.num_shards;
+      t.rows_per_slab = options.rows_per_slab;
+      t.parallel_min_keys = options.parallel_min_keys;
+      absl::StatusOr<std::unique_ptr<Table>> table = Table::Create(t, metrics);
+      if (!table.ok()) {
+        return absl::Status(
+            table.status().code(),
+            absl::StrCat("table ", t.id,
+                         server->memory_cap_bytes_ > 0 && !dense
+                             ? " (its share of server.memory_cap_mib)"
+                             : "",
+                         ": ", table.status().message()));
+      }
+      if (dense) dense_bytes += (*table)->MemoryBytes();
+      server->tables_[t.id] = *std::move(table);
+      server->table_names_[t.id] = DescribeTable(job, t.id);
+    }
+  }
+  std::vector<Table*> sparse;
+  for (const TableOptions& t : *tables) {
+    if (!t.dense) sparse.push_back(server->tables_.at(t.id).get());
+  }
+  server->memory_budget_ = std::make_unique<ServerMemoryBudget>(
+      server->memory_cap_bytes_, dense_bytes, std::move(sparse),
+      std::move(own_caps), options.memory_rebalance_requests, metrics);
+  server->memory_budget_->AfterRequest(server->MemoryBytes());
   return server;
 }
 
@@ -101,7 +136,16 @@ void TableServer::Stop() { pool_.Stop(); }
 
 KVServer<float>::Handler TableServer::handler() {
   return [this](const KVMeta& meta, const KVPairs<float>& data,
-                KVServer<float>* server) { Handle(meta, data, server); };
+                KVServer<float>* server) {
+    Handle(meta, data, server);
+    memory_budget_->AfterRequest(MemoryBytes());
+  };
+}
+
+uint64_t TableServer::MemoryBytes() const {
+  uint64_t bytes = 0;
+  for (const auto& entry : tables_) bytes += entry.second->MemoryBytes();
+  return bytes;
 }
 
 int64_t TableServer::min_clock() const {
@@ -132,6 +176,11 @@ std::vector<std::string> TableServer::DescribeMemory() const {
         " bytes", cap > 0 ? absl::StrCat(" (cap ", cap, ")") : std::string(),
         ", admitted ", t.admitted(), ", evicted ", t.evicted(), ", filtered ",
         t.filtered()));
+  }
+  if (memory_cap_bytes_ > 0) {
+    lines.push_back(absl::StrCat(
+        "all tables: ", MemoryBytes(), " bytes (server cap ", memory_cap_bytes_,
+        "), shares moved ", memory_budget_->rebalances(), " times"));
   }
   return lines;
 }

@@ -51,6 +51,7 @@
 #include "proto/checkpoint.pb.h"
 #include "proto/job.pb.h"
 #include "base/shard_pool.h"
+#include "server/server_memory_budget.h"
 #include "server/table.h"
 #include "van/key_range_map.h"
 
@@ -69,6 +70,10 @@ struct TableServerOptions {
   size_t max_held_pulls = 65536;
   // Rows per slab of every table. Default 0: 2 MiB slabs (huge pages).
   int rows_per_slab = 0;
+  // Under a server memory cap: requests between two moves of the tables'
+  // shares to their use (server/server_memory_budget.h). 0: the shares
+  // stay as made. Default 1024.
+  uint64_t memory_rebalance_requests = 1024;
 };
 
 class TableServer {
@@ -77,7 +82,9 @@ class TableServer {
   static constexpr int64_t kAllWorkersLeft =
       std::numeric_limits<int64_t>::max();
 
-  // Builds the tables of `job` (InvalidArgument naming the bad field).
+  // Builds the tables of `job` (InvalidArgument naming the bad field). With
+  // job.server.memory_cap_mib, every sparse table's memory cap becomes its
+  // share of the server's cap (server/server_memory_budget.h).
   // `num_workers` >= 1 is the job's worker count (ranks 0..num_workers-1
   // send clocks). `metrics` may be null; when set it must outlive this.
   static absl::StatusOr<std::unique_ptr<TableServer>> Create(
@@ -110,8 +117,18 @@ class TableServer {
   // The table `id`, or null.
   const Table* table(int id) const;
   // One line per table, by id: its rows, bytes (and cap), admitted,
-  // evicted and filtered counts on this server. Not during requests.
+  // evicted and filtered counts on this server; under a server cap, a last
+  // line with all the tables' bytes, the cap and the times the shares
+  // moved. Not during requests.
   std::vector<std::string> DescribeMemory() const;
+  // The bytes of all the tables (the sum of their MemoryBytes), and the
+  // server's cap over them (0: none). Not during requests.
+  uint64_t MemoryBytes() const;
+  uint64_t memory_cap_bytes() const { return memory_cap_bytes_; }
+  // Moves the sparse tables' shares of the server's cap to their use now
+  // (the handler does every memory_rebalance_requests requests); whether
+  // any moved. Not during requests.
+  absl::StatusOr<bool> RebalanceMemory() { return memory_budget_->Rebalance(); }
   // The same, to change it directly (tools, tests): not concurrently with
   // Handle.
   Table* mutable_table(int id);
@@ -192,6 +209,8 @@ class TableServer {
   // "table 0 (optimizer FTRL)" per table, for errors; read-only after
   // Create.
   absl::flat_hash_map<int, std::string> table_names_;
+  uint64_t memory_cap_bytes_ = 0;
+  std::unique_ptr<ServerMemoryBudget> memory_budget_;
   Gauge* held_gauge_ = nullptr;
   Counter* rejected_pushes_ = nullptr;
   Gauge* min_clock_gauge_ = nullptr;
