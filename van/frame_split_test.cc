@@ -76,6 +76,7 @@ void RoundTrip(const std::vector<size_t>& sizes, size_t part,
   ASSERT_EQ(joined->size(), sizes.size());
   for (size_t i = 0; i < sizes.size(); ++i) {
     ASSERT_EQ((*joined)[i].size(), sizes[i]) << "frame " << i;
+    if (sizes[i] == 0) continue;  // memcmp may not see a null pointer
     EXPECT_EQ(std::memcmp((*joined)[i].data(), data[i].data(), sizes[i]), 0)
         << "frame " << i;
   }
@@ -328,6 +329,7 @@ class SplitVanTest : public ::testing::Test {
     ASSERT_EQ(msg.data.size(), sizes.size());
     for (size_t i = 0; i < sizes.size(); ++i) {
       ASSERT_EQ(msg.data[i].size(), sizes[i]);
+      if (sizes[i] == 0) continue;
       EXPECT_EQ(std::memcmp(msg.data[i].data(), data[i].data(), sizes[i]), 0);
     }
   }
