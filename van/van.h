@@ -43,6 +43,11 @@ struct VanOptions {
   CurveOptions curve;
   // Memory and connections granted to peers (ZmqVan; see peer_registry.h).
   PeerBudget peers;
+  // ZmqVan sends data frames larger than this as parts of this size, so
+  // that encrypting them overlaps decrypting them (van/frame_split.h). -1
+  // (default): kDefaultCurvePartBytes with CURVE on, never without; 0:
+  // never. Received split messages are joined whatever this says.
+  int64_t split_frame_bytes = -1;
 };
 
 class Van {

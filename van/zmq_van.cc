@@ -12,9 +12,12 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+
+#include "van/frame_split.h"
 
 namespace petrel {
 namespace {
@@ -37,10 +40,12 @@ std::atomic<uint64_t> next_van_instance{1};
 thread_local absl::flat_hash_map<uint64_t, std::weak_ptr<ZmqThreadSockets>>
     this_thread_sockets;
 
-// Data bytes of a message's frames (all but the header).
+// Data bytes of a message's frames (all but the header and, in a split
+// message, its layout).
 size_t DataBytes(const std::vector<Buffer>& frames) {
+  const size_t first = !frames.empty() && IsSplitHeader(frames[0]) ? 2 : 1;
   size_t bytes = 0;
-  for (size_t i = 1; i < frames.size(); ++i) bytes += frames[i].size();
+  for (size_t i = first; i < frames.size(); ++i) bytes += frames[i].size();
   return bytes;
 }
 
@@ -276,10 +281,8 @@ void ZmqVan::Connect(const pb::Node& node) {
 
 absl::Status ZmqVan::Send(Message msg) {
   if (!running_) return absl::FailedPreconditionError("van is not running");
-  std::vector<Buffer> frames;
-  frames.reserve(msg.data.size() + 1);
-  frames.push_back(EncodeHeader(msg.meta));
-  for (Buffer& b : msg.data) frames.push_back(std::move(b));
+  std::vector<Buffer> frames = SplitFrames(
+      EncodeHeader(msg.meta), std::move(msg.data), SplitPartBytes(options()));
   const int recipient = msg.meta.recipient();
   if (OnIoThread()) {  // a handler replying: straight to the socket
     DoSend(recipient, frames);
@@ -576,6 +579,7 @@ bool ZmqVan::ReceiveOne() {
   size_t max_frames = static_cast<size_t>(options().limits.max_frames) + 1;
   bool more = true;
   bool too_many = false;
+  bool split = false;
   int fd = -1;             // the connection it came on (ZMQ_SRCFD)
   int64_t wire_bytes = 0;  // what it cost on that connection
   for (int part = 0; more; ++part) {
@@ -599,7 +603,14 @@ bool ZmqVan::ReceiveOne() {
       delete m;
       continue;
     }
-    if (part == 1) fd = zmq_msg_get(m, ZMQ_SRCFD);
+    if (part == 1) {
+      fd = zmq_msg_get(m, ZMQ_SRCFD);
+      if (IsSplitHeader(static_cast<const char*>(zmq_msg_data(m)),
+                        zmq_msg_size(m))) {
+        split = true;  // its layout and parts follow
+        max_frames = 1 + kMaxSplitWireFrames;
+      }
+    }
     wire_bytes += static_cast<int64_t>(zmq_msg_size(m)) + kWireBytesPerFrame;
     if (part == 1 && zap_ != nullptr) {
       // The ZAP handler's verdict on the connection (a received frame
@@ -629,13 +640,26 @@ bool ZmqVan::ReceiveOne() {
     return true;  // a connection's first message: for the guard only
   }
   if (too_many || frames.empty()) {
-    CountDrop("resource_exhausted", frames.empty()
-                                        ? "message with no header frame"
-                                        : "too many frames");
+    CountDrop("resource_exhausted",
+              frames.empty() ? "message with no header frame"
+              : split        ? absl::StrCat("split message of more than ",
+                                            kMaxSplitParts, " parts")
+                             : "too many frames");
     return true;
   }
   Buffer header = frames.front();
   frames.erase(frames.begin());
+  if (split) {
+    absl::StatusOr<std::vector<Buffer>> joined =
+        JoinSplitFrames(&header, std::move(frames), options().limits);
+    if (!joined.ok()) {
+      CountDrop(absl::AsciiStrToLower(
+                    absl::StatusCodeToString(joined.status().code())),
+                absl::StrCat("split message: ", joined.status().message()));
+      return true;
+    }
+    frames = *std::move(joined);
+  }
   absl::MutexLock lock(&handler_mu_);
   Deliver(from, header, std::move(frames), peer);
   return true;

@@ -32,6 +32,7 @@
 // (which must not make the scheduler connect back) do not delay the joins.
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
@@ -52,6 +53,7 @@
 #include "tests/harness/daemon_cluster.h"
 #include "tests/harness/hostile_peer.h"
 #include "van/curve_keys.h"
+#include "van/frame_split.h"
 #include "van/node_runtime.h"
 #include "van/testing/wait_until.h"
 #include "van/wire_codec.h"
@@ -119,6 +121,20 @@ std::vector<Frames> MalformedMessages(int target_id) {
   pb::Meta odd = Request(9, target_id, 0);  // 13 bytes of uint64
   odd.add_data_types(pb::DATA_TYPE_UINT64);
   out.push_back({Header(odd), Zeros(13)});
+  // Split messages (van/frame_split.h) whose parts do not match their
+  // layout: a short part, and more parts than any message may have.
+  std::string split = Header(odd);
+  split[6] = static_cast<char>(kSplitFlag);
+  auto layout = [](uint64_t part, uint64_t size) {
+    std::string l(16, '\0');
+    std::memcpy(l.data(), &part, 8);
+    std::memcpy(l.data() + 8, &size, 8);
+    return l;
+  };
+  out.push_back({split, layout(8, 24), Zeros(8), Zeros(4), Zeros(8)});
+  Frames parts = {split, layout(8, 8 * (kMaxSplitParts + 1))};
+  for (int i = 0; i <= kMaxSplitParts; ++i) parts.push_back(Zeros(8));
+  out.push_back(parts);
   return out;
 }
 

@@ -12,9 +12,12 @@
 #
 #   tools/bench/curve-cost.sh BIN PAIRS [DURATION_S]
 #   tools/bench/curve-cost.sh build/bin 3 1
+# On a machine other jobs load, run it as `chrt -f 10 tools/bench/...`
+# (real-time priority, inherited by every process it starts), or the
+# figures measure those jobs (docs/security.md, "Cost").
 set -euo pipefail
 if [[ $# -lt 2 ]]; then
-  sed -n '2,15p' "$0" >&2
+  sed -n '2,17p' "$0" >&2
   exit 2
 fi
 bin=$1 pairs=$2 duration=${3:-1}
