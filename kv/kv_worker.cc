@@ -49,6 +49,12 @@ absl::Status KVWorker<Val>::Start() {
   push_pull_metrics_ = OpMetricsFor(metrics, "push_pull");
   customer_.set_response_handler(
       [this](Message&& msg) { OnResponse(std::move(msg)); });
+  Customer::FailoverHooks hooks;
+  hooks.reroute = &KVWorker::Reroute;
+  hooks.rerouted = [this](int ts, uint64_t from, uint64_t to) {
+    OnRerouted(ts, from, to);
+  };
+  customer_.set_failover_hooks(std::move(hooks));
   return customer_.Start();
 }
 
@@ -94,7 +100,12 @@ template <typename Val>
 int KVWorker<Val>::Clock(int64_t clock, Callback cb) {
   const int num_servers = customer_.postoffice()->num_servers();
   std::vector<int> recipients;
-  for (int r = 0; r < num_servers; ++r) recipients.push_back(ServerRankToId(r));
+  for (int r = 0; r < num_servers; ++r) {
+    // A server that died while replicas took over needs no clock.
+    if (customer_.postoffice()->CheckAlive({ServerRankToId(r)}).ok()) {
+      recipients.push_back(ServerRankToId(r));
+    }
+  }
   int ts = customer_.NewRequest(recipients, [cb](int) {
     if (cb) cb();
   });
@@ -158,23 +169,32 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
   if (pull && outs == nullptr) {
     return Fail(absl::InvalidArgumentError("Pull needs an output array"), cb);
   }
-  absl::StatusOr<std::vector<KVSlice>> slices =
-      SliceRequest(customer_.postoffice()->key_ranges(), keys, vals.buffer(),
-                   sizeof(Val), lens);
-  if (!slices.ok()) return Fail(slices.status(), cb);
-  if (push && !pull) {
-    *slices =
-        SplitPushSlices(*std::move(slices), sizeof(Val),
-                        max_push_part_bytes_.load(), split_large_keys_.load());
-  }
+  Postoffice* po = customer_.postoffice();
+  uint64_t map_version = 0;
+  absl::StatusOr<std::vector<KVSlice>> slices;
   std::vector<int> recipients;
-  for (const KVSlice& s : *slices) {
-    recipients.push_back(ServerRankToId(s.server_rank));
-  }
-  // A server declared dead: fail now, naming it, instead of at the deadline.
-  if (absl::Status alive = customer_.postoffice()->CheckAlive(recipients);
-      !alive.ok()) {
-    return Fail(alive, cb);
+  for (int attempt = 0;; ++attempt) {
+    map_version = po->map_version();
+    slices =
+        SliceRequest(po->key_ranges(), keys, vals.buffer(), sizeof(Val), lens);
+    if (!slices.ok()) return Fail(slices.status(), cb);
+    if (push && !pull) {
+      *slices = SplitPushSlices(*std::move(slices), sizeof(Val),
+                                max_push_part_bytes_.load(),
+                                split_large_keys_.load());
+    }
+    recipients.clear();
+    for (const KVSlice& s : *slices) {
+      recipients.push_back(ServerRankToId(s.server_rank));
+    }
+    // A server declared dead: fail now, naming it, instead of at the
+    // deadline; unless its ranges failed over since the slicing (a new
+    // map): slice again.
+    absl::Status alive = po->CheckAlive(recipients);
+    if (alive.ok()) break;
+    if (po->map_version() == map_version || attempt >= 3) {
+      return Fail(alive, cb);
+    }
   }
   const OpMetrics& op = push && pull ? push_pull_metrics_
                         : push       ? push_metrics_
@@ -208,6 +228,7 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
     msg.meta.set_recipient(recipients[i]);
     msg.meta.set_timestamp(ts);
     EncodeKvRequest(kv, &msg.meta);
+    msg.meta.set_map_version(map_version);
     msg.AddData(s.keys);
     if (push) {
       msg.AddData(SArray<Val>(s.vals));
@@ -222,7 +243,8 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
     state->min_clock = options.min_clock;
     state->parts.resize(slices->size());
     for (size_t i = 0; i < recipients.size(); ++i) {
-      state->slice_of_server[recipients[i]] = i;
+      // A pull sends one message (part 0) to each server.
+      state->slice_of_part[Customer::PartKey(recipients[i], 0)] = i;
     }
     state->slices = *std::move(slices);
     absl::MutexLock lock(&mu_);
@@ -270,8 +292,9 @@ void KVWorker<Val>::OnResponse(Message&& msg) {
     auto it = pulls_.find(ts);
     if (it == pulls_.end()) return;
     PullState& state = *it->second;
-    auto slice = state.slice_of_server.find(msg.meta.sender());
-    if (slice == state.slice_of_server.end()) return;
+    auto slice = state.slice_of_part.find(
+        Customer::PartKey(msg.meta.sender(), msg.meta.part()));
+    if (slice == state.slice_of_part.end()) return;
     if (valid.ok()) {
       // The answer carries no keys: it answers the keys this server was
       // asked, in their order.

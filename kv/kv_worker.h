@@ -145,7 +145,9 @@ class KVWorker {
   struct PullState {
     std::vector<KVSlice> slices;
     std::vector<PulledPart> parts;
-    absl::flat_hash_map<int, size_t> slice_of_server;  // server id -> index
+    // Customer::PartKey(server id, part) -> index in slices; a failover
+    // moves a slice to the server that took over (OnRerouted).
+    absl::flat_hash_map<uint64_t, size_t> slice_of_part;
     size_t num_keys = 0;
     SArray<Val>* vals = nullptr;
     SArray<int>* lens = nullptr;
@@ -165,6 +167,10 @@ class KVWorker {
   // (petrel_van_messages_rejected_total{reason=kKvRejectReason}).
   void CountBadAnswer(int sender, const absl::Status& error);
   void Complete(int timestamp);
+  // Failover (kv_worker_failover.cc): a message to a dead server is resent
+  // to the one that took over its ranges, naming the original.
+  static int Reroute(Message* msg, int successor);
+  void OnRerouted(int timestamp, uint64_t from, uint64_t to);
   int Fail(absl::Status status, const Callback& cb);
 
   // This worker's request metrics, per operation (push, pull, push_pull):
