@@ -201,6 +201,7 @@ petrel::Launcher::Options OptionsFromFlags(std::vector<std::string> command) {
   if (FLAGS_replicas != 1) {
     options.scheduler_args.push_back(
         absl::StrCat("--replicas=", FLAGS_replicas));
+    options.survive_server_kills = FLAGS_replicas != 1;
   }
   return options;
 }
