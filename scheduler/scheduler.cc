@@ -315,7 +315,6 @@ void Scheduler::FormCluster() {
   pb::Control reply;
   reply.set_cmd(pb::COMMAND_ADD_NODE);
   for (const pb::Node& n : table_) *reply.add_nodes() = n;
-  // Validated at startup: 1 <= replicas <= num_servers.
   replica_map_ = ReplicaMap::Initial(ranges, ResolvedReplicas()).value();
   replica_map_->ToControl(&reply);
   absl::Time now = absl::Now();

@@ -158,7 +158,8 @@ class Scheduler {
   // the successor to `notice` and returns true (the job goes on).
   bool FailOverServer(const pb::Node& node, pb::Control* notice)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The replication factor the job runs with (options_.replicas resolved).
+  // The replication factor the job runs with (options_.replicas resolved,
+  // at most the number of servers).
   int ResolvedReplicas() const;
   // Whether `node`, which presented the right auth token, may join.
   absl::Status CheckJoin(const pb::Node& node)

@@ -2,6 +2,8 @@
 // "Replicated servers"): on a server's death, promote a replica for each
 // range it led and publish the next key-range map with the NODE_DEAD
 // notice, instead of failing the job.
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
@@ -10,8 +12,9 @@
 namespace petrel {
 
 int Scheduler::ResolvedReplicas() const {
-  if (options_.replicas > 0) return options_.replicas;
-  return postoffice_->num_servers() >= 2 ? 2 : 1;
+  const int servers = postoffice_->num_servers();
+  if (options_.replicas > 0) return std::min(options_.replicas, servers);
+  return servers >= 2 ? 2 : 1;
 }
 
 bool Scheduler::FailOverServer(const pb::Node& node, pb::Control* notice) {
