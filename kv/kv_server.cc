@@ -35,6 +35,23 @@ absl::Status KVServer<Val>::Start() {
   customer_.set_request_handler([this](Message&& msg, bool duplicate) {
     Process(std::move(msg), duplicate);
   });
+  forwarded_ = metrics->GetCounter(
+      "petrel_server_replication_forwarded_total",
+      "Pushes this primary forwarded to a backup (one per backup).");
+  copies_applied_ = metrics->GetCounter(
+      "petrel_server_replication_applied_total",
+      "Copies of pushes applied here: forwarded by a primary, or resent to "
+      "this server after a failover.");
+  copies_duplicate_ = metrics->GetCounter(
+      "petrel_server_replication_duplicates_total",
+      "Copies of pushes not applied again: this server had them already.");
+  Customer::FailoverHooks hooks;
+  // A backup that died owes no acknowledgement: its copies count as
+  // answered. Nothing else of a server's is resent elsewhere.
+  hooks.reroute = [](Message* msg, int) {
+    return msg->meta.forwarded() ? 0 : -1;
+  };
+  customer_.set_failover_hooks(std::move(hooks));
   return customer_.Start();
 }
 
@@ -65,10 +82,26 @@ void KVServer<Val>::Process(Message&& msg, bool duplicate) {
         .IgnoreError();
     return;
   }
+  if (meta.push && msg.meta.forwarded()) {
+    ProcessForwarded(msg, meta, data, duplicate);
+    return;
+  }
+  // A copy resent after a failover that this server has (it was a
+  // backup): answered as a duplicate, but first sent on to this server's
+  // own backups, which may have missed it when the dead primary fell.
+  bool copy_seen = false;
+  if (meta.push && msg.meta.origin_node() != 0 && !duplicate) {
+    duplicate = copy_seen = SeenAsResentCopy(msg);
+  }
+  if (duplicate && meta.push && replicating_.load(std::memory_order_relaxed) &&
+      AnswerPending(meta.reply_address())) {
+    return;  // answered once its copies are acknowledged
+  }
   if (duplicate && meta.push) {
     // Already applied: acknowledge (or answer the pull) without applying.
     VLOG(1) << "duplicate push ts=" << meta.timestamp << " from node "
             << meta.sender;
+    if (copy_seen) Forward(msg, meta);
     if (!meta.pull) {
       Response(meta).IgnoreError();
       return;
@@ -77,6 +110,7 @@ void KVServer<Val>::Process(Message&& msg, bool duplicate) {
     data.vals = SArray<Val>();
     data.lens = SArray<int>();
   }
+  if (meta.push) Forward(msg, meta);
   handler_(meta, data, this);
 }
 
@@ -91,6 +125,10 @@ absl::Status KVServer<Val>::Response(const KVMeta& meta,
     // The keys do not travel back: the worker knows what it asked.
     response.AddData(result.vals);
     if (!result.lens.empty()) response.AddData(result.lens);
+  }
+  if (replicating_.load(std::memory_order_relaxed) &&
+      DeferResponse(meta.reply_address(), &response)) {
+    return absl::OkStatus();
   }
   return customer_.SendResponse(meta.reply_address(), std::move(response));
 }
@@ -113,6 +151,10 @@ absl::Status KVServer<Val>::ResponseError(const KVMeta& meta,
   DCHECK(!error.ok());
   Message response;  // no data frames: the status travels in the header
   EncodeKvError(meta, error, &response.meta);
+  if (replicating_.load(std::memory_order_relaxed) &&
+      DeferResponse(meta.reply_address(), &response)) {
+    return absl::OkStatus();
+  }
   return customer_.SendResponse(meta.reply_address(), std::move(response));
 }
 

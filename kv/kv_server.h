@@ -17,12 +17,18 @@
 #ifndef PETREL_KV_KV_SERVER_H_
 #define PETREL_KV_KV_SERVER_H_
 
+#include <atomic>
 #include <functional>
+#include <tuple>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 
 #include "base/shard_pool.h"
 #include "kv/kv_codec.h"
+#include "kv/kv_replication.h"
 #include "kv/kv_store.h"
 #include "van/buffer.h"
 #include "van/customer.h"
@@ -79,6 +85,47 @@ class KVServer {
   int64_t max_message_bytes_ = 0;  // the van's limit, set by Start
   Handler handler_;
   bool accepts_key_slices_ = false;
+
+  // Replication (kv_server_replication.cc; docs/failures.md, "Replicated
+  // servers"). A primary forwards each push to the live backups of its
+  // ranges and answers it only once they all acknowledged; a backup applies
+  // a forwarded push once, by its origin.
+  //
+  // Handles a push forwarded by a primary (msg.meta.forwarded()).
+  void ProcessForwarded(const Message& msg, const KVMeta& meta,
+                        const KVPairs<Val>& data, bool duplicate);
+  // Whether push `msg` was applied before as a copy resent after a
+  // failover (it names its origin); records it otherwise.
+  bool SeenAsResentCopy(const Message& msg);
+  // Primary: sends the copies of push `msg` to the backups; its answer then
+  // waits for them (DeferResponse).
+  void Forward(const Message& msg, const KVMeta& meta);
+  // The backups' node ids for the current map.
+  const std::vector<int>& Backups();
+  // Holds `response` to `to` while its request's copies are unanswered:
+  // true when held (OnForwarded sends it).
+  bool DeferResponse(const ReplyAddress& to, Message* response);
+  void OnForwarded(const ReplyAddress& to);
+  // Whether the answer to `to` is held or still to come.
+  bool AnswerPending(const ReplyAddress& to);
+
+  using AnswerKey = std::tuple<int, int, int, int>;
+  struct HeldAnswer {
+    bool copies_done = false;
+    bool held = false;
+    Message response;
+  };
+  ReplicaDedup dedup_;                       // handler thread only
+  uint64_t backups_version_ = ~uint64_t{0};  // handler thread only
+  std::vector<int> backups_;                 // handler thread only
+  std::atomic<bool> replicating_{false};
+  absl::Mutex answers_mu_;
+  absl::flat_hash_map<AnswerKey, HeldAnswer> answers_
+      ABSL_GUARDED_BY(answers_mu_);
+  // petrel_server_replication_{forwarded,applied,duplicates}_total.
+  Counter* forwarded_ = nullptr;
+  Counter* copies_applied_ = nullptr;
+  Counter* copies_duplicate_ = nullptr;
 };
 
 // A default handler: keeps a KVStore (kv/kv_store.h: rows in slabs, one

@@ -51,14 +51,16 @@ absl::Status KVWorker<Val>::Start() {
   push_pull_metrics_ = OpMetricsFor(metrics, "push_pull");
   customer_.set_response_handler(
       [this](Message&& msg) { OnResponse(std::move(msg)); });
+  Customer::FailoverHooks hooks;
+  hooks.reroute = &KVWorker::Reroute;
+  hooks.rerouted = [this](int ts, uint64_t from, uint64_t to) {
+    OnRerouted(ts, from, to);
+  };
+  customer_.set_failover_hooks(std::move(hooks));
   return customer_.Start();
 }
 
 namespace {
-
-uint64_t PullPartKey(int server, uint32_t part) {
-  return static_cast<uint64_t>(static_cast<uint32_t>(server)) << 32 | part;
-}
 
 KVRequestOptions WithCmd(int cmd) {
   KVRequestOptions options;
@@ -100,7 +102,12 @@ template <typename Val>
 int KVWorker<Val>::Clock(int64_t clock, Callback cb) {
   const int num_servers = customer_.postoffice()->num_servers();
   std::vector<int> recipients;
-  for (int r = 0; r < num_servers; ++r) recipients.push_back(ServerRankToId(r));
+  for (int r = 0; r < num_servers; ++r) {
+    // A server that died while replicas took over needs no clock.
+    if (customer_.postoffice()->CheckAlive({ServerRankToId(r)}).ok()) {
+      recipients.push_back(ServerRankToId(r));
+    }
+  }
   int ts = customer_.NewRequest(recipients, [cb](int) {
     if (cb) cb();
   });
@@ -164,31 +171,40 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
   if (pull && outs == nullptr) {
     return Fail(absl::InvalidArgumentError("Pull needs an output array"), cb);
   }
-  absl::StatusOr<std::vector<KVSlice>> slices =
-      SliceRequest(customer_.postoffice()->key_ranges(), keys, vals.buffer(),
-                   sizeof(Val), lens);
-  if (!slices.ok()) return Fail(slices.status(), cb);
-  if (push && !pull) {
-    *slices =
-        SplitPushSlices(*std::move(slices), sizeof(Val),
-                        max_push_part_bytes_.load(), split_large_keys_.load());
-  } else if (pull && !push) {
-    const size_t width = last_pull_width_.load(std::memory_order_relaxed);
-    const size_t max_bytes = max_pull_part_bytes_.load();
-    if (width > 0 && max_bytes > 0) {
-      *slices = SplitPullSlices(
-          *std::move(slices),
-          std::max<size_t>(1, max_bytes / (width * sizeof(Val))));
-    }
-  }
+  Postoffice* po = customer_.postoffice();
+  uint64_t map_version = 0;
+  absl::StatusOr<std::vector<KVSlice>> slices;
   std::vector<int> recipients;
-  for (const KVSlice& s : *slices) {
-    recipients.push_back(ServerRankToId(s.server_rank));
-  }
-  // A server declared dead: fail now, naming it, instead of at the deadline.
-  if (absl::Status alive = customer_.postoffice()->CheckAlive(recipients);
-      !alive.ok()) {
-    return Fail(alive, cb);
+  for (int attempt = 0;; ++attempt) {
+    map_version = po->map_version();
+    slices =
+        SliceRequest(po->key_ranges(), keys, vals.buffer(), sizeof(Val), lens);
+    if (!slices.ok()) return Fail(slices.status(), cb);
+    if (push && !pull) {
+      *slices = SplitPushSlices(*std::move(slices), sizeof(Val),
+                                max_push_part_bytes_.load(),
+                                split_large_keys_.load());
+    } else if (pull && !push) {
+      const size_t width = last_pull_width_.load(std::memory_order_relaxed);
+      const size_t max_bytes = max_pull_part_bytes_.load();
+      if (width > 0 && max_bytes > 0) {
+        *slices = SplitPullSlices(
+            *std::move(slices),
+            std::max<size_t>(1, max_bytes / (width * sizeof(Val))));
+      }
+    }
+    recipients.clear();
+    for (const KVSlice& s : *slices) {
+      recipients.push_back(ServerRankToId(s.server_rank));
+    }
+    // A server declared dead: fail now, naming it, instead of at the
+    // deadline; unless its ranges failed over since the slicing (a new
+    // map): slice again.
+    absl::Status alive = po->CheckAlive(recipients);
+    if (alive.ok()) break;
+    if (po->map_version() == map_version || attempt >= 3) {
+      return Fail(alive, cb);
+    }
   }
   const OpMetrics& op = push && pull ? push_pull_metrics_
                         : push       ? push_metrics_
@@ -222,6 +238,7 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
     msg.meta.set_recipient(recipients[i]);
     msg.meta.set_timestamp(ts);
     EncodeKvRequest(kv, &msg.meta);
+    msg.meta.set_map_version(map_version);
     msg.AddData(s.keys);
     if (push) {
       msg.AddData(SArray<Val>(s.vals));
@@ -237,8 +254,8 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
     state->parts.resize(slices->size());
     absl::flat_hash_map<int, uint32_t> parts;  // as Customer numbers them
     for (size_t i = 0; i < recipients.size(); ++i) {
-      state->slice_of_part[PullPartKey(recipients[i], parts[recipients[i]]++)] =
-          i;
+      state->slice_of_part[Customer::PartKey(recipients[i],
+                                             parts[recipients[i]]++)] = i;
     }
     state->slices = *std::move(slices);
     absl::MutexLock lock(&mu_);
@@ -287,7 +304,7 @@ void KVWorker<Val>::OnResponse(Message&& msg) {
     if (it == pulls_.end()) return;
     PullState& state = *it->second;
     auto slice = state.slice_of_part.find(
-        PullPartKey(msg.meta.sender(), static_cast<uint32_t>(msg.meta.part())));
+        Customer::PartKey(msg.meta.sender(), msg.meta.part()));
     if (slice == state.slice_of_part.end()) return;
     if (valid.ok()) {
       // The answer carries no keys: it answers the keys this server was

@@ -154,8 +154,10 @@ class KVWorker {
   struct PullState {
     std::vector<KVSlice> slices;
     std::vector<PulledPart> parts;
-    // (server id << 32 | part) -> index in slices: a server's k-th part is
-    // the k-th of its slices (Customer numbers the parts in sending order).
+    // Customer::PartKey(server id, part) -> index in slices: a server's
+    // k-th part is the k-th of its slices (Customer numbers the parts in
+    // sending order); a failover moves a slice to the server that took over
+    // (OnRerouted).
     absl::flat_hash_map<uint64_t, size_t> slice_of_part;
     size_t num_keys = 0;
     SArray<Val>* vals = nullptr;
@@ -176,6 +178,10 @@ class KVWorker {
   // (petrel_van_messages_rejected_total{reason=kKvRejectReason}).
   void CountBadAnswer(int sender, const absl::Status& error);
   void Complete(int timestamp);
+  // Failover (kv_worker_failover.cc): a message to a dead server is resent
+  // to the one that took over its ranges, naming the original.
+  static int Reroute(Message* msg, int successor);
+  void OnRerouted(int timestamp, uint64_t from, uint64_t to);
   int Fail(absl::Status status, const Callback& cb);
 
   // This worker's request metrics, per operation (push, pull, push_pull):

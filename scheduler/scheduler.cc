@@ -315,8 +315,8 @@ void Scheduler::FormCluster() {
   pb::Control reply;
   reply.set_cmd(pb::COMMAND_ADD_NODE);
   for (const pb::Node& n : table_) *reply.add_nodes() = n;
-  for (uint64_t b : ranges.begins()) reply.add_ranges(b);
-  for (int32_t o : ranges.owners()) reply.add_range_owners(o);
+  replica_map_ = ReplicaMap::Initial(ranges, ResolvedReplicas()).value();
+  replica_map_->ToControl(&reply);
   absl::Time now = absl::Now();
   for (const pb::Node& n : table_) {
     if (n.id() == kSchedulerId) continue;
@@ -349,7 +349,8 @@ std::vector<int> Scheduler::LiveMembers(int group) const {
   std::vector<int> members = postoffice_->GetNodeIds(group);
   members.erase(std::remove_if(members.begin(), members.end(),
                                [this](int id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                                 return lost_workers_.contains(id);
+                                 return lost_workers_.contains(id) ||
+                                        lost_servers_.contains(id);
                                }),
                 members.end());
   return members;

@@ -22,6 +22,7 @@
 #include "absl/time/time.h"
 
 #include "van/postoffice.h"
+#include "van/replica_map.h"
 
 namespace petrel {
 
@@ -42,6 +43,12 @@ struct SchedulerOptions {
   // back sooner (ZeroMQ reconnects) is no loss. Zero disables (heartbeats
   // only). Default 300 ms; see docs/failures.md for the choice.
   absl::Duration connection_grace = absl::Milliseconds(300);
+  // Copies of each key range on distinct servers (docs/failures.md,
+  // "Replicated servers"): 1 keeps one copy and a server's death fails the
+  // job; R >= 2 survives the death of any R - 1 servers whose ranges still
+  // have a live copy. 0 = 2 when there are at least 2 servers, else 1.
+  // Default 1.
+  int replicas = 1;
 };
 
 struct DeadNode {
@@ -146,6 +153,14 @@ class Scheduler {
   void DeclareDead(const pb::Node& node, const std::string& reason,
                    absl::Duration silent_for, const std::string& cause)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Replicated servers (scheduler_failover.cc): when every range the dead
+  // server `node` led has a live replica, builds the next map, adds it and
+  // the successor to `notice` and returns true (the job goes on).
+  bool FailOverServer(const pb::Node& node, pb::Control* notice)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The replication factor the job runs with (options_.replicas resolved,
+  // at most the number of servers).
+  int ResolvedReplicas() const;
   // Whether `node`, which presented the right auth token, may join.
   absl::Status CheckJoin(const pb::Node& node)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -174,6 +189,9 @@ class Scheduler {
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<int> done_workers_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<int> lost_workers_ ABSL_GUARDED_BY(mu_);
+  // Servers dead whose ranges replicas took over; the current map.
+  absl::flat_hash_set<int> lost_servers_ ABSL_GUARDED_BY(mu_);
+  std::optional<ReplicaMap> replica_map_ ABSL_GUARDED_BY(mu_);
   std::vector<DeadNode> dead_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Status> result_ ABSL_GUARDED_BY(mu_);
   // The last heartbeat stats of each node, and its requests per second

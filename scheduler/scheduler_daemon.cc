@@ -84,6 +84,12 @@ class SchedulerDaemon : public NodeDaemon {
     options_.connection_grace = opts_.connection_grace;
     options_.virtual_nodes = opts_.virtual_nodes;
     options_.fail_on_dead_node = opts_.fail_on_dead_node;
+    options_.replicas = opts_.replicas;
+    if (opts_.replicas > settings.postoffice.num_servers) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--replicas=", opts_.replicas, " exceeds the ",
+                       settings.postoffice.num_servers, " servers"));
+    }
     return absl::OkStatus();
   }
   absl::Status Build(NodeRuntime& runtime) override {

@@ -37,6 +37,8 @@ struct SchedulerDaemonOptions {
   absl::Duration connection_grace = absl::Milliseconds(300);
   // Key ranges per server (1..4096). Default 32.
   int virtual_nodes = 32;
+  // SchedulerOptions::replicas. Default 1.
+  int replicas = 1;
   // A dead node ends the job as failed. Default true.
   bool fail_on_dead_node = true;
   // A training worker that dies does not fail the job. Default true.

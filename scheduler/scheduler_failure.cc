@@ -47,12 +47,15 @@ void Scheduler::DeclareDead(const pb::Node& node, const std::string& reason,
   notice.set_cmd(pb::COMMAND_NODE_DEAD);
   *notice.add_nodes() = node;
   notice.set_reason(what);
+  const bool failed_over =
+      node.role() == pb::ROLE_SERVER && FailOverServer(node, &notice);
   for (const pb::Node& n : table_) {
     if (n.id() == kSchedulerId || n.id() == node.id()) continue;
     bool dead = false;
     for (const DeadNode& d : dead_) dead = dead || d.node.id() == n.id();
     if (!dead) SendControl(n.id(), notice);
   }
+  if (failed_over) return;
   // A training worker's death is survived when the job can hand its data to
   // the live workers (worker_recovery); anything else fails the job.
   if (node.role() == pb::ROLE_WORKER && worker_lost_hook_ &&

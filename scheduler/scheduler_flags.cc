@@ -15,6 +15,11 @@ DEFINE_int32(connection_grace_ms, 300,
              "many milliseconds (0..60000); 0 disables, leaving heartbeats "
              "only. Default 300.");
 DEFINE_int32(virtual_nodes, 32, "Key ranges per server (1..4096). Default 32.");
+DEFINE_int32(replicas, 1,
+             "Copies of each key range on distinct servers (0..servers): "
+             "with 2 or more a server's death fails over to a replica "
+             "instead of failing the job (docs/failures.md). 0: 2 when "
+             "there are at least 2 servers. Default 1.");
 DEFINE_bool(
     fail_on_dead_node, true,
     "End the job as failed when a node is declared dead. Default true.");
@@ -41,6 +46,7 @@ absl::StatusOr<SchedulerDaemonOptions> SchedulerDaemonOptionsFromFlags() {
       CheckFlagRange("virtual_nodes", FLAGS_virtual_nodes, 1, 4096));
   PETREL_RETURN_IF_ERROR(CheckFlagRange("checkpoint_timeout_s",
                                         FLAGS_checkpoint_timeout_s, 1, 86400));
+  PETREL_RETURN_IF_ERROR(CheckFlagRange("replicas", FLAGS_replicas, 0, 4096));
   SchedulerDaemonOptions o;
   o.config_path = FLAGS_config;
   o.checkpoint_dir = FLAGS_checkpoint_dir;
@@ -50,6 +56,7 @@ absl::StatusOr<SchedulerDaemonOptions> SchedulerDaemonOptionsFromFlags() {
   o.connection_grace = absl::Milliseconds(FLAGS_connection_grace_ms);
   o.virtual_nodes = FLAGS_virtual_nodes;
   o.fail_on_dead_node = FLAGS_fail_on_dead_node;
+  o.replicas = FLAGS_replicas;
   o.survive_worker_failures = FLAGS_survive_worker_failures;
   o.checkpoint_timeout = absl::Seconds(FLAGS_checkpoint_timeout_s);
   return o;

@@ -59,11 +59,23 @@ void Customer::Stop() {
 int Customer::NewRequest(const std::vector<int>& recipients,
                          CompletionHandler on_complete) {
   // A request to a node already declared dead fails at once.
-  const absl::Status alive = postoffice_->CheckAlive(recipients);
+  absl::Status alive = postoffice_->CheckAlive(recipients);
+  std::vector<int> dead;
+  if (!alive.ok() && failover_hooks_.reroute) {
+    for (int r : recipients) {
+      if (!postoffice_->CheckAlive({r}).ok()) dead.push_back(r);
+    }
+  }
   CompletionHandler run_now;
   int ts;
   {
     absl::MutexLock lock(&mu_);
+    if (!dead.empty()) {
+      // Nodes that failed over: SendRequest moves their messages.
+      bool all_moved = true;
+      for (int r : dead) all_moved = all_moved && MovedTo(r) != 0;
+      if (all_moved) alive = absl::OkStatus();
+    }
     ts = next_timestamp_++;
     if (recipients.empty()) {
       run_now = std::move(on_complete);
@@ -87,12 +99,21 @@ absl::Status Customer::SendRequest(Message msg) {
   msg.meta.set_app_id(app_id_);
   msg.meta.set_customer_id(customer_id_);
   msg.meta.set_request(true);
+  int moved_ts = 0;
+  uint64_t moved_from = 0, moved_to = 0;
+  bool moved = false;
   {
     absl::MutexLock lock(&mu_);
+    // Addressed to a node that failed over after the request was sliced:
+    // it goes to the node that took over (FailOver).
+    moved = !moved_to_.empty() &&
+            RerouteOnSend(&msg, &moved_ts, &moved_from, &moved_to);
     const int recipient = msg.meta.recipient();
-    msg.meta.set_seq(++next_seq_[recipient]);
-    auto it = pending_.find(msg.meta.timestamp());
-    if (it != pending_.end()) {
+    auto it = moved ? pending_.end() : pending_.find(msg.meta.timestamp());
+    if (moved) {
+      // RerouteOnSend numbered and kept it.
+    } else if (it != pending_.end()) {
+      msg.meta.set_seq(++next_seq_[recipient]);
       const int part = it->second.parts_sent[recipient]++;
       msg.meta.set_part(part);
       if (options_.resend_timeout > absl::ZeroDuration()) {
@@ -101,7 +122,12 @@ absl::Status Customer::SendRequest(Message msg) {
       }
     } else if (failures_.contains(msg.meta.timestamp())) {
       return absl::OkStatus();  // failed (a dead recipient): nobody waits
+    } else {
+      msg.meta.set_seq(++next_seq_[recipient]);
     }
+  }
+  if (moved && failover_hooks_.rerouted) {
+    failover_hooks_.rerouted(moved_ts, moved_from, moved_to);
   }
   return postoffice_->Send(std::move(msg));
 }

@@ -139,16 +139,44 @@ class Customer {
   // FailAll returns how many requests it failed.
   void FailRequestsTo(int node_id, const absl::Status& status);
   size_t FailAll(const absl::Status& status);
-  // The failure of request `timestamp` while its completion handler runs;
-  // OK for a request that did not fail.
-  absl::Status RequestFailure(int timestamp);
 
- private:
+  // Replicated servers (docs/failures.md): what becomes of a pending
+  // message to a server that died while a replica took over its ranges.
+  struct FailoverHooks {
+    // Called (with this customer's lock held: must not lock or call back)
+    // for each unanswered message to the dead node, with the node that
+    // took over. Returns the node to send it to after editing `msg`
+    // (recipient, part and seq are filled in here), 0 to count the message
+    // as answered, or -1 to fail its request. Null: FailOver fails them.
+    std::function<int(Message* msg, int successor)> reroute;
+    // Called, without the lock, for each message rerouted, before it is
+    // sent: (timestamp, old PartKey, new PartKey).
+    std::function<void(int timestamp, uint64_t from, uint64_t to)> rerouted;
+  };
+  // Set before Start.
+  void set_failover_hooks(FailoverHooks hooks) {
+    failover_hooks_ = std::move(hooks);
+  }
+  // Node `dead` died and node `successor` took over its ranges: each
+  // pending message to it goes where FailoverHooks::reroute says (resent
+  // unsequenced: it carries its origin for duplicate detection); without
+  // hooks, or for a message not kept for resending, its request fails with
+  // `status` as FailRequestsTo does.
+  void FailOver(int dead, int successor, const absl::Status& status);
+
+  // Part numbers of messages moved by FailOver start here, apart from a
+  // request's own parts to the node that took over.
+  static constexpr int kReroutedPartBase = 1 << 24;
   // Identifies one message of a request: (recipient, part).
   static uint64_t PartKey(int node, int part) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(node)) << 32) |
            static_cast<uint32_t>(part);
   }
+  // The failure of request `timestamp` while its completion handler runs;
+  // OK for a request that did not fail.
+  absl::Status RequestFailure(int timestamp);
+
+ private:
   struct Pending {
     absl::flat_hash_set<uint64_t> waiting;        // PartKeys yet to answer
     absl::flat_hash_map<uint64_t, Message> sent;  // for resending
@@ -156,6 +184,7 @@ class Customer {
     absl::Time last_sent;
     size_t bytes = 0;  // data bytes of the messages sent so far
     int resends = 0;
+    int rerouted = 0;  // messages moved to another node (FailOver)
     CompletionHandler on_complete;
     absl::Status failure;  // set when the request failed
   };
@@ -181,6 +210,17 @@ class Customer {
   void SkipGap(uint64_t stream, SeqWindow& w, Ready* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Dispatch(Ready ready);
+  // Failover (customer_failover.cc). The live node that took over dead
+  // node `id`'s ranges, following successive failovers; 0 when none.
+  int MovedTo(int id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves message `*msg` of request `p`, addressed to a dead node, to
+  // `to` (see FailOver); returns its new PartKey.
+  uint64_t Reroute(Pending& p, Message* msg, int to)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // SendRequest of a message to a node that failed over: moves it first.
+  // Returns false when it is not such a message.
+  bool RerouteOnSend(Message* msg, int* timestamp, uint64_t* from, uint64_t* to)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fails the pending requests `fail` selects (see FailRequestsTo);
   // returns how many.
   size_t FailWhere(const std::function<bool(int, const Pending&)>& fail,
@@ -194,6 +234,7 @@ class Customer {
   const CustomerOptions options_;
   RequestHandler request_handler_;
   ResponseHandler response_handler_;
+  FailoverHooks failover_hooks_;
   bool started_ = false;
   // petrel_customer_resent_total and petrel_customer_duplicates_total;
   // set by Start (null before).
@@ -207,6 +248,8 @@ class Customer {
   // oldest go past kMaxFailures.
   absl::btree_map<int, absl::Status> failures_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int, uint64_t> next_seq_ ABSL_GUARDED_BY(mu_);
+  // Dead node -> the node that took over its ranges (FailOver).
+  absl::flat_hash_map<int, int> moved_to_ ABSL_GUARDED_BY(mu_);
   // Keyed by (sender node, sending customer).
   absl::flat_hash_map<uint64_t, SeqWindow> seen_ ABSL_GUARDED_BY(mu_);
   size_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // over all windows

@@ -182,6 +182,13 @@ std::vector<pb::Node> Postoffice::nodes() const {
   return nodes_;
 }
 
+ReplicaMap Postoffice::replica_map() const {
+  absl::MutexLock lock(&mu_);
+  CHECK(ranges_.has_value()) << "replica_map() before the node joined";
+  if (replica_map_.has_value()) return *replica_map_;
+  return ReplicaMap::Initial(*ranges_, 1).value();
+}
+
 KeyRangeMap Postoffice::key_ranges() const {
   absl::MutexLock lock(&mu_);
   CHECK(ranges_.has_value()) << "key_ranges() before the node joined";
@@ -389,12 +396,25 @@ void Postoffice::HandleNodeDead(const pb::Control& control) {
   const absl::Status status = absl::UnavailableError(control.reason());
   {
     absl::MutexLock lock(&mu_);
-    if (id == my_id() || !dead_.emplace(id, status).second) return;
+    if (id == my_id() || dead_.contains(id)) return;
+  }
+  // The new map first: a request sliced before it finds the node dead only
+  // after the map moved on, and slices again (KVWorker::Send).
+  const bool failed_over =
+      control.successor() != 0 && InstallFailoverMap(id, control);
+  {
+    absl::MutexLock lock(&mu_);
+    if (!dead_.emplace(id, status).second) return;
     any_dead_.store(true, std::memory_order_release);
   }
   van_->MarkPeerDead(id);
   LOG(WARNING) << RoleName(options_.role) << " " << my_id()
                << ": the scheduler declared " << control.reason();
+  if (failed_over) {
+    const int successor = control.successor();
+    ForEachCustomer([&](Customer* c) { c->FailOver(id, successor, status); });
+    return;
+  }
   ForEachCustomer([&](Customer* c) { c->FailRequestsTo(id, status); });
 }
 
@@ -414,9 +434,7 @@ void Postoffice::HandleJoinReply(const pb::Control& control) {
     if (node.role() == pb::ROLE_SERVER) ++servers;
     if (node.role() == pb::ROLE_WORKER) ++workers;
   }
-  absl::StatusOr<KeyRangeMap> ranges = KeyRangeMap::FromRanges(
-      {control.ranges().begin(), control.ranges().end()},
-      {control.range_owners().begin(), control.range_owners().end()}, servers);
+  absl::StatusOr<ReplicaMap> ranges = ReplicaMap::FromControl(control, servers);
   absl::MutexLock lock(&mu_);
   if (joined_) return;  // a repeated reply
   if (me == nullptr || !ranges.ok()) {
@@ -440,7 +458,9 @@ void Postoffice::HandleJoinReply(const pb::Control& control) {
     }
     van_->Connect(node);
   }
-  ranges_ = *std::move(ranges);
+  ranges_ = ranges->ranges();
+  map_version_.store(ranges->version(), std::memory_order_release);
+  replica_map_ = *std::move(ranges);
   joined_ = true;
 }
 

@@ -27,6 +27,7 @@
 #include "base/metrics.h"
 #include "van/key_range_map.h"
 #include "van/message.h"
+#include "van/replica_map.h"
 #include "van/van.h"
 
 namespace petrel {
@@ -145,6 +146,14 @@ class Postoffice {
   // which sets it with SetCluster).
   KeyRangeMap key_ranges() const;
   std::vector<pb::Node> nodes() const;
+  // The replicated view of the key ranges (van/replica_map.h): replicas 1
+  // and version 0 when the job does not replicate. REQUIRES: Start()
+  // succeeded. map_version() is cheap (no lock): it changes when a server
+  // failed over.
+  ReplicaMap replica_map() const;
+  uint64_t map_version() const {
+    return map_version_.load(std::memory_order_acquire);
+  }
 
   // Scheduler: installs the node table it assigned and connects to every
   // node (itself included, so it can take part in barriers).
@@ -160,6 +169,12 @@ class Postoffice {
   // COMMAND_NODE_DEAD: remembers the node as dead and fails the
   // customers' requests waiting for it.
   void HandleNodeDead(const pb::Control& control);
+  // A NODE_DEAD that carries the next replica map (the dead server's
+  // ranges went to `control.successor()`): installs the map; each
+  // customer's requests to the dead server continue on the successor
+  // (Customer::FailOver) instead of failing. False when the map is
+  // malformed (then the requests fail as for any dead node).
+  bool InstallFailoverMap(int dead, const pb::Control& control);
   // Calls `fail` on every customer (van thread).
   void ForEachCustomer(const std::function<void(Customer*)>& fail);
   // Nothing will answer any more (the job failed, a signal, the van
@@ -189,6 +204,8 @@ class Postoffice {
   int num_servers_ ABSL_GUARDED_BY(mu_);
   int num_workers_ ABSL_GUARDED_BY(mu_);
   std::optional<KeyRangeMap> ranges_ ABSL_GUARDED_BY(mu_);
+  std::optional<ReplicaMap> replica_map_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> map_version_{0};
   bool joined_ ABSL_GUARDED_BY(mu_) = false;
   bool join_acked_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<absl::Status> join_error_ ABSL_GUARDED_BY(mu_);

@@ -36,6 +36,10 @@
 extern char** environ;
 
 DEFINE_int32(num_servers, 1, "Number of petrel-server processes (>= 1).");
+DEFINE_int32(replicas, 1,
+             "Copies of each key range, passed to the scheduler's "
+             "--replicas (docs/failures.md): 2 or more survive a server's "
+             "death. Default 1.");
 DEFINE_int32(num_workers, 1,
              "Number of worker processes, each running COMMAND (>= 1).");
 DEFINE_string(bin_dir, "",
@@ -193,6 +197,11 @@ petrel::Launcher::Options OptionsFromFlags(std::vector<std::string> command) {
   options.handle_signals = true;
   if (!FLAGS_progress_csv.empty()) {
     options.scheduler_args.push_back("--progress_csv=" + FLAGS_progress_csv);
+  }
+  if (FLAGS_replicas != 1) {
+    options.scheduler_args.push_back(
+        absl::StrCat("--replicas=", FLAGS_replicas));
+    options.survive_server_kills = FLAGS_replicas != 1;
   }
   return options;
 }

@@ -432,8 +432,11 @@ void Launcher::CollectExits() {
     // ssh's own failure (255) is not a kill: an unreachable host fails the
     // job at once.
     const bool killed = *code > 128 && !(child.remote && *code == 255);
-    if (killed && child.is_worker && options_.survive_worker_kills &&
-        !failed_.has_value()) {
+    const bool survives = child.is_worker
+                              ? options_.survive_worker_kills
+                              : options_.survive_server_kills &&
+                                    absl::StartsWith(child.name, "server");
+    if (killed && survives && !failed_.has_value()) {
       child.lost = true;
       PrintStatus(absl::StrCat(child.name, " was ", ExitReason(child, *code),
                                "; the job goes on without it"));

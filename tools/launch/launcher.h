@@ -94,6 +94,10 @@ class Launcher {
     // failures") and the job's exit code is the other processes'. A worker
     // that exits with an error code still stops the job. Default false.
     bool survive_worker_kills = false;
+    // The same for a server (--replicas >= 2: its ranges fail over to a
+    // replica, docs/failures.md "Replicated servers"; the scheduler fails
+    // the job when a range lost every copy). Default false.
+    bool survive_server_kills = false;
     // How long a graceful stop may take. Default 120 s.
     absl::Duration stop_timeout = absl::Seconds(120);
     // Colon-separated directories to look command[0] up in before bin_dir
@@ -143,7 +147,7 @@ class Launcher {
     bool is_worker = false;
     std::unique_ptr<Subprocess> proc;
     std::optional<int> exit_code;
-    bool lost = false;    // a worker killed by a signal, survive_worker_kills
+    bool lost = false;    // killed by a signal, survive_{worker,server}_kills
     bool remote = false;  // runs over ssh: SIGTERM is closing its stdin
   };
   enum class WaitResult { kDone, kFailed, kSignal, kDeadline };

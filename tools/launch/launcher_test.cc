@@ -57,6 +57,11 @@ constexpr char kServerScript[] = R"(#!/bin/sh
 dir='DIR'
 exec 4<>"$dir/servers_stop" 5<>"$dir/servers_acked"
 echo "server args: $*"
+case " $* " in
+  # Counted by the fake scheduler, then killed (a replica takes over).
+  *" --rank=1 "*) if [ -e "$dir/kill_server_1" ]; then
+    read -r line <&4; echo ack >&5; kill -9 $$; fi ;;
+esac
 read -r line <&4
 echo ack >&5
 echo "server stopping"
@@ -87,6 +92,7 @@ constexpr const char* kFiles[] = {"petrel-scheduler",
                                   "servers_stop",
                                   "servers_acked",
                                   "scheduler_ignores_workers",
+                                  "kill_server_1",
                                   "job.textproto",
                                   "ssh"};
 
@@ -302,6 +308,34 @@ TEST_F(LauncherTest, AKilledWorkerDoesNotStopAJobThatSurvivesIt) {
   }
   // Without it the job stops.
   options.survive_worker_kills = false;
+  EXPECT_EQ(Launcher(options).Run(), 1);
+}
+
+// With survive_server_kills (--replicas >= 2) a server killed by a signal
+// does not stop the job either: its ranges failed over.
+TEST_F(LauncherTest, AKilledServerDoesNotStopAJobThatSurvivesIt) {
+  std::ofstream(dir_ + "/kill_server_1") << "1\n";
+  Launcher::Options options;
+  options.num_servers = 2;
+  options.num_workers = 1;
+  options.bin_dir = dir_;
+  options.command = {"petrel-fake-worker", "ok"};
+  options.survive_server_kills = true;
+  absl::Mutex mu;
+  std::vector<std::string> status;
+  options.print_output = [](std::string_view) {};
+  options.print_status = [&](std::string_view line) {
+    absl::MutexLock lock(&mu);
+    status.emplace_back(line);
+  };
+  EXPECT_EQ(Launcher(options).Run(), 0);
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_THAT(status, ::testing::ElementsAre(
+                            "petrel-launch: server 1 was killed by signal 9; "
+                            "the job goes on without it"));
+  }
+  options.survive_server_kills = false;
   EXPECT_EQ(Launcher(options).Run(), 1);
 }
 

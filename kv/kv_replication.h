@@ -1,0 +1,54 @@
+// Pieces of KVServer's replication (docs/failures.md, "Replicated
+// servers"): the duplicate-detection state a backup keeps for the requests
+// its primary forwarded, and the forward message itself.
+//
+// Thread safety: ReplicaDedup is thread-compatible (KVServer uses it from
+// its handler only); the functions are stateless.
+#ifndef PETREL_KV_KV_REPLICATION_H_
+#define PETREL_KV_KV_REPLICATION_H_
+
+#include <cstdint>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+
+#include "van/message.h"
+
+namespace petrel {
+
+// Which requests of one stream (original sender, its customer, the server
+// it first went to) a server applied, by their sequence number there. A
+// primary handles its requests in sequence order and forwards its pushes
+// in that order, so a forward of an in-order request (origin_in_order)
+// says that every earlier push of the stream was forwarded before it: a
+// watermark. Requests resent after a failover arrive in any order and are
+// remembered one by one above the watermark (as many as were in flight).
+class ReplicaDedup {
+ public:
+  // Returns true when request `seq` of the stream was seen before;
+  // otherwise records it and returns false.
+  bool SeenOrRecord(int sender, int customer, int origin, uint64_t seq,
+                    bool in_order);
+  size_t streams() const { return streams_.size(); }
+
+ private:
+  struct Stream {
+    uint64_t watermark = 0;  // every in-order request <= this was seen
+    absl::flat_hash_set<uint64_t> above;
+  };
+  absl::flat_hash_map<std::tuple<int, int, int>, Stream> streams_;
+};
+
+// The copy of push `request` (received by this server, node `self`) that
+// a primary forwards to a backup: a push only (a push-pull's pull stays
+// with the primary), the same data frames (shared, not copied), and the
+// request's origin: its sender, customer and sequence number, and the
+// server it first went to (this one, or the one named in the request when
+// it was resent after a failover). Addressing fields (recipient, timestamp,
+// seq) are left for the caller's Customer.
+Message ForwardCopy(const Message& request, int self, uint64_t map_version);
+
+}  // namespace petrel
+
+#endif  // PETREL_KV_KV_REPLICATION_H_

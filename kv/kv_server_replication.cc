@@ -1,0 +1,134 @@
+// KVServer: primary-backup replication of pushes (docs/failures.md,
+// "Replicated servers"). Kept apart from kv_server.cc's request path.
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+
+#include "kv/kv_server.h"
+#include "van/postoffice.h"
+
+namespace petrel {
+namespace {
+
+std::tuple<int, int, int, int> KeyOf(const ReplyAddress& to) {
+  return std::make_tuple(to.sender, to.customer_id, to.timestamp, to.part);
+}
+
+}  // namespace
+
+template <typename Val>
+void KVServer<Val>::ProcessForwarded(const Message& msg, const KVMeta& meta,
+                                     const KVPairs<Val>& data, bool duplicate) {
+  const pb::Meta& m = msg.meta;
+  if (duplicate || dedup_.SeenOrRecord(m.origin_sender(), m.origin_customer(),
+                                       m.origin_node(), m.origin_seq(),
+                                       m.origin_in_order())) {
+    if (copies_duplicate_ != nullptr) copies_duplicate_->Increment();
+    Response(meta).IgnoreError();
+    return;
+  }
+  if (copies_applied_ != nullptr) copies_applied_->Increment();
+  // The handler applies it as the primary did (same data, same order per
+  // key) and answers the primary.
+  handler_(meta, data, this);
+}
+
+template <typename Val>
+bool KVServer<Val>::SeenAsResentCopy(const Message& msg) {
+  const bool seen = dedup_.SeenOrRecord(
+      msg.meta.sender(), msg.meta.customer_id(), msg.meta.origin_node(),
+      msg.meta.origin_seq(), /*in_order=*/false);
+  Counter* c = seen ? copies_duplicate_ : copies_applied_;
+  if (c != nullptr) c->Increment();
+  return seen;
+}
+
+template <typename Val>
+const std::vector<int>& KVServer<Val>::Backups() {
+  Postoffice* po = customer_.postoffice();
+  const uint64_t version = po->map_version();
+  if (version != backups_version_) {
+    backups_version_ = version;
+    backups_.clear();
+    if (version > 0) {
+      const ReplicaMap map = po->replica_map();
+      for (int rank : map.BackupsOf(po->my_rank())) {
+        backups_.push_back(ServerRankToId(rank));
+      }
+      if (map.replicas() > 1) replicating_.store(true);
+    }
+  }
+  return backups_;
+}
+
+template <typename Val>
+void KVServer<Val>::Forward(const Message& msg, const KVMeta& meta) {
+  const std::vector<int>& backups = Backups();
+  if (backups.empty()) return;
+  const ReplyAddress to = meta.reply_address();
+  {
+    absl::MutexLock lock(&answers_mu_);
+    answers_.try_emplace(KeyOf(to));
+  }
+  Postoffice* po = customer_.postoffice();
+  // A backup declared dead meanwhile fails its part at once: that counts
+  // as done (OnForwarded runs either way).
+  const int ts =
+      customer_.NewRequest(backups, [this, to](int) { OnForwarded(to); });
+  for (int id : backups) {
+    Message copy = ForwardCopy(msg, po->my_id(), po->map_version());
+    copy.meta.set_recipient(id);
+    copy.meta.set_timestamp(ts);
+    absl::Status s = customer_.SendRequest(std::move(copy));
+    if (!s.ok()) {
+      LOG_EVERY_T(WARNING, 1.0) << "forward to node " << id << ": " << s;
+    }
+  }
+  if (forwarded_ != nullptr) forwarded_->Increment(backups.size());
+}
+
+template <typename Val>
+bool KVServer<Val>::DeferResponse(const ReplyAddress& to, Message* response) {
+  absl::MutexLock lock(&answers_mu_);
+  auto it = answers_.find(KeyOf(to));
+  if (it == answers_.end()) return false;
+  if (it->second.copies_done) {
+    answers_.erase(it);
+    return false;
+  }
+  it->second.held = true;
+  it->second.response = std::move(*response);
+  return true;
+}
+
+template <typename Val>
+void KVServer<Val>::OnForwarded(const ReplyAddress& to) {
+  Message response;
+  {
+    absl::MutexLock lock(&answers_mu_);
+    auto it = answers_.find(KeyOf(to));
+    if (it == answers_.end()) return;
+    if (!it->second.held) {
+      it->second.copies_done = true;  // the handler answers later
+      return;
+    }
+    response = std::move(it->second.response);
+    answers_.erase(it);
+  }
+  absl::Status s = customer_.SendResponse(to, std::move(response));
+  if (!s.ok()) {
+    LOG_EVERY_T(WARNING, 1.0) << "response: " << s;
+  }
+}
+
+template <typename Val>
+bool KVServer<Val>::AnswerPending(const ReplyAddress& to) {
+  absl::MutexLock lock(&answers_mu_);
+  return answers_.contains(KeyOf(to));
+}
+
+template class KVServer<float>;
+template class KVServer<double>;
+template class KVServer<int32_t>;
+template class KVServer<int64_t>;
+
+}  // namespace petrel

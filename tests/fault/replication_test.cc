@@ -1,0 +1,178 @@
+// Replicated servers with the real daemons on 127.0.0.1 (docs/failures.md,
+// "Replicated servers"): petrel-worker check jobs push to 3 servers that
+// keep 2 copies of each key range (--replicas=2); a server is killed (or
+// stopped) while they push, its ranges fail over to a replica, and the
+// jobs still end with every key's sum exact: every acknowledged push is
+// there exactly once. The check job's own pull-and-compare is the oracle
+// (worker/check_job.h).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <signal.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+#include "tests/harness/daemon_cluster.h"
+
+namespace petrel {
+namespace {
+
+constexpr absl::Duration kJobTimeout = absl::Seconds(90);
+
+struct ReplicatedJob {
+  ReplicatedJob(int servers, int replicas, int heartbeat_timeout_s)
+      : cluster([&] {
+          DaemonCluster::Options o;
+          o.bin_dir = PETREL_BIN_DIR;
+          o.num_servers = servers;
+          o.num_workers = 2;
+          o.flags = {"--join_timeout_s=30", "--heartbeat_interval_ms=200",
+                     "--metrics_port=0"};
+          o.scheduler_flags = {
+              absl::StrCat("--replicas=", replicas),
+              absl::StrCat("--heartbeat_timeout_s=", heartbeat_timeout_s)};
+          return o;
+        }()) {}
+
+  // Starts the job: `rounds` pushes of every key by each worker.
+  void Start(int rounds) {
+    ASSERT_TRUE(cluster.StartScheduler().ok()) << cluster.Output();
+    for (int i = 0; i < 3; ++i) {
+      absl::StatusOr<Subprocess*> s = cluster.StartNode("petrel-server");
+      ASSERT_TRUE(s.ok()) << s.status();
+      servers.push_back(*s);
+    }
+    for (int i = 0; i < 2; ++i) {
+      absl::StatusOr<Subprocess*> w = cluster.StartNode(
+          "petrel-worker", {absl::StrCat("--rounds=", rounds), "--num_keys=300",
+                            "--inflight=8", "--timeout_s=30"});
+      ASSERT_TRUE(w.ok()) << w.status();
+      workers.push_back(*w);
+    }
+    for (Subprocess* s : servers) {
+      absl::StatusOr<Announce> a = cluster.WaitReady(s);
+      ASSERT_TRUE(a.ok()) << a.status() << cluster.Output();
+      server_ready.push_back(*a);
+    }
+    for (Subprocess* w : workers) {
+      ASSERT_TRUE(cluster.WaitReady(w).ok()) << cluster.Output();
+    }
+  }
+
+  // Waits until server `i` answered at least `n` pushes (from its
+  // /metrics), so that a fault hits a job in full flow.
+  void WaitForPushes(int i, double n) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (absl::Now() < deadline) {
+      absl::StatusOr<std::string> text =
+          HttpGet(server_ready[i].metrics_port, "/metrics");
+      if (text.ok()) {
+        std::map<std::string, double> count =
+            SumMetric(*text, "petrel_server_request_seconds_count", "op");
+        if (count["push"] >= n) return;
+      }
+      absl::SleepFor(absl::Milliseconds(20));  // polling, with a deadline
+    }
+    FAIL() << "server " << i << " did not answer " << n << " pushes\n"
+           << cluster.Output();
+  }
+
+  // Every worker's check passed, and the scheduler ended the job cleanly.
+  void ExpectExactSums() {
+    for (Subprocess* w : workers) {
+      absl::StatusOr<int> code = w->Wait(kJobTimeout);
+      ASSERT_TRUE(code.ok()) << cluster.Output();
+      EXPECT_EQ(*code, 0) << cluster.Output();
+      EXPECT_TRUE(absl::StrContains(w->Output(), "ok=true")) << w->Output();
+    }
+    absl::StatusOr<int> code = cluster.scheduler()->Wait(kJobTimeout);
+    ASSERT_TRUE(code.ok()) << cluster.Output();
+    EXPECT_EQ(*code, 0) << cluster.Output();
+  }
+
+  DaemonCluster cluster;
+  std::vector<Subprocess*> servers;
+  std::vector<Announce> server_ready;
+  std::vector<Subprocess*> workers;
+};
+
+TEST(ReplicationTest, KilledServerFailsOverWithExactSums) {
+  ReplicatedJob job(3, 2, 60);
+  job.Start(/*rounds=*/20000);
+  if (HasFatalFailure()) return;
+  job.WaitForPushes(1, 2000);
+  if (HasFatalFailure()) return;
+  job.servers[1]->Signal(SIGKILL);
+  job.ExpectExactSums();
+  const std::string sched = job.cluster.scheduler()->Output();
+  EXPECT_TRUE(absl::StrContains(sched, "fail over to")) << sched;
+  // The workers had requests in flight to it: they went to the successor.
+  bool moved = false;
+  for (Subprocess* w : job.workers) {
+    moved = moved ||
+            absl::StrContains(
+                w->Output(), absl::StrCat("for node ", job.server_ready[1].id));
+  }
+  EXPECT_TRUE(moved) << job.cluster.Output();
+}
+
+TEST(ReplicationTest, EachServerKilledInTurnAcrossRuns) {
+  // Killing rank 0 and rank 2 exercises the ring's wrap-around.
+  for (int victim : {0, 2}) {
+    ReplicatedJob job(3, 2, 60);
+    job.Start(/*rounds=*/15000);
+    if (HasFatalFailure()) return;
+    job.WaitForPushes(victim, 1000);
+    if (HasFatalFailure()) return;
+    job.servers[victim]->Signal(SIGKILL);
+    job.ExpectExactSums();
+  }
+}
+
+TEST(ReplicationTest, StoppedServerIsCaughtByHeartbeatsAndFailsOver) {
+  ReplicatedJob job(3, 2, 2);
+  job.Start(/*rounds=*/20000);
+  if (HasFatalFailure()) return;
+  job.WaitForPushes(1, 2000);
+  if (HasFatalFailure()) return;
+  job.servers[1]->Signal(SIGSTOP);
+  job.ExpectExactSums();
+  job.servers[1]->Signal(SIGCONT);
+  const std::string sched = job.cluster.scheduler()->Output();
+  EXPECT_TRUE(absl::StrContains(sched, "sent no heartbeat")) << sched;
+  EXPECT_TRUE(absl::StrContains(sched, "fail over to")) << sched;
+}
+
+TEST(ReplicationTest, LosingEveryCopyOfARangeFailsTheJob) {
+  // Two adjacent servers hold both copies of some ranges.
+  ReplicatedJob job(3, 2, 60);
+  job.Start(/*rounds=*/1000000);
+  if (HasFatalFailure()) return;
+  job.WaitForPushes(1, 500);
+  if (HasFatalFailure()) return;
+  job.servers[1]->Signal(SIGKILL);
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (
+      absl::Now() < deadline &&
+      !absl::StrContains(job.cluster.scheduler()->Output(), "fail over to")) {
+    absl::SleepFor(absl::Milliseconds(20));  // polling, with a deadline
+  }
+  job.servers[2]->Signal(SIGKILL);
+  absl::StatusOr<int> code = job.cluster.scheduler()->Wait(kJobTimeout);
+  ASSERT_TRUE(code.ok()) << job.cluster.Output();
+  EXPECT_EQ(*code, 1);
+  const std::string sched = job.cluster.scheduler()->Output();
+  EXPECT_TRUE(absl::StrContains(sched, "lost all of its 2 replica(s)"))
+      << sched;
+  for (Subprocess* w : job.workers) {
+    absl::StatusOr<int> wc = w->Wait(kJobTimeout);
+    ASSERT_TRUE(wc.ok()) << job.cluster.Output();
+    EXPECT_EQ(*wc, 1);
+  }
+}
+
+}  // namespace
+}  // namespace petrel

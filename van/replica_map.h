@@ -1,0 +1,78 @@
+// ReplicaMap: which servers hold each key range when servers are
+// replicated (docs/failures.md, "Replicated servers"). Every range has a
+// home rank h (its owner in the initial map) and R replicas on the ranks
+// h, h + 1, ..., h + R - 1 (mod the number of servers): its chain. The
+// range's primary, which serves its pulls and orders its pushes, is the
+// first live rank of its chain; the others are its backups. When a server
+// dies the scheduler builds the next map with WithoutServer (each range the
+// dead rank led goes to the next live rank of its chain), bumps the version
+// and publishes it; every node rebuilds it with FromControl.
+//
+// An immutable value type; thread-compatible.
+#ifndef PETREL_VAN_REPLICA_MAP_H_
+#define PETREL_VAN_REPLICA_MAP_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+#include "proto/meta.pb.h"
+#include "van/key_range_map.h"
+
+namespace petrel {
+
+class ReplicaMap {
+ public:
+  // The first map of a job: `ranges`' owners are the homes and primaries,
+  // version 1. InvalidArgument unless 1 <= replicas <= num_servers.
+  static absl::StatusOr<ReplicaMap> Initial(KeyRangeMap ranges, int replicas);
+
+  // The map after server rank `dead` died: every range it led goes to the
+  // next live rank of the range's chain; version + 1. FailedPrecondition
+  // naming a range when one has no live replica left (the job cannot go
+  // on). `dead` already dead or out of range: InvalidArgument.
+  absl::StatusOr<ReplicaMap> WithoutServer(int dead) const;
+
+  // The rank that took over the ranges `dead` led in this map (the next
+  // live rank after it in the ring), or -1 when it led none or is alive.
+  int SuccessorOf(int dead) const;
+
+  // Live ranks other than `primary` that hold a replica of a range
+  // `primary` leads: where its pushes are forwarded. Ascending.
+  std::vector<int> BackupsOf(int primary) const;
+
+  // Writes replicas, ranges, range_owners (primaries), range_homes and
+  // map_version into `control`.
+  void ToControl(pb::Control* control) const;
+  // Rebuilds a map from a control message. A message without replication
+  // fields (replicas 0) gives a map of one replica, version 0.
+  // InvalidArgument naming the reason when the fields disagree.
+  static absl::StatusOr<ReplicaMap> FromControl(const pb::Control& control,
+                                                int num_servers);
+
+  // Routing: the primaries.
+  const KeyRangeMap& ranges() const { return ranges_; }
+  const std::vector<int32_t>& homes() const { return homes_; }
+  int replicas() const { return replicas_; }
+  uint64_t version() const { return version_; }
+  bool dead(int rank) const;
+  // Live servers, and how many ranges have fewer than replicas() live
+  // copies.
+  int live_servers() const;
+  int64_t under_replicated_ranges() const;
+
+ private:
+  ReplicaMap(KeyRangeMap ranges, std::vector<int32_t> homes, int replicas,
+             uint64_t version, std::vector<bool> dead);
+
+  KeyRangeMap ranges_;
+  std::vector<int32_t> homes_;
+  int replicas_;
+  uint64_t version_;
+  std::vector<bool> dead_;  // per server rank
+};
+
+}  // namespace petrel
+
+#endif  // PETREL_VAN_REPLICA_MAP_H_
