@@ -87,7 +87,9 @@ std::vector<pb::Node> Scheduler::nodes() const {
 std::string Scheduler::DescribeMissing() const {
   int servers = 0, workers = 0;
   std::vector<std::string> joined;
-  for (const pb::Node& n : pending_) {
+  std::vector<pb::Node> arrived = pending_;
+  for (const auto& [id, n] : rejoined_) arrived.push_back(n);
+  for (const pb::Node& n : arrived) {
     (n.role() == pb::ROLE_SERVER ? servers : workers)++;
     joined.push_back(absl::StrCat(RoleName(n.role()), " from ", Where(n)));
   }
@@ -131,8 +133,13 @@ void Scheduler::HandleControl(Message&& msg) {
     case pb::COMMAND_WORKER_DONE:
       HandleWorkerDone(sender);
       break;
-    case pb::COMMAND_HEARTBEAT:
+    case pb::COMMAND_HEARTBEAT: {
+      // Answered, so that nodes notice when the scheduler is gone.
+      pb::Control reply;
+      reply.set_cmd(pb::COMMAND_HEARTBEAT);
+      SendControl(sender, std::move(reply));
       break;
+    }
     default:
       LOG_EVERY_T(WARNING, 1.0) << "scheduler ignores control "
                                 << pb::Command_Name(msg.meta.control().cmd())
@@ -150,6 +157,11 @@ absl::Status Scheduler::CheckJoin(const pb::Node& node,
   }
   if (formed_) {
     return absl::FailedPreconditionError("the cluster is already complete");
+  }
+  if (options_.recover) {
+    return absl::FailedPreconditionError(
+        "this scheduler recovers a running job (--recover): only the job's "
+        "nodes may rejoin, with their ids");
   }
   int expected = node.role() == pb::ROLE_SERVER ? postoffice_->num_servers()
                                                 : postoffice_->num_workers();
@@ -181,6 +193,10 @@ void Scheduler::HandleJoin(const Message& msg) {
   const pb::Control& control = msg.meta.control();
   if (control.nodes_size() != 1) return;
   pb::Node node = control.nodes(0);
+  if (node.id() != kEmptyNodeId) {
+    HandleRejoin(msg);
+    return;
+  }
   for (size_t i = 0; i < pending_.size(); ++i) {
     if (pending_[i].transport_id() == node.transport_id()) return;  // resent
   }
@@ -266,14 +282,15 @@ void Scheduler::HandleBarrier(const Message& msg) {
   uint64_t epoch = msg.meta.control().barrier_epoch();
   std::vector<int> members = LiveMembers(group);
   int sender = msg.meta.sender();
-  if (!formed_ || !IsGroupId(group) ||
+  // Recovering, the barriers the nodes send again wait for the table.
+  if ((!formed_ && !options_.recover) || !IsGroupId(group) ||
       std::find(members.begin(), members.end(), sender) == members.end()) {
     LOG_EVERY_T(WARNING, 1.0)
         << "ignoring barrier of group " << group << " from node " << sender;
     return;
   }
   barriers_[{group, epoch}].insert(sender);
-  PassBarriers(group);
+  if (formed_) PassBarriers(group);
 }
 
 std::vector<int> Scheduler::LiveMembers(int group) const {
@@ -311,7 +328,7 @@ void Scheduler::PassBarriers(int group) {
 }
 
 void Scheduler::HandleWorkerDone(int sender) {
-  if (!formed_ || !IsWorkerId(sender)) return;
+  if ((!formed_ && !options_.recover) || !IsWorkerId(sender)) return;
   done_workers_.insert(sender);
   LOG(INFO) << Describe(sender) << " finished (" << done_workers_.size()
             << " of " << postoffice_->num_workers() - lost_workers_.size()
@@ -320,7 +337,8 @@ void Scheduler::HandleWorkerDone(int sender) {
 }
 
 void Scheduler::MaybeEndTraining() {
-  if (static_cast<int>(done_workers_.size() + lost_workers_.size()) <
+  if (!formed_ ||
+      static_cast<int>(done_workers_.size() + lost_workers_.size()) <
           postoffice_->num_workers() ||
       result_.has_value()) {
     return;
@@ -357,6 +375,7 @@ void Scheduler::TerminateAll(bool failed, const std::string& reason) {
     for (size_t i = 0; i < pending_.size(); ++i) {
       SendControl(PendingRoute(i), control);
     }
+    for (const auto& [id, node] : rejoined_) SendControl(id, control);
   }
   LOG(INFO) << "terminating the job" << (failed ? ": " + reason : "");
 }

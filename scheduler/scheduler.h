@@ -42,6 +42,11 @@ struct SchedulerOptions {
   // back sooner (ZeroMQ reconnects) is no loss. Zero disables (heartbeats
   // only). Default 300 ms; see docs/failures.md for the choice.
   absl::Duration connection_grace = absl::Milliseconds(300);
+  // Take over a running job whose scheduler died: instead of admitting new
+  // nodes, wait (join_timeout) for every node of the job to rejoin with its
+  // id, rank and address, rebuild the node table and key-range map from
+  // them and go on (scheduler_recovery.cc). Default false.
+  bool recover = false;
 };
 
 struct DeadNode {
@@ -98,6 +103,15 @@ class Scheduler {
  private:
   void HandleControl(Message&& msg);
   void HandleJoin(const Message& msg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Recovery (scheduler_recovery.cc). A node that had an id asks to be
+  // taken back: after a restart with `recover` it rebuilds the table; a
+  // scheduler that knows the node (it only missed its heartbeats)
+  // acknowledges it; any other refuses.
+  void HandleRejoin(const Message& msg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckRejoin(const pb::Node& node, const std::string& token)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every node rejoined: installs the table and passes what waited for it.
+  void CompleteRecovery() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleBarrier(const Message& msg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleWorkerDone(int sender) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job goes on without worker `id`.
@@ -143,6 +157,11 @@ class Scheduler {
   absl::flat_hash_set<int> lost_workers_ ABSL_GUARDED_BY(mu_);
   std::vector<DeadNode> dead_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Status> result_ ABSL_GUARDED_BY(mu_);
+  // Recovery: the nodes that rejoined, by id, and the key-range map the
+  // first of them reported.
+  std::map<int, pb::Node> rejoined_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> recovered_begins_ ABSL_GUARDED_BY(mu_);
+  std::vector<int32_t> recovered_owners_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace petrel

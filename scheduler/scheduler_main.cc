@@ -41,6 +41,12 @@ DEFINE_int32(connection_grace_ms, 300,
              "closed (its process died) and did not come back within this "
              "many milliseconds (0..60000); 0 disables, leaving heartbeats "
              "only. Default 300.");
+DEFINE_bool(recover, false,
+            "Take over a running job whose scheduler died: start with the "
+            "dead scheduler's --port (and address), --num_servers and "
+            "--num_workers; every node rejoins with its id within "
+            "--join_timeout_s and the job goes on (docs/failures.md). "
+            "Default false.");
 DEFINE_int32(virtual_nodes, 32, "Key ranges per server (1..4096). Default 32.");
 DEFINE_bool(
     fail_on_dead_node, true,
@@ -136,6 +142,12 @@ class SchedulerDaemon : public petrel::NodeDaemon {
     options_.connection_grace = absl::Milliseconds(FLAGS_connection_grace_ms);
     options_.virtual_nodes = FLAGS_virtual_nodes;
     options_.fail_on_dead_node = FLAGS_fail_on_dead_node;
+    options_.recover = FLAGS_recover;
+    if (FLAGS_recover && settings.van.port == 0) {
+      return absl::InvalidArgumentError(
+          "--recover needs the dead scheduler's --port (the nodes reconnect "
+          "to it)");
+    }
     return absl::OkStatus();
   }
   absl::Status Build(petrel::NodeRuntime& runtime) override {

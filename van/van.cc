@@ -95,6 +95,7 @@ void Van::Deliver(absl::string_view from, const Buffer& header,
   context.my_id = my_id();
   context.is_scheduler = is_scheduler_.load();
   context.expected_sender = ExpectedSender(from);
+  context.rejoining = rejoining_.load();
   context.limits = options_.limits;
   std::vector<Buffer> kept;  // shares the frames (no copy), in case we hold
   if (!had_id) kept = frames;

@@ -95,10 +95,16 @@ absl::Status CheckFrames(const pb::Meta& meta, std::vector<Buffer>& frames,
   return absl::OkStatus();
 }
 
+// A join, or a rejoin (a node that had an id asks a restarted scheduler to
+// take it back: it sends as the id it claims).
 bool IsJoinRequest(const pb::Meta& meta) {
-  return meta.has_control() && meta.control().cmd() == pb::COMMAND_ADD_NODE &&
-         meta.request() && meta.sender() == kEmptyNodeId &&
-         meta.recipient() == kSchedulerId;
+  if (!meta.has_control() || meta.control().cmd() != pb::COMMAND_ADD_NODE ||
+      !meta.request() || meta.recipient() != kSchedulerId) {
+    return false;
+  }
+  return meta.sender() == kEmptyNodeId ||
+         (meta.control().nodes_size() == 1 &&
+          meta.sender() == meta.control().nodes(0).id());
 }
 
 // A reply from the scheduler to a node that has no id yet.
@@ -118,7 +124,8 @@ absl::Status CheckAddressing(const pb::Meta& meta,
                        " on the connection of node ", context.expected_sender));
     }
   } else if (!(context.is_scheduler && IsJoinRequest(meta)) &&
-             !(context.my_id == kEmptyNodeId && IsJoinReply(meta))) {
+             !((context.my_id == kEmptyNodeId || context.rejoining) &&
+               IsJoinReply(meta))) {
     return absl::PermissionDeniedError(absl::StrCat(
         "message from unknown connection claiming sender ", meta.sender()));
   }

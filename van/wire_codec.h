@@ -42,6 +42,10 @@ struct DecodeContext {
   // The node id bound to the sending connection's transport identity, or -1
   // when the identity is not (yet) known.
   int expected_sender = -1;
+  // This node lost its scheduler and asked to rejoin: a join reply from an
+  // unknown connection (a restarted scheduler's) is accepted, as before the
+  // first join (postoffice_rejoin.cc binds its identity).
+  bool rejoining = false;
   DecodeLimits limits;
 };
 
