@@ -64,6 +64,8 @@ void Postoffice::OnSchedulerWatch(SchedulerWatch::Action action,
           absl::FormatDuration(absl::Trunc(silent, absl::Seconds(1))),
           "; stopping");
       LOG(ERROR) << line;
+      // What is queued for it (rejoins) need not hold up the exit.
+      van_->MarkPeerDead(kSchedulerId);
       Terminate(absl::UnavailableError(line));
       return;
     }
