@@ -314,6 +314,37 @@ TEST(WireCodecTest, AcceptsJoinReplyOnlyWhileWithoutId) {
             absl::StatusCode::kPermissionDenied);
 }
 
+TEST(WireCodecTest, AcceptsRejoinAsTheIdItClaims) {
+  DecodeContext scheduler;  // a restarted scheduler: the connection is new
+  scheduler.my_id = kSchedulerId;
+  scheduler.is_scheduler = true;
+  Message m = JoinRequest();
+  m.meta.set_sender(kWorker);
+  m.meta.mutable_control()->mutable_nodes(0)->set_id(kWorker);
+  EXPECT_TRUE(Decode(m, scheduler).ok());
+  // Claiming another id than the node it carries.
+  m.meta.mutable_control()->mutable_nodes(0)->set_id(kServer);
+  EXPECT_EQ(CodeOf(Decode(m, scheduler)), absl::StatusCode::kPermissionDenied);
+  // Anything else from the unknown connection still is not accepted.
+  m = JoinRequest();
+  m.meta.set_sender(kWorker);
+  m.meta.mutable_control()->set_cmd(pb::COMMAND_HEARTBEAT);
+  EXPECT_EQ(CodeOf(Decode(m, scheduler)), absl::StatusCode::kPermissionDenied);
+}
+
+TEST(WireCodecTest, AcceptsJoinReplyFromUnknownConnectionWhileRejoining) {
+  Message m;
+  m.meta.set_sender(kSchedulerId);
+  m.meta.set_recipient(kWorker);
+  m.meta.mutable_control()->set_cmd(pb::COMMAND_ADD_NODE);
+  DecodeContext rejoining;
+  rejoining.my_id = kWorker;
+  rejoining.rejoining = true;
+  EXPECT_TRUE(Decode(m, rejoining).ok());
+  m.meta.mutable_control()->set_cmd(pb::COMMAND_BARRIER);
+  EXPECT_EQ(CodeOf(Decode(m, rejoining)), absl::StatusCode::kPermissionDenied);
+}
+
 TEST(WireCodecTest, RejectsRecipientMismatch) {
   Message m = DataMessage();
   m.meta.set_recipient(10);
