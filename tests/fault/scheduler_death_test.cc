@@ -6,20 +6,26 @@
 //    code 1: nothing waits forever for a barrier or TERMINATE;
 //  - with the scheduler restarted with --recover on the same port (before
 //    or after the nodes noticed), rejoins it with its id; the job ends
-//    normally (exit 0 everywhere) with the exact sums of the check job.
+//    normally (exit 0 everywhere) with the exact sums of the check job, or
+//    with a training job (petrel-worker --job=train, bounded delay) that
+//    completes and evaluates.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <signal.h>
+#include <unistd.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 #include "tests/harness/daemon_cluster.h"
+#include "tests/harness/lr_job.h"
 
 namespace petrel {
 namespace {
@@ -34,14 +40,19 @@ constexpr int kRounds = 3000;
 constexpr absl::Duration kAllowed = absl::Seconds(20);
 
 struct Job {
-  Job()
-      : cluster([] {
+  // `config`: a training job's config (petrel-worker --job=train); empty:
+  // the check job.
+  explicit Job(std::string config = "")
+      : config(std::move(config)), cluster([this] {
           DaemonCluster::Options o;
           o.bin_dir = PETREL_BIN_DIR;
           o.num_servers = kServers;
           o.num_workers = kWorkers;
           o.flags = {"--join_timeout_s=20", "--heartbeat_interval_ms=200",
                      absl::StrCat("--scheduler_grace_s=", kGraceS)};
+          if (!this->config.empty()) {
+            o.flags.push_back("--config=" + this->config);
+          }
           return o;
         }()) {}
 
@@ -54,9 +65,14 @@ struct Job {
       nodes.push_back(*s);
     }
     for (int i = 0; i < kWorkers; ++i) {
-      absl::StatusOr<Subprocess*> w = cluster.StartNode(
-          "petrel-worker", {"--job=check", absl::StrCat("--rounds=", kRounds),
-                            "--num_keys=100", "--timeout_s=30"});
+      absl::StatusOr<Subprocess*> w =
+          config.empty()
+              ? cluster.StartNode(
+                    "petrel-worker",
+                    {"--job=check", absl::StrCat("--rounds=", kRounds),
+                     "--num_keys=100", "--timeout_s=30"})
+              : cluster.StartNode("petrel-worker",
+                                  {"--job=train", "--timeout_s=30"});
       ASSERT_TRUE(w.ok()) << w.status();
       nodes.push_back(*w);
       workers.push_back(*w);
@@ -82,12 +98,14 @@ struct Job {
         absl::StrCat("--num_workers=", kWorkers),
         "--join_timeout_s=20",
         "--heartbeat_interval_ms=200"};
+    if (!config.empty()) argv.push_back("--config=" + config);
     for (const std::string& f : LoopbackFlags()) argv.push_back(f);
     absl::StatusOr<std::unique_ptr<Subprocess>> s = StartProgram(argv);
     EXPECT_TRUE(s.ok()) << s.status();
     return s.ok() ? *std::move(s) : nullptr;
   }
 
+  const std::string config;
   DaemonCluster cluster;
   std::vector<Subprocess*> nodes;
   std::vector<Subprocess*> workers;
@@ -125,8 +143,8 @@ TEST(SchedulerDeathTest, WithoutSchedulerEveryNodeStopsWithinTheGrace) {
 // Kills the scheduler, restarts it with --recover (`after_notice`: once a
 // worker logged the loss; else at once) and checks that the job ends
 // normally with exact sums.
-void RecoverAndFinish(bool after_notice) {
-  Job job;
+void RecoverAndFinish(bool after_notice, const std::string& config = "") {
+  Job job(config);
   job.Start();
   if (::testing::Test::HasFatalFailure()) return;
   const absl::Time killed = absl::Now();
@@ -152,8 +170,14 @@ void RecoverAndFinish(bool after_notice) {
     EXPECT_EQ(*c, 0) << n->Output();
     EXPECT_TRUE(absl::StrContains(n->Output(), "took node")) << n->Output();
   }
-  for (Subprocess* w : job.workers) {
-    EXPECT_TRUE(absl::StrContains(w->Output(), " ok=true")) << w->Output();
+  if (config.empty()) {
+    for (Subprocess* w : job.workers) {
+      EXPECT_TRUE(absl::StrContains(w->Output(), " ok=true")) << w->Output();
+    }
+  } else {
+    std::string out;
+    for (Subprocess* w : job.workers) out += w->Output();
+    EXPECT_GT(ValueAfter(out, "final test_logloss", "test_logloss"), 0) << out;
   }
   std::fprintf(stderr, "the job ended %s after the kill\n",
                absl::FormatDuration(absl::Now() - killed).c_str());
@@ -165,6 +189,22 @@ TEST(SchedulerDeathTest, SchedulerRestartedWithRecoverAtOnceFinishesTheJob) {
 
 TEST(SchedulerDeathTest, SchedulerRestartedAfterTheNodesNoticedFinishesTheJob) {
   RecoverAndFinish(/*after_notice=*/true);
+}
+
+// Training (bounded delay 2) goes on while the scheduler is away; the
+// restarted one ends the job with the final evaluation.
+TEST(SchedulerDeathTest, TrainingFinishesAfterARestartedScheduler) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "petrel_scheduler_death_", getpid());
+  ASSERT_EQ(
+      std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()),
+      0);
+  ASSERT_TRUE(GenerateLrData(PETREL_BIN_DIR, dir, 20000, kAllowed).ok());
+  const std::string config = dir + "/job.textproto";
+  std::ofstream(config) << LrJobText(dir, kWorkers, /*max_delay=*/2)
+                        << "train { batch_size: 256 epochs: 6 }\n";
+  RecoverAndFinish(/*after_notice=*/true, config);
+  std::system(("rm -rf '" + dir + "'").c_str());
 }
 
 }  // namespace
