@@ -88,12 +88,13 @@ struct Job {
     ASSERT_TRUE(cluster.scheduler()->Wait(kAllowed).ok());
   }
 
-  // petrel-scheduler --recover on the dead one's port.
-  std::unique_ptr<Subprocess> Recover() {
+  // petrel-scheduler --recover (or, `recover` false, a new job's scheduler)
+  // on the dead one's port.
+  std::unique_ptr<Subprocess> Recover(bool recover = true) {
     std::vector<std::string> argv = {
         std::string(PETREL_BIN_DIR) + "/petrel-scheduler",
         absl::StrCat("--port=", cluster.scheduler_announce().port),
-        "--recover",
+        recover ? "--recover" : "--recover=false",
         absl::StrCat("--num_servers=", kServers),
         absl::StrCat("--num_workers=", kWorkers),
         "--join_timeout_s=20",
@@ -189,6 +190,25 @@ TEST(SchedulerDeathTest, SchedulerRestartedWithRecoverAtOnceFinishesTheJob) {
 
 TEST(SchedulerDeathTest, SchedulerRestartedAfterTheNodesNoticedFinishesTheJob) {
   RecoverAndFinish(/*after_notice=*/true);
+}
+
+// A scheduler restarted without --recover refuses the rejoins: the nodes
+// stop at once with its reason instead of waiting out the grace.
+TEST(SchedulerDeathTest, SchedulerRestartedWithoutRecoverStopsTheNodes) {
+  Job job;
+  job.Start();
+  if (HasFatalFailure()) return;
+  job.KillScheduler();
+  if (HasFatalFailure()) return;
+  std::unique_ptr<Subprocess> scheduler = job.Recover(/*recover=*/false);
+  ASSERT_NE(scheduler, nullptr);
+  for (Subprocess* n : job.nodes) {
+    absl::StatusOr<int> code = n->Wait(kAllowed);
+    ASSERT_TRUE(code.ok()) << job.cluster.Output() << scheduler->Output();
+    EXPECT_EQ(*code, 1) << n->Output();
+    EXPECT_TRUE(absl::StrContains(n->Output(), "restart it with --recover"))
+        << n->Output();
+  }
 }
 
 // Training (bounded delay 2) goes on while the scheduler is away; the
