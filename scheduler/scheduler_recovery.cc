@@ -101,7 +101,8 @@ void Scheduler::HandleRejoin(const Message& msg) {
               << node.id() << " (" << rejoined_.size() << " of "
               << postoffice_->num_servers() + postoffice_->num_workers() << ")";
   } else {
-    LOG(INFO) << "node " << node.id() << " asked to rejoin; it is known";
+    LOG_EVERY_T(INFO, 1.0) << "node " << node.id()
+                           << " asked to rejoin; it is known";
   }
   // The answer carries this scheduler's node: the node binds its identity.
   pb::Control reply;
