@@ -403,12 +403,13 @@ void Postoffice::OnTick() {
     {
       absl::MutexLock lock(&mu_);
       for (auto& [key, c] : customers_) customers.push_back(c);
-      const bool watching = joined_ && !is_scheduler() &&
-                            !terminated_.has_value() &&
-                            options_.heartbeat_interval > absl::ZeroDuration();
-      if (watching) watch = scheduler_watch_.Tick(now);
+      const bool beating = joined_ && !is_scheduler() &&
+                           options_.heartbeat_interval > absl::ZeroDuration();
+      if (beating && !terminated_.has_value()) {
+        watch = scheduler_watch_.Tick(now);
+      }
       // A lost scheduler gets rejoins instead (OnSchedulerWatch).
-      send_heartbeat = watching && !scheduler_watch_.lost() &&
+      send_heartbeat = beating && !scheduler_watch_.lost() &&
                        now - last_heartbeat_ >= options_.heartbeat_interval;
     }
     for (Customer* c : customers) c->Tick(now);
