@@ -42,6 +42,11 @@ struct SchedulerOptions {
   // back sooner (ZeroMQ reconnects) is no loss. Zero disables (heartbeats
   // only). Default 300 ms; see docs/failures.md for the choice.
   absl::Duration connection_grace = absl::Milliseconds(300);
+  // Take over a running job whose scheduler died: instead of admitting new
+  // nodes, wait (join_timeout) for every node of the job to rejoin with its
+  // id, rank and address, rebuild the node table and key-range map from
+  // them and go on (scheduler_recovery.cc). Default false.
+  bool recover = false;
 };
 
 struct DeadNode {
@@ -116,6 +121,15 @@ class Scheduler {
  private:
   void HandleControl(Message&& msg);
   void HandleJoin(const Message& msg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Recovery (scheduler_recovery.cc). A node that had an id asks to be
+  // taken back: after a restart with `recover` it rebuilds the table; a
+  // scheduler that knows the node (it only missed its heartbeats)
+  // acknowledges it; any other refuses.
+  void HandleRejoin(const Message& msg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckRejoin(const pb::Node& node, const PeerAuth& peer)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every node rejoined: installs the table and passes what waited for it.
+  void CompleteRecovery() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleBarrier(const Message& msg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleWorkerDone(int sender) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job goes on without worker `id`.
@@ -146,6 +160,9 @@ class Scheduler {
   void DeclareDead(const pb::Node& node, const std::string& reason,
                    absl::Duration silent_for, const std::string& cause)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // With CURVE on: whether the key the joining (or rejoining) connection
+  // authenticated with may take the role the node asks for.
+  static absl::Status CheckJoinKey(const pb::Node& node, const PeerAuth& peer);
   // Whether `node`, which presented the right auth token, may join.
   absl::Status CheckJoin(const pb::Node& node)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -187,6 +204,11 @@ class Scheduler {
   uint64_t barriers_passed_ ABSL_GUARDED_BY(mu_) = 0;
   // Admin replies travel on one of a few temporary routes, reused in turn.
   uint64_t admin_requests_ ABSL_GUARDED_BY(mu_) = 0;
+  // Recovery: the nodes that rejoined, by id, and the key-range map the
+  // first of them reported.
+  std::map<int, pb::Node> rejoined_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> recovered_begins_ ABSL_GUARDED_BY(mu_);
+  std::vector<int32_t> recovered_owners_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace petrel

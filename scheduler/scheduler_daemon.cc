@@ -84,6 +84,12 @@ class SchedulerDaemon : public NodeDaemon {
     options_.connection_grace = opts_.connection_grace;
     options_.virtual_nodes = opts_.virtual_nodes;
     options_.fail_on_dead_node = opts_.fail_on_dead_node;
+    options_.recover = opts_.recover;
+    if (opts_.recover && settings.van.port == 0) {
+      return absl::InvalidArgumentError(
+          "--recover needs the dead scheduler's --port (the nodes reconnect "
+          "to it)");
+    }
     return absl::OkStatus();
   }
   absl::Status Build(NodeRuntime& runtime) override {
