@@ -8,7 +8,9 @@
 //    or after the nodes noticed), rejoins it with its id; the job ends
 //    normally (exit 0 everywhere) with the exact sums of the check job, or
 //    with a training job (petrel-worker --job=train, bounded delay) that
-//    completes and evaluates.
+//    completes and evaluates;
+//  - with CURVE on, a scheduler restarted with the same keypair is taken
+//    back the same way (the nodes accept control only from that key).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
+#include "tests/harness/cluster_keys.h"
 #include "tests/harness/daemon_cluster.h"
 #include "tests/harness/lr_job.h"
 
@@ -39,11 +42,24 @@ constexpr int kRounds = 3000;
 // How long anything may take here; the machine may be loaded.
 constexpr absl::Duration kAllowed = absl::Seconds(20);
 
+// With CURVE: a key per role.
+std::vector<std::pair<std::string, std::string>> KeyRoles() {
+  return {
+      {"scheduler", "scheduler"}, {"server", "server"}, {"worker", "worker"}};
+}
+
+std::vector<std::string> Concat(std::vector<std::string> a,
+                                const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 struct Job {
   // `config`: a training job's config (petrel-worker --job=train); empty:
-  // the check job.
-  explicit Job(std::string config = "")
-      : config(std::move(config)), cluster([this] {
+  // the check job. `keys`: CURVE on with these keys (outlive the job);
+  // null: off.
+  explicit Job(std::string config = "", const ClusterKeys* keys = nullptr)
+      : config(std::move(config)), keys(keys), cluster([this] {
           DaemonCluster::Options o;
           o.bin_dir = PETREL_BIN_DIR;
           o.num_servers = kServers;
@@ -53,6 +69,9 @@ struct Job {
           if (!this->config.empty()) {
             o.flags.push_back("--config=" + this->config);
           }
+          if (this->keys != nullptr) {
+            o.scheduler_flags = this->keys->Flags("scheduler");
+          }
           return o;
         }()) {}
 
@@ -60,7 +79,8 @@ struct Job {
   void Start() {
     ASSERT_TRUE(cluster.StartScheduler().ok()) << cluster.Output();
     for (int i = 0; i < kServers; ++i) {
-      absl::StatusOr<Subprocess*> s = cluster.StartNode("petrel-server");
+      absl::StatusOr<Subprocess*> s =
+          cluster.StartNode("petrel-server", KeyFlags("server"));
       ASSERT_TRUE(s.ok()) << s.status();
       nodes.push_back(*s);
     }
@@ -69,10 +89,12 @@ struct Job {
           config.empty()
               ? cluster.StartNode(
                     "petrel-worker",
-                    {"--job=check", absl::StrCat("--rounds=", kRounds),
-                     "--num_keys=100", "--timeout_s=30"})
+                    Concat(KeyFlags("worker"),
+                           {"--job=check", absl::StrCat("--rounds=", kRounds),
+                            "--num_keys=100", "--timeout_s=30"}))
               : cluster.StartNode("petrel-worker",
-                                  {"--job=train", "--timeout_s=30"});
+                                  Concat(KeyFlags("worker"),
+                                         {"--job=train", "--timeout_s=30"}));
       ASSERT_TRUE(w.ok()) << w.status();
       nodes.push_back(*w);
       workers.push_back(*w);
@@ -80,6 +102,11 @@ struct Job {
     for (Subprocess* n : nodes) {
       ASSERT_TRUE(cluster.WaitReady(n).ok()) << cluster.Output();
     }
+  }
+
+  // The CURVE flags of a daemon holding `name`'s key; none without keys.
+  std::vector<std::string> KeyFlags(const std::string& name) const {
+    return keys == nullptr ? std::vector<std::string>{} : keys->Flags(name);
   }
 
   // Kills the scheduler and waits until it is gone (its port is free).
@@ -101,12 +128,15 @@ struct Job {
         "--heartbeat_interval_ms=200"};
     if (!config.empty()) argv.push_back("--config=" + config);
     for (const std::string& f : LoopbackFlags()) argv.push_back(f);
+    // The same keypair as the dead scheduler's.
+    for (const std::string& f : KeyFlags("scheduler")) argv.push_back(f);
     absl::StatusOr<std::unique_ptr<Subprocess>> s = StartProgram(argv);
     EXPECT_TRUE(s.ok()) << s.status();
     return s.ok() ? *std::move(s) : nullptr;
   }
 
   const std::string config;
+  const ClusterKeys* const keys;
   DaemonCluster cluster;
   std::vector<Subprocess*> nodes;
   std::vector<Subprocess*> workers;
@@ -144,8 +174,9 @@ TEST(SchedulerDeathTest, WithoutSchedulerEveryNodeStopsWithinTheGrace) {
 // Kills the scheduler, restarts it with --recover (`after_notice`: once a
 // worker logged the loss; else at once) and checks that the job ends
 // normally with exact sums.
-void RecoverAndFinish(bool after_notice, const std::string& config = "") {
-  Job job(config);
+void RecoverAndFinish(bool after_notice, const std::string& config = "",
+                      const ClusterKeys* keys = nullptr) {
+  Job job(config, keys);
   job.Start();
   if (::testing::Test::HasFatalFailure()) return;
   const absl::Time killed = absl::Now();
@@ -182,6 +213,12 @@ void RecoverAndFinish(bool after_notice, const std::string& config = "") {
   }
   std::fprintf(stderr, "the job ended %s after the kill\n",
                absl::FormatDuration(absl::Now() - killed).c_str());
+  if (keys != nullptr) {
+    // Nothing was dropped for coming from another key than the scheduler's.
+    EXPECT_FALSE(absl::StrContains(job.cluster.Output(),
+                                   "control_not_from_scheduler_key"))
+        << job.cluster.Output();
+  }
 }
 
 TEST(SchedulerDeathTest, SchedulerRestartedWithRecoverAtOnceFinishesTheJob) {
@@ -190,6 +227,14 @@ TEST(SchedulerDeathTest, SchedulerRestartedWithRecoverAtOnceFinishesTheJob) {
 
 TEST(SchedulerDeathTest, SchedulerRestartedAfterTheNodesNoticedFinishesTheJob) {
   RecoverAndFinish(/*after_notice=*/true);
+}
+
+// With CURVE on, a scheduler restarted with the dead one's keypair is the
+// scheduler: the nodes accept its control and rejoin it.
+TEST(SchedulerDeathTest,
+     WithCurveASchedulerRestartedWithItsKeysFinishesTheJob) {
+  ClusterKeys keys(KeyRoles());
+  RecoverAndFinish(/*after_notice=*/true, "", &keys);
 }
 
 // A scheduler restarted without --recover refuses the rejoins: the nodes
