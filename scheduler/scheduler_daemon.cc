@@ -112,6 +112,8 @@ class SchedulerDaemon : public NodeDaemon {
     scheduler_->set_admin_actions(std::move(admin));
     JobProgressOptions popts;
     popts.csv_path = job_.train().progress_csv();
+    // A recovered job's CSV goes on from the dead scheduler's rows.
+    popts.append_csv = opts_.recover;
     if (job_.train().progress_interval_s() > 0) {
       popts.interval = absl::Seconds(job_.train().progress_interval_s());
     }
