@@ -16,11 +16,6 @@ std::string RoleName(pb::Role role) {
   return role == pb::ROLE_SERVER ? "server" : "worker";
 }
 
-// The route a refusal travels on: the refused node gets no id here, so
-// that its connection is never bound to one (far below the pending and
-// admin routes).
-constexpr int kRefusedRejoinRoute = -2000000;
-
 }  // namespace
 
 absl::Status Scheduler::CheckRejoin(const pb::Node& node,
@@ -99,15 +94,21 @@ void Scheduler::HandleRejoin(const Message& msg) {
     LOG_EVERY_T(WARNING, 1.0)
         << "refused the rejoin of node " << node.id() << " from " << node.host()
         << ":" << node.port() << ": " << s.message();
-    // On a temporary route: the refused node's identity is bound to no id.
+    // The answer must be addressed to the node's id (a node that has one
+    // drops a message for another recipient), but the refused process's
+    // identity is bound to none: its connection stays a stranger's. Where
+    // the id already routes to another process (a node of this job), no
+    // answer: the refused node gives up after its grace.
+    bool routed = rejoined_.count(node.id()) > 0;
+    for (const pb::Node& n : table_) routed = routed || n.id() == node.id();
+    if (routed) return;
     pb::Node route = node;
-    route.set_id(kRefusedRejoinRoute);
     route.clear_transport_id();
     postoffice_->van()->Connect(route);
     reply.set_cmd(pb::COMMAND_REJECT);
     reply.set_reason(std::string(s.message()));
     *reply.add_nodes() = node;
-    SendControl(route.id(), std::move(reply));
+    SendControl(node.id(), std::move(reply));
     return;
   }
   postoffice_->van()->Connect(node);

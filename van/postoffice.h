@@ -184,8 +184,8 @@ class Postoffice {
   // Asks the scheduler to take this node back, with its id, rank, address
   // and the key-range map.
   void SendRejoin();
-  // The scheduler answered a rejoin (ADD_NODE with the scheduler's own
-  // node): binds its (maybe new) identity, ends the loss and sends again
+  // The scheduler answered a rejoin (ADD_NODE listing the scheduler's own
+  // node and this node's): binds its (maybe new) identity, ends the loss and sends again
   // what the scheduler may have missed: unfinished barriers, WORKER_DONE.
   void HandleRejoinReply(const pb::Control& control);
   // The scheduler refused the rejoin: the node stops with its reason.

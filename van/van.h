@@ -141,9 +141,9 @@ class Van {
   void set_my_id(int id) { my_id_.store(id); }
   int my_id() const { return my_id_.load(); }
   void set_is_scheduler(bool v) { is_scheduler_.store(v); }
-  // While set, a join reply from an unknown connection is accepted (a
-  // restarted scheduler answering this node's rejoin; see
-  // DecodeContext::rejoining). The Postoffice sets it while it has lost
+  // While set, a join reply from an unknown connection that names this
+  // node is accepted (a restarted scheduler answering this node's rejoin;
+  // see DecodeContext::rejoining). The Postoffice sets it while it has lost
   // the scheduler.
   void set_rejoining(bool v) { rejoining_.store(v); }
   bool is_scheduler() const { return is_scheduler_.load(); }

@@ -262,7 +262,10 @@ TEST(SchedulerDeathTest, SchedulerRestartedWithoutRecoverStopsTheNodes) {
     absl::StatusOr<int> code = n->Wait(kAllowed);
     ASSERT_TRUE(code.ok()) << job.cluster.Output() << scheduler->Output();
     EXPECT_EQ(*code, 1) << n->Output();
-    EXPECT_TRUE(absl::StrContains(n->Output(), "restart it with --recover"))
+    EXPECT_TRUE(
+        absl::StrContains(n->Output(),
+                          "refused to take this node back: this scheduler "
+                          "started a new job; restart it with --recover"))
         << n->Output();
   }
 }
