@@ -185,8 +185,9 @@ class Postoffice {
   // and the key-range map.
   void SendRejoin();
   // The scheduler answered a rejoin (ADD_NODE listing the scheduler's own
-  // node and this node's): binds its (maybe new) identity, ends the loss and sends again
-  // what the scheduler may have missed: unfinished barriers, WORKER_DONE.
+  // node and this node's): binds its (maybe new) identity, ends the loss and
+  // sends again what the scheduler may have missed: unfinished barriers,
+  // WORKER_DONE.
   void HandleRejoinReply(const pb::Control& control);
   // The scheduler refused the rejoin: the node stops with its reason.
   void HandleRejoinRefused(const pb::Control& control);
