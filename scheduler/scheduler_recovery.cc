@@ -25,6 +25,13 @@ absl::Status Scheduler::CheckRejoin(const pb::Node& node,
     if (!s.ok()) return s;
   }
   if (formed_) {
+    for (const DeadNode& d : dead_) {
+      if (d.node.id() == node.id()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("node ", node.id(), " was declared dead (", d.reason,
+                         "); the job went on without it"));
+      }
+    }
     for (const pb::Node& n : table_) {
       if (n.id() == node.id() && n.transport_id() == node.transport_id() &&
           n.curve_public_key() == node.curve_public_key()) {
@@ -96,15 +103,28 @@ void Scheduler::HandleRejoin(const Message& msg) {
         << ":" << node.port() << ": " << s.message();
     // The answer must be addressed to the node's id (a node that has one
     // drops a message for another recipient), but the refused process's
-    // identity is bound to none: its connection stays a stranger's. Where
-    // the id already routes to another process (a node of this job), no
-    // answer: the refused node gives up after its grace.
-    bool routed = rejoined_.count(node.id()) > 0;
-    for (const pb::Node& n : table_) routed = routed || n.id() == node.id();
-    if (routed) return;
-    pb::Node route = node;
-    route.clear_transport_id();
-    postoffice_->van()->Connect(route);
+    // identity is bound to none: its connection stays a stranger's. A
+    // process known under the id (one declared dead) gets it on its own
+    // route; where the id routes to another process, no answer: the
+    // refused node gives up after its grace.
+    bool same_process = false;
+    bool elsewhere = false;
+    auto routes_to = [&](const pb::Node& n) {
+      const bool same = n.transport_id() == node.transport_id();
+      same_process = same_process || same;
+      elsewhere = elsewhere || !same;
+    };
+    auto it = rejoined_.find(node.id());
+    if (it != rejoined_.end()) routes_to(it->second);
+    for (const pb::Node& n : table_) {
+      if (n.id() == node.id()) routes_to(n);
+    }
+    if (elsewhere) return;
+    if (!same_process) {
+      pb::Node route = node;
+      route.clear_transport_id();
+      postoffice_->van()->Connect(route);
+    }
     reply.set_cmd(pb::COMMAND_REJECT);
     reply.set_reason(std::string(s.message()));
     *reply.add_nodes() = node;
