@@ -48,12 +48,15 @@ absl::StatusOr<std::unique_ptr<JobProgress>> JobProgress::Create(
   std::unique_ptr<JobProgress> progress(new JobProgress(std::move(options)));
   const std::string& path = progress->options_.csv_path;
   if (!path.empty()) {
-    auto csv = std::make_unique<std::ofstream>(path);
+    const bool header =
+        !progress->options_.append_csv || std::ifstream(path).peek() == EOF;
+    auto csv = std::make_unique<std::ofstream>(
+        path, progress->options_.append_csv ? std::ios::app : std::ios::trunc);
     if (!*csv) {
       return absl::FailedPreconditionError(
           absl::StrCat("cannot write the progress CSV ", path));
     }
-    *csv << CsvHeader() << "\n" << std::flush;
+    if (header) *csv << CsvHeader() << "\n" << std::flush;
     absl::MutexLock lock(&progress->mu_);
     progress->csv_ = std::move(csv);
   }

@@ -38,6 +38,10 @@ struct JobProgressOptions {
   absl::Duration interval = absl::Seconds(2);
   // Where the CSV goes; default empty: no CSV.
   std::string csv_path;
+  // Append to an existing CSV (its header kept, none written again)
+  // instead of starting it afresh: a scheduler restarted with --recover
+  // continues the dead one's. Default false.
+  bool append_csv = false;
   // Receives each line. Default: stdout.
   std::function<void(const std::string& line)> print;
   // The clock; default absl::Now (tests pass their own).

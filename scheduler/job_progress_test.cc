@@ -29,10 +29,11 @@ struct Fixture {
   std::vector<std::string> lines;
   std::unique_ptr<JobProgress> progress;
 
-  explicit Fixture(const std::string& csv = "") {
+  explicit Fixture(const std::string& csv = "", bool append = false) {
     JobProgressOptions o;
     o.interval = absl::Seconds(2);
     o.csv_path = csv;
+    o.append_csv = append;
     o.print = [this](const std::string& l) { lines.push_back(l); };
     o.now = [this] { return now; };
     absl::StatusOr<std::unique_ptr<JobProgress>> p = JobProgress::Create(o);
@@ -121,6 +122,28 @@ TEST(JobProgressTest, CsvRowsHaveTheHeadersColumns) {
   EXPECT_EQ(rows[2][13], "7");
   EXPECT_EQ(rows[3][4], "200");
   EXPECT_EQ(rows[4][0], "train");
+  std::remove(path.c_str());
+}
+
+// A scheduler restarted with --recover appends to the dead one's CSV: one
+// header, the rows of both.
+TEST(JobProgressTest, AppendingKeepsTheRowsAndTheOneHeader) {
+  const std::string path =
+      ::testing::TempDir() + "/job_progress_test_append.csv";
+  std::remove(path.c_str());
+  for (int run = 0; run < 2; ++run) {
+    Fixture f(path, /*append=*/true);
+    f.progress->OnProgress(0, Report(100 * (run + 1), 1, 0.1, 0.5));
+    f.progress->Finish();
+  }
+  std::ifstream in(path);
+  std::string line;
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(in, line)) rows.push_back(absl::StrSplit(line, ','));
+  ASSERT_EQ(rows.size(), 5u);  // header, then train and final train twice
+  EXPECT_EQ(rows[0][0], "kind");
+  for (size_t i = 1; i < rows.size(); ++i) EXPECT_EQ(rows[i][0], "train");
+  EXPECT_EQ(rows[3][4], "200");
   std::remove(path.c_str());
 }
 

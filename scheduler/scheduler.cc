@@ -23,9 +23,12 @@ std::string Where(const pb::Node& node) {
   return absl::StrCat(node.host(), ":", node.port());
 }
 
+}  // namespace
+
 // With CURVE on: whether the key the joining connection authenticated with
 // may take the role the node asks for (the authorized-keys file's roles).
-absl::Status CheckJoinKey(const pb::Node& node, const PeerAuth& peer) {
+absl::Status Scheduler::CheckJoinKey(const pb::Node& node,
+                                     const PeerAuth& peer) {
   const uint32_t wanted =
       node.role() == pb::ROLE_SERVER ? kKeyRoleServer : kKeyRoleWorker;
   absl::StatusOr<uint32_t> roles = ParseKeyRoles(peer.roles);
@@ -40,8 +43,6 @@ absl::Status CheckJoinKey(const pb::Node& node, const PeerAuth& peer) {
   }
   return absl::OkStatus();
 }
-
-}  // namespace
 
 Scheduler::Scheduler(Postoffice* postoffice, SchedulerOptions options)
     : postoffice_(postoffice), options_(std::move(options)) {
@@ -110,7 +111,9 @@ std::vector<pb::Node> Scheduler::nodes() const {
 std::string Scheduler::DescribeMissing() const {
   int servers = 0, workers = 0;
   std::vector<std::string> joined;
-  for (const pb::Node& n : pending_) {
+  std::vector<pb::Node> arrived = pending_;
+  for (const auto& [id, n] : rejoined_) arrived.push_back(n);
+  for (const pb::Node& n : arrived) {
     (n.role() == pb::ROLE_SERVER ? servers : workers)++;
     joined.push_back(absl::StrCat(RoleName(n.role()), " from ", Where(n)));
   }
@@ -158,11 +161,17 @@ void Scheduler::HandleControl(Message&& msg) {
     case pb::COMMAND_WORKER_DONE:
       HandleWorkerDone(sender);
       break;
-    case pb::COMMAND_HEARTBEAT:
+    case pb::COMMAND_HEARTBEAT: {
       if (formed_ && msg.meta.control().has_stats()) {
         RecordStats(sender, msg.meta.control().stats());
       }
+      // Answered, so that nodes notice when the scheduler is gone
+      // (van/scheduler_watch.h).
+      pb::Control reply;
+      reply.set_cmd(pb::COMMAND_HEARTBEAT);
+      SendControl(sender, std::move(reply));
       break;
+    }
     default:
       LOG_EVERY_T(WARNING, 1.0) << "scheduler ignores control "
                                 << pb::Command_Name(msg.meta.control().cmd())
@@ -198,6 +207,11 @@ absl::Status Scheduler::CheckJoin(const pb::Node& node) {
   if (formed_) {
     return absl::FailedPreconditionError("the cluster is already complete");
   }
+  if (options_.recover) {
+    return absl::FailedPreconditionError(
+        "this scheduler recovers a running job (--recover): only the job's "
+        "nodes may rejoin, with their ids");
+  }
   int expected = node.role() == pb::ROLE_SERVER ? postoffice_->num_servers()
                                                 : postoffice_->num_workers();
   int count = 0;
@@ -228,6 +242,10 @@ void Scheduler::HandleJoin(const Message& msg) {
   const pb::Control& control = msg.meta.control();
   if (control.nodes_size() != 1) return;
   pb::Node node = control.nodes(0);
+  if (node.id() != kEmptyNodeId) {
+    HandleRejoin(msg);
+    return;
+  }
   const bool curve = postoffice_->van()->options().curve.enabled();
   // Peers reach the node with the key it authenticated with, never one it
   // merely declared.
@@ -335,14 +353,15 @@ void Scheduler::HandleBarrier(const Message& msg) {
   uint64_t epoch = msg.meta.control().barrier_epoch();
   std::vector<int> members = LiveMembers(group);
   int sender = msg.meta.sender();
-  if (!formed_ || !IsGroupId(group) ||
+  // Recovering, the barriers the nodes send again wait for the table.
+  if ((!formed_ && !options_.recover) || !IsGroupId(group) ||
       std::find(members.begin(), members.end(), sender) == members.end()) {
     LOG_EVERY_T(WARNING, 1.0)
         << "ignoring barrier of group " << group << " from node " << sender;
     return;
   }
   barriers_[{group, epoch}].insert(sender);
-  PassBarriers(group);
+  if (formed_) PassBarriers(group);
 }
 
 std::vector<int> Scheduler::LiveMembers(int group) const {
@@ -382,7 +401,7 @@ void Scheduler::PassBarriers(int group) {
 }
 
 void Scheduler::HandleWorkerDone(int sender) {
-  if (!formed_ || !IsWorkerId(sender)) return;
+  if ((!formed_ && !options_.recover) || !IsWorkerId(sender)) return;
   done_workers_.insert(sender);
   LOG(INFO) << Describe(sender) << " finished (" << done_workers_.size()
             << " of " << postoffice_->num_workers() - lost_workers_.size()
@@ -391,7 +410,8 @@ void Scheduler::HandleWorkerDone(int sender) {
 }
 
 void Scheduler::MaybeEndTraining() {
-  if (static_cast<int>(done_workers_.size() + lost_workers_.size()) <
+  if (!formed_ ||
+      static_cast<int>(done_workers_.size() + lost_workers_.size()) <
           postoffice_->num_workers() ||
       result_.has_value()) {
     return;
@@ -431,6 +451,7 @@ void Scheduler::TerminateAll(bool failed, const std::string& reason) {
       *to_pending.add_nodes() = pending_[i];
       SendControl(PendingRoute(i), std::move(to_pending));
     }
+    for (const auto& [id, node] : rejoined_) SendControl(id, control);
   }
   LOG(INFO) << "terminating the job" << (failed ? ": " + reason : "");
 }

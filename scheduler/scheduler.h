@@ -49,6 +49,11 @@ struct SchedulerOptions {
   // have a live copy. 0 = 2 when there are at least 2 servers, else 1.
   // Default 1.
   int replicas = 1;
+  // Take over a running job whose scheduler died: instead of admitting new
+  // nodes, wait (join_timeout) for every node of the job to rejoin with its
+  // id, rank and address, rebuild the node table and key-range map from
+  // them and go on (scheduler_recovery.cc). Default false.
+  bool recover = false;
 };
 
 struct DeadNode {
@@ -123,6 +128,15 @@ class Scheduler {
  private:
   void HandleControl(Message&& msg);
   void HandleJoin(const Message& msg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Recovery (scheduler_recovery.cc). A node that had an id asks to be
+  // taken back: after a restart with `recover` it rebuilds the table; a
+  // scheduler that knows the node (it only missed its heartbeats)
+  // acknowledges it; any other refuses.
+  void HandleRejoin(const Message& msg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckRejoin(const pb::Node& node, const PeerAuth& peer)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every node rejoined: installs the table and passes what waited for it.
+  void CompleteRecovery() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleBarrier(const Message& msg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleWorkerDone(int sender) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job goes on without worker `id`.
@@ -161,6 +175,9 @@ class Scheduler {
   // The replication factor the job runs with (options_.replicas resolved,
   // at most the number of servers).
   int ResolvedReplicas() const;
+  // With CURVE on: whether the key the joining (or rejoining) connection
+  // authenticated with may take the role the node asks for.
+  static absl::Status CheckJoinKey(const pb::Node& node, const PeerAuth& peer);
   // Whether `node`, which presented the right auth token, may join.
   absl::Status CheckJoin(const pb::Node& node)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -205,6 +222,13 @@ class Scheduler {
   uint64_t barriers_passed_ ABSL_GUARDED_BY(mu_) = 0;
   // Admin replies travel on one of a few temporary routes, reused in turn.
   uint64_t admin_requests_ ABSL_GUARDED_BY(mu_) = 0;
+  // Recovery: the nodes that rejoined, by id, and the key-range map the
+  // first of them reported.
+  std::map<int, pb::Node> rejoined_ ABSL_GUARDED_BY(mu_);
+  // The key-range map fields (ranges, owners, replicas, version) of the
+  // newest map a rejoining node reported.
+  pb::Control recovered_map_ ABSL_GUARDED_BY(mu_);
+  bool has_recovered_map_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace petrel

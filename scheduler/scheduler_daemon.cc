@@ -90,6 +90,12 @@ class SchedulerDaemon : public NodeDaemon {
           absl::StrCat("--replicas=", opts_.replicas, " exceeds the ",
                        settings.postoffice.num_servers, " servers"));
     }
+    options_.recover = opts_.recover;
+    if (opts_.recover && settings.van.port == 0) {
+      return absl::InvalidArgumentError(
+          "--recover needs the dead scheduler's --port (the nodes reconnect "
+          "to it)");
+    }
     return absl::OkStatus();
   }
   absl::Status Build(NodeRuntime& runtime) override {
@@ -112,6 +118,8 @@ class SchedulerDaemon : public NodeDaemon {
     scheduler_->set_admin_actions(std::move(admin));
     JobProgressOptions popts;
     popts.csv_path = job_.train().progress_csv();
+    // A recovered job's CSV goes on from the dead scheduler's rows.
+    popts.append_csv = opts_.recover;
     if (job_.train().progress_interval_s() > 0) {
       popts.interval = absl::Seconds(job_.train().progress_interval_s());
     }

@@ -41,6 +41,9 @@ struct SchedulerDaemonOptions {
   int replicas = 1;
   // A dead node ends the job as failed. Default true.
   bool fail_on_dead_node = true;
+  // Take over a running job whose scheduler died (SchedulerOptions::
+  // recover); needs the dead scheduler's port. Default false.
+  bool recover = false;
   // A training worker that dies does not fail the job. Default true.
   bool survive_worker_failures = true;
   // Longest wait for a checkpoint. Default 600 s.

@@ -14,6 +14,12 @@ DEFINE_int32(connection_grace_ms, 300,
              "closed (its process died) and did not come back within this "
              "many milliseconds (0..60000); 0 disables, leaving heartbeats "
              "only. Default 300.");
+DEFINE_bool(recover, false,
+            "Take over a running job whose scheduler died: start with the "
+            "dead scheduler's --port (and address, and CURVE key), "
+            "--num_servers and --num_workers; every node rejoins with its id "
+            "within --join_timeout_s and the job goes on (docs/failures.md). "
+            "Default false.");
 DEFINE_int32(virtual_nodes, 32, "Key ranges per server (1..4096). Default 32.");
 DEFINE_int32(replicas, 1,
              "Copies of each key range on distinct servers (0..servers): "
@@ -57,6 +63,7 @@ absl::StatusOr<SchedulerDaemonOptions> SchedulerDaemonOptionsFromFlags() {
   o.virtual_nodes = FLAGS_virtual_nodes;
   o.fail_on_dead_node = FLAGS_fail_on_dead_node;
   o.replicas = FLAGS_replicas;
+  o.recover = FLAGS_recover;
   o.survive_worker_failures = FLAGS_survive_worker_failures;
   o.checkpoint_timeout = absl::Seconds(FLAGS_checkpoint_timeout_s);
   return o;

@@ -133,6 +133,19 @@ class Harness {
   std::vector<std::unique_ptr<Node>> nodes_;
 };
 
+// A scheduler taking over a running job (--recover) admits only that job's
+// nodes, rejoining with their ids; a new node is told why it is refused.
+TEST(SchedulerTest, RecoveringSchedulerRefusesNewNodes) {
+  SchedulerOptions options;
+  options.recover = true;
+  Harness h(1, 1, options);
+  Harness::Node* n = h.AddNode(pb::ROLE_SERVER);
+  h.StartAsync(n);
+  absl::Status s = h.StartResult(n);
+  EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("--recover"));
+}
+
 TEST(SchedulerTest, HonoursRequestedRanksWhateverTheJoinOrder) {
   Harness h(3, 2);
   auto servers = h.Join(pb::ROLE_SERVER, {2, 0, 1});

@@ -71,6 +71,12 @@ DEFINE_int32(join_timeout_s, 60,
 DEFINE_int32(heartbeat_interval_ms, 1000,
              "Milliseconds between heartbeats to the scheduler (0..3600000); 0 "
              "disables. Default 1000.");
+DEFINE_int32(scheduler_grace_s, 60,
+             "A server or worker that has heard nothing from the scheduler "
+             "for this many seconds stops (exit 1, \"scheduler HOST:PORT "
+             "unreachable for N s; stopping\"); until then it keeps "
+             "training and asks a restarted scheduler (--recover) to take "
+             "it back (1..86400). Default 60.");
 DEFINE_int64(max_message_bytes, int64_t{4} << 30,
              "Largest message accepted, in bytes (1 KiB .. 2^62; over 2 GiB is "
              "fine). Default 4 GiB.");
@@ -268,6 +274,9 @@ absl::StatusOr<NodeSettings> NodeSettingsFromFlags(
   PETREL_RETURN_IF_ERROR(CheckFlagRange(
       "heartbeat_interval_ms", FLAGS_heartbeat_interval_ms, 0, 3600000));
   po.heartbeat_interval = absl::Milliseconds(FLAGS_heartbeat_interval_ms);
+  PETREL_RETURN_IF_ERROR(
+      CheckFlagRange("scheduler_grace_s", FLAGS_scheduler_grace_s, 1, 86400));
+  po.scheduler_grace = absl::Seconds(FLAGS_scheduler_grace_s);
 
   s.van.bind_host = FLAGS_bind;
   PETREL_ASSIGN_OR_RETURN(s.van.port, BindPort(env, role));

@@ -1,5 +1,7 @@
 #include "van/postoffice.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
@@ -32,7 +34,14 @@ std::string RoleName(pb::Role role) {
 
 Postoffice::Postoffice(PostofficeOptions options, std::unique_ptr<Van> van,
                        MetricsRegistry* metrics)
-    : options_(std::move(options)), van_(std::move(van)), metrics_(metrics) {
+    : options_(std::move(options)),
+      van_(std::move(van)),
+      metrics_(metrics),
+      scheduler_watch_(
+          SchedulerWatchOptions{
+              std::max(3 * options_.heartbeat_interval, absl::Seconds(1)),
+              options_.scheduler_grace, options_.heartbeat_interval},
+          absl::Now()) {
   absl::MutexLock lock(&mu_);
   advertise_host_ = options_.advertise_host;
   num_servers_ = options_.num_servers;
@@ -308,11 +317,25 @@ void Postoffice::HandleControl(Message&& msg) {
         << " from node " << msg.meta.sender();
     return;
   }
+  bool joined;
+  {
+    absl::MutexLock lock(&mu_);
+    scheduler_watch_.Heard(absl::Now());
+    joined = joined_;
+  }
   switch (control.cmd()) {
     case pb::COMMAND_ADD_NODE:
-      HandleJoinReply(control);
+      if (joined) {
+        HandleRejoinReply(control);
+      } else {
+        HandleJoinReply(control);
+      }
       break;
     case pb::COMMAND_REJECT: {
+      if (joined) {
+        HandleRejoinRefused(control);
+        break;
+      }
       absl::MutexLock lock(&mu_);
       std::string reason =
           absl::StrCat("the scheduler refused this node: ", control.reason());
@@ -328,24 +351,15 @@ void Postoffice::HandleControl(Message&& msg) {
       done = std::max(done, control.barrier_epoch());
       break;
     }
-    case pb::COMMAND_TERMINATE: {
-      absl::Status failed;
-      {
-        absl::MutexLock lock(&mu_);
-        if (terminated_.has_value()) break;
-        terminated_ = control.failed()
-                          ? absl::AbortedError(absl::StrCat("the job failed: ",
-                                                            control.reason()))
-                          : absl::OkStatus();
-        failed = *terminated_;
-      }
-      // Nothing will answer any more: pending requests end now, with the
-      // job's reason, rather than at their deadline.
-      if (!failed.ok()) AbandonRequests(failed);
+    case pb::COMMAND_TERMINATE:
+      Terminate(control.failed() ? absl::AbortedError(absl::StrCat(
+                                       "the job failed: ", control.reason()))
+                                 : absl::OkStatus());
       break;
-    }
     case pb::COMMAND_NODE_DEAD:
       HandleNodeDead(control);
+      break;
+    case pb::COMMAND_HEARTBEAT:  // the answer to a heartbeat: heard above
       break;
     default:
       break;
@@ -488,17 +502,24 @@ void Postoffice::OnTick() {
   if (tick_hook_) tick_hook_(now);
   std::vector<Customer*> customers;
   bool send_heartbeat = false;
+  SchedulerWatch::Action watch = SchedulerWatch::Action::kNone;
   {
     absl::MutexLock dispatch(&dispatch_mu_);
     {
       absl::MutexLock lock(&mu_);
       for (auto& [key, c] : customers_) customers.push_back(c);
-      send_heartbeat = joined_ && !is_scheduler() &&
-                       options_.heartbeat_interval > absl::ZeroDuration() &&
+      const bool beating = joined_ && !is_scheduler() &&
+                           options_.heartbeat_interval > absl::ZeroDuration();
+      if (beating && !terminated_.has_value()) {
+        watch = scheduler_watch_.Tick(now);
+      }
+      // A lost scheduler gets rejoins instead (OnSchedulerWatch).
+      send_heartbeat = beating && !scheduler_watch_.lost() &&
                        now - last_heartbeat_ >= options_.heartbeat_interval;
     }
     for (Customer* c : customers) c->Tick(now);
   }
+  if (watch != SchedulerWatch::Action::kNone) OnSchedulerWatch(watch, now);
   if (send_heartbeat) {
     last_heartbeat_ = now;
     Message msg;
@@ -541,6 +562,10 @@ absl::Status Postoffice::Barrier(int group, absl::Duration timeout) {
 
 absl::Status Postoffice::Finish(absl::Duration timeout) {
   if (is_worker()) {
+    {
+      absl::MutexLock lock(&mu_);
+      worker_done_sent_ = true;
+    }
     Message msg;
     msg.meta.set_recipient(kSchedulerId);
     msg.meta.set_request(true);

@@ -28,6 +28,7 @@
 #include "van/key_range_map.h"
 #include "van/message.h"
 #include "van/replica_map.h"
+#include "van/scheduler_watch.h"
 #include "van/van.h"
 
 namespace petrel {
@@ -64,8 +65,16 @@ struct PostofficeOptions {
   std::string auth_token;
   // How long Start waits for the node table. Default 60 s.
   absl::Duration join_timeout = absl::Seconds(60);
-  // Heartbeat period to the scheduler. Default 1 s; zero disables.
+  // Heartbeat period to the scheduler. Default 1 s; zero disables (and
+  // with it the watch on the scheduler below).
   absl::Duration heartbeat_interval = absl::Seconds(1);
+  // The scheduler answers heartbeats; after three intervals without a word
+  // from it the node counts it as lost, goes on with its work and asks to
+  // rejoin (a scheduler restarted with --recover takes it back). Lost for
+  // this long (since last heard), the node stops: its waits on the
+  // scheduler end with Unavailable("scheduler HOST:PORT unreachable for
+  // N s; stopping"). Default 60 s; > 0. See docs/failures.md.
+  absl::Duration scheduler_grace = absl::Seconds(60);
 };
 
 class Postoffice {
@@ -184,6 +193,22 @@ class Postoffice {
   void AbandonRequests(const absl::Status& status);
   void OnTick();
   absl::Status Join();
+  // The watch on the scheduler (postoffice_rejoin.cc). Van thread.
+  // Acts on the watch's verdict: logs a loss, asks to rejoin, gives up.
+  void OnSchedulerWatch(SchedulerWatch::Action action, absl::Time now);
+  // Asks the scheduler to take this node back, with its id, rank, address
+  // and the key-range map.
+  void SendRejoin();
+  // The scheduler answered a rejoin (ADD_NODE listing the scheduler's own
+  // node and this node's): binds its (maybe new) identity, ends the loss and
+  // sends again what the scheduler may have missed: unfinished barriers,
+  // WORKER_DONE.
+  void HandleRejoinReply(const pb::Control& control);
+  // The scheduler refused the rejoin: the node stops with its reason.
+  void HandleRejoinRefused(const pb::Control& control);
+  // Ends every wait of this node with `status` (a failed job).
+  void Terminate(const absl::Status& status);
+  std::string SchedulerAddress() const;
   absl::Status ResolveAdvertiseHost();
 
   const PostofficeOptions options_;
@@ -208,6 +233,9 @@ class Postoffice {
   std::atomic<uint64_t> map_version_{0};
   bool joined_ ABSL_GUARDED_BY(mu_) = false;
   bool join_acked_ ABSL_GUARDED_BY(mu_) = false;
+  SchedulerWatch scheduler_watch_ ABSL_GUARDED_BY(mu_);
+  // This worker reported WORKER_DONE (sent again after a rejoin).
+  bool worker_done_sent_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<absl::Status> join_error_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Status> terminated_ ABSL_GUARDED_BY(mu_);
   // Nodes the scheduler declared dead, with the reason as a status.

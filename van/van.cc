@@ -123,6 +123,7 @@ void Van::Deliver(absl::string_view from, const Buffer& header,
   context.expected_sender = ExpectedSender(from);
   context.connection = from;
   context.my_transport_id = transport_id_;
+  context.rejoining = rejoining_.load();
   context.limits = options_.limits;
   std::vector<Buffer> kept;  // shares the frames (no copy), in case we hold
   if (!had_id) kept = frames;

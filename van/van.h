@@ -146,6 +146,11 @@ class Van {
   void set_my_id(int id) { my_id_.store(id); }
   int my_id() const { return my_id_.load(); }
   void set_is_scheduler(bool v) { is_scheduler_.store(v); }
+  // While set, a join reply from an unknown connection that names this
+  // node is accepted (a restarted scheduler answering this node's rejoin;
+  // see DecodeContext::rejoining). The Postoffice sets it while it has lost
+  // the scheduler.
+  void set_rejoining(bool v) { rejoining_.store(v); }
   bool is_scheduler() const { return is_scheduler_.load(); }
   const VanOptions& options() const { return options_; }
   MetricsRegistry* metrics() const { return metrics_; }
@@ -217,6 +222,7 @@ class Van {
   const std::string transport_id_;
   std::atomic<int> my_id_{kEmptyNodeId};
   std::atomic<bool> is_scheduler_{false};
+  std::atomic<bool> rejoining_{false};
   absl::Mutex identity_mu_;
   absl::flat_hash_map<std::string, int> identity_to_id_
       ABSL_GUARDED_BY(identity_mu_);

@@ -99,20 +99,28 @@ absl::Status CheckFrames(const pb::Meta& meta, std::vector<Buffer>& frames,
   return absl::OkStatus();
 }
 
-// A join, or an operator's admin request (petrelctl): both come from a
-// client that has no node id, and name the connection they arrived on as
-// the client's transport identity.
+// A join, an operator's admin request (petrelctl), or a rejoin: all come
+// from a connection the scheduler does not know, and name it as the
+// client's transport identity. A join or an admin request has no node id;
+// a rejoin (a node that had an id asks a restarted scheduler to take it
+// back) sends as the id it names, which the scheduler checks against the
+// job (scheduler/scheduler_recovery.cc).
 bool IsJoinRequest(const pb::Meta& meta, absl::string_view connection) {
   if (!meta.has_control() || connection.empty()) return false;
   const pb::Control& control = meta.control();
+  const bool add_node = control.cmd() == pb::COMMAND_ADD_NODE;
   const bool named =
-      control.cmd() == pb::COMMAND_ADD_NODE
+      add_node
           ? control.nodes_size() == 1 &&
                 control.nodes(0).transport_id() == connection
           : control.cmd() == pb::COMMAND_ADMIN &&
                 control.admin_request().client().transport_id() == connection;
-  return named && meta.request() && meta.sender() == kEmptyNodeId &&
-         meta.recipient() == kSchedulerId;
+  if (!named || !meta.request() || meta.recipient() != kSchedulerId) {
+    return false;
+  }
+  if (meta.sender() == kEmptyNodeId) return true;
+  return add_node && meta.sender() != kSchedulerId && meta.sender() >= 0 &&
+         meta.sender() == control.nodes(0).id();
 }
 
 // A reply from the scheduler to a node that has no id yet: it lists the
@@ -139,10 +147,11 @@ absl::Status CheckAddressing(const pb::Meta& meta,
           absl::StrCat("sender id ", meta.sender(),
                        " on the connection of node ", context.expected_sender));
     }
-  } else if (context.my_id == kEmptyNodeId && meta.has_control() &&
-             meta.sender() == kSchedulerId) {
+  } else if ((context.my_id == kEmptyNodeId || context.rejoining) &&
+             meta.has_control() && meta.sender() == kSchedulerId) {
     // Only a join reply naming this node can come from the scheduler
-    // before this node has an id; anything else claiming to is forged
+    // before this node has an id, or from a restarted scheduler while this
+    // node asks to rejoin; anything else claiming to is forged
     // (Unauthenticated: never held for later, unlike PermissionDenied).
     if (!IsJoinReply(meta, context.my_transport_id)) {
       return absl::UnauthenticatedError(

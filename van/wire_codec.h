@@ -51,6 +51,11 @@ struct DecodeContext {
   // has no id yet must list it (only the scheduler, which got it in the
   // join request, knows it), so a stranger cannot answer a join.
   absl::string_view my_transport_id;
+  // This node lost its scheduler and asks to rejoin: a join reply from an
+  // unknown connection (a restarted scheduler's) is accepted if it names
+  // this node's transport identity, as before the first join
+  // (postoffice_rejoin.cc then binds the scheduler's new identity).
+  bool rejoining = false;
   DecodeLimits limits;
 };
 

@@ -365,6 +365,63 @@ TEST(WireCodecTest, AcceptsJoinReplyOnlyWhileWithoutIdAndNamingThisNode) {
             absl::StatusCode::kUnauthenticated);
 }
 
+// A rejoin: a node that had an id asks a restarted scheduler, which does
+// not know its connection, to take it back. It sends as the id it names, on
+// the connection it names, like a join.
+TEST(WireCodecTest, AcceptsRejoinAsTheIdAndConnectionItNames) {
+  DecodeContext scheduler;  // a restarted scheduler: the connection is new
+  scheduler.my_id = kSchedulerId;
+  scheduler.is_scheduler = true;
+  scheduler.connection = kJoiner;
+  Message m = JoinRequest();
+  m.meta.set_sender(kWorker);
+  m.meta.mutable_control()->mutable_nodes(0)->set_id(kWorker);
+  EXPECT_TRUE(Decode(m, scheduler).ok());
+  // On another connection than the one it names.
+  scheduler.connection = "p00000000000000bb";
+  EXPECT_EQ(CodeOf(Decode(m, scheduler)), absl::StatusCode::kPermissionDenied);
+  scheduler.connection = kJoiner;
+  // Claiming another id than the node it carries, or the scheduler's.
+  m.meta.mutable_control()->mutable_nodes(0)->set_id(kServer);
+  EXPECT_EQ(CodeOf(Decode(m, scheduler)), absl::StatusCode::kPermissionDenied);
+  m.meta.set_sender(kSchedulerId);
+  m.meta.mutable_control()->mutable_nodes(0)->set_id(kSchedulerId);
+  EXPECT_EQ(CodeOf(Decode(m, scheduler)), absl::StatusCode::kPermissionDenied);
+  // Anything else from the unknown connection still is not accepted.
+  m = JoinRequest();
+  m.meta.set_sender(kWorker);
+  m.meta.mutable_control()->mutable_nodes(0)->set_id(kWorker);
+  m.meta.mutable_control()->set_cmd(pb::COMMAND_HEARTBEAT);
+  EXPECT_EQ(CodeOf(Decode(m, scheduler)), absl::StatusCode::kPermissionDenied);
+}
+
+// While a node asks to rejoin, a restarted scheduler (a connection it does
+// not know) may answer, naming the node as every join reply must; nothing
+// else from an unknown connection speaks for the scheduler.
+TEST(WireCodecTest, AcceptsJoinReplyFromUnknownConnectionWhileRejoining) {
+  Message m;
+  m.meta.set_sender(kSchedulerId);
+  m.meta.set_recipient(kWorker);
+  m.meta.mutable_control()->set_cmd(pb::COMMAND_ADD_NODE);
+  m.meta.mutable_control()->add_nodes()->set_id(kSchedulerId);
+  DecodeContext rejoining;
+  rejoining.my_id = kWorker;
+  rejoining.my_transport_id = kJoiner;
+  rejoining.rejoining = true;
+  // Not naming this node: a stranger's.
+  EXPECT_EQ(CodeOf(Decode(m, rejoining)), absl::StatusCode::kUnauthenticated);
+  m.meta.mutable_control()->add_nodes()->set_transport_id(kJoiner);
+  EXPECT_TRUE(Decode(m, rejoining).ok());
+  m.meta.mutable_control()->set_cmd(pb::COMMAND_REJECT);
+  EXPECT_TRUE(Decode(m, rejoining).ok());
+  m.meta.mutable_control()->set_cmd(pb::COMMAND_BARRIER);
+  EXPECT_EQ(CodeOf(Decode(m, rejoining)), absl::StatusCode::kUnauthenticated);
+  // Not rejoining: a join reply from an unknown connection is refused.
+  m.meta.mutable_control()->set_cmd(pb::COMMAND_ADD_NODE);
+  rejoining.rejoining = false;
+  EXPECT_EQ(CodeOf(Decode(m, rejoining)), absl::StatusCode::kPermissionDenied);
+}
+
 TEST(WireCodecTest, RejectsRecipientMismatch) {
   Message m = DataMessage();
   m.meta.set_recipient(10);
