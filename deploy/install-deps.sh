@@ -31,6 +31,10 @@ packages+=(slurm-wlm munge openssh-server openssh-client)
 # schema (the Kubernetes client's models), and network namespaces joined
 # by a bridge for the pods (iproute2; unshare and nsenter are util-linux).
 packages+=(python3-yaml python3-kubernetes iproute2 util-linux)
+# Real public data sets that Debian ships, converted by
+# tools/datasets/petrel-realdata (its test runs on them), and liblinear for
+# the quality comparison in docs/training.md.
+packages+=(dataset-fashion-mnist r-cran-kernlab liblinear-tools)
 # clang builds the libFuzzer target; optional for users, used by CI.
 if [[ "${PETREL_WITH_CLANG:-1}" == 1 ]]; then
   packages+=(clang)
