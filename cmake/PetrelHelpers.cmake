@@ -38,7 +38,9 @@ function(petrel_cc_binary)
                                              ${CMAKE_BINARY_DIR}/bin)
 endfunction()
 
-# Where the tests' temporary files go (GoogleTest's TEST_TMPDIR).
+# Where the tests' temporary files go: GoogleTest's TempDir() reads TMPDIR.
+# (Not TEST_TMPDIR: glog makes that the default --log_dir, and the daemons
+# the tests start would log to files instead of stderr.)
 set(PETREL_TEST_TMPDIR ${CMAKE_BINARY_DIR}/test-tmp)
 
 # petrel_cc_test(NAME n SRCS ... [DEPS ...] [LABELS ...] [TIMEOUT s])
@@ -70,7 +72,7 @@ function(petrel_cc_test)
   file(MAKE_DIRECTORY ${PETREL_TEST_TMPDIR})
   gtest_discover_tests(${P_NAME}
     PROPERTIES LABELS "${P_LABELS}" TIMEOUT ${P_TIMEOUT}
-               ENVIRONMENT "TEST_TMPDIR=${PETREL_TEST_TMPDIR}"
+               ENVIRONMENT "TMPDIR=${PETREL_TEST_TMPDIR}"
     DISCOVERY_TIMEOUT 30)
 endfunction()
 
