@@ -23,8 +23,8 @@
 #include "benchmark/benchmark.h"
 #include "glog/logging.h"
 
-#include "base/zipf_sampler.h"
 #include "base/shard_pool.h"
+#include "base/zipf_sampler.h"
 #include "server/table.h"
 
 namespace petrel {

@@ -47,10 +47,10 @@
 #include "absl/synchronization/mutex.h"
 
 #include "base/metrics.h"
+#include "base/shard_pool.h"
 #include "kv/kv_server.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/job.pb.h"
-#include "base/shard_pool.h"
 #include "server/server_memory_budget.h"
 #include "server/table.h"
 #include "van/key_range_map.h"
