@@ -6,6 +6,7 @@
 // there exactly once. The check job's own pull-and-compare is the oracle
 // (worker/check_job.h).
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -172,6 +173,44 @@ TEST(ReplicationTest, LosingEveryCopyOfARangeFailsTheJob) {
     ASSERT_TRUE(wc.ok()) << job.cluster.Output();
     EXPECT_EQ(*wc, 1);
   }
+}
+
+// The scheduler dies and a --recover one, started without --replicas,
+// takes the job back: it routes by the replica map the nodes report, so a
+// server killed afterwards still fails over, with exact sums.
+TEST(ReplicationTest, SchedulerRecoveredFromTheNodesStillFailsOver) {
+  ReplicatedJob job(3, 2, 60);
+  job.Start(/*rounds=*/40000);
+  if (HasFatalFailure()) return;
+  job.WaitForPushes(1, 1000);
+  if (HasFatalFailure()) return;
+  job.cluster.scheduler()->Signal(SIGKILL);
+  ASSERT_TRUE(job.cluster.scheduler()->Wait(kJobTimeout).ok());
+  std::vector<std::string> argv = {
+      std::string(PETREL_BIN_DIR) + "/petrel-scheduler",
+      absl::StrCat("--port=", job.cluster.scheduler_announce().port),
+      "--recover",
+      "--num_servers=3",
+      "--num_workers=2",
+      "--join_timeout_s=30",
+      "--heartbeat_interval_ms=200"};
+  for (const std::string& f : LoopbackFlags()) argv.push_back(f);
+  absl::StatusOr<std::unique_ptr<Subprocess>> scheduler = StartProgram(argv);
+  ASSERT_TRUE(scheduler.ok()) << scheduler.status();
+  ASSERT_TRUE((*scheduler)->WaitForLine("recovered the job", kJobTimeout).ok())
+      << (*scheduler)->Output() << job.cluster.Output();
+  job.servers[1]->Signal(SIGKILL);
+  for (Subprocess* w : job.workers) {
+    absl::StatusOr<int> code = w->Wait(kJobTimeout);
+    ASSERT_TRUE(code.ok()) << (*scheduler)->Output() << job.cluster.Output();
+    EXPECT_EQ(*code, 0) << job.cluster.Output();
+    EXPECT_TRUE(absl::StrContains(w->Output(), "ok=true")) << w->Output();
+  }
+  absl::StatusOr<int> code = (*scheduler)->Wait(kJobTimeout);
+  ASSERT_TRUE(code.ok()) << (*scheduler)->Output();
+  EXPECT_EQ(*code, 0) << (*scheduler)->Output();
+  EXPECT_TRUE(absl::StrContains((*scheduler)->Output(), "fail over to"))
+      << (*scheduler)->Output();
 }
 
 }  // namespace
