@@ -104,7 +104,8 @@ ServerEstimate EstimateServer(const pb::JobConfig& job) {
   for (size_t i = 0; i < tables.size(); ++i) {
     const pb::TableProto& t = tables[i];
     if (t.dense()) {
-      e.dense += DenseTableBytes(job, t);
+      // Each server holds its own share and a copy of R - 1 others'.
+      e.dense += DenseTableBytes(job, t) * std::max(1, job.replicas());
     } else if (t.memory_cap_mib() > 0) {
       const double cap = t.memory_cap_mib() * kMiB;
       e.capped += cap;
@@ -226,6 +227,11 @@ absl::Status CheckJobConfig(const pb::JobConfig& config, int num_servers,
         absl::StrCat(job.num_servers() < 0 ? "num_servers: " : "num_workers: ",
                      std::min(job.num_servers(), job.num_workers()),
                      " is negative (0 means 1)"));
+  }
+  if (job.replicas() < 0 || job.replicas() > NumServers(job)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("replicas: ", job.replicas(), " is not in 0..",
+                     NumServers(job), " (the servers)"));
   }
   if (job.memory_limit_mib() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(

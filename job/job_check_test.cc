@@ -182,6 +182,24 @@ TEST(JobCheckTest, RefusesAServerCapBelowTheDenseTables) {
   EXPECT_EQ(EstimateServerBytes(job), int64_t{16384} << 20);
 }
 
+TEST(JobCheckTest, ReplicasAreCheckedAndEachCopyCountsOnTheServers) {
+  pb::JobConfig job;
+  job.mutable_model()->set_kind(pb::ModelConfig::KIND_MLP);
+  job.mutable_model()->add_hidden(3000);
+  job.set_num_servers(2);
+  const double one = static_cast<double>(EstimateServerBytes(job));
+  job.set_replicas(2);
+  EXPECT_TRUE(CheckJobConfig(job, 0, 0).ok());
+  // Each server holds its share of the dense rows and a copy of the other's.
+  EXPECT_NEAR(static_cast<double>(EstimateServerBytes(job)), 2 * one, 2);
+  job.set_replicas(3);
+  EXPECT_EQ(std::string(CheckJobConfig(job, 0, 0).message()),
+            "replicas: 3 is not in 0..2 (the servers)");
+  job.set_replicas(-1);
+  EXPECT_EQ(std::string(CheckJobConfig(job, 0, 0).message()),
+            "replicas: -1 is not in 0..2 (the servers)");
+}
+
 TEST(JobCheckTest, FindUnsafeValue) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();

@@ -85,9 +85,12 @@ class SchedulerDaemon : public NodeDaemon {
     options_.virtual_nodes = opts_.virtual_nodes;
     options_.fail_on_dead_node = opts_.fail_on_dead_node;
     options_.replicas = opts_.replicas;
-    if (opts_.replicas > settings.postoffice.num_servers) {
+    if (!opts_.replicas_set && job_.replicas() > 0) {
+      options_.replicas = job_.replicas();
+    }
+    if (options_.replicas > settings.postoffice.num_servers) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--replicas=", opts_.replicas, " exceeds the ",
+          absl::StrCat("--replicas=", options_.replicas, " exceeds the ",
                        settings.postoffice.num_servers, " servers"));
     }
     options_.recover = opts_.recover;

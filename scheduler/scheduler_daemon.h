@@ -39,6 +39,8 @@ struct SchedulerDaemonOptions {
   int virtual_nodes = 32;
   // SchedulerOptions::replicas. Default 1.
   int replicas = 1;
+  // Whether --replicas was given: it then overrides the config's replicas.
+  bool replicas_set = false;
   // A dead node ends the job as failed. Default true.
   bool fail_on_dead_node = true;
   // Take over a running job whose scheduler died (SchedulerOptions::

@@ -63,6 +63,7 @@ absl::StatusOr<SchedulerDaemonOptions> SchedulerDaemonOptionsFromFlags() {
   o.virtual_nodes = FLAGS_virtual_nodes;
   o.fail_on_dead_node = FLAGS_fail_on_dead_node;
   o.replicas = FLAGS_replicas;
+  o.replicas_set = FlagIsSet("replicas");
   o.recover = FLAGS_recover;
   o.survive_worker_failures = FLAGS_survive_worker_failures;
   o.checkpoint_timeout = absl::Seconds(FLAGS_checkpoint_timeout_s);

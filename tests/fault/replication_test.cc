@@ -6,11 +6,13 @@
 // there exactly once. The check job's own pull-and-compare is the oracle
 // (worker/check_job.h).
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <signal.h>
+#include <unistd.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -24,7 +26,10 @@ namespace {
 constexpr absl::Duration kJobTimeout = absl::Seconds(90);
 
 struct ReplicatedJob {
-  ReplicatedJob(int servers, int replicas, int heartbeat_timeout_s)
+  // `config`: a job config file that sets the replicas instead of
+  // --replicas (empty: the flag).
+  ReplicatedJob(int servers, int replicas, int heartbeat_timeout_s,
+                const std::string& config = "")
       : cluster([&] {
           DaemonCluster::Options o;
           o.bin_dir = PETREL_BIN_DIR;
@@ -33,7 +38,8 @@ struct ReplicatedJob {
           o.flags = {"--join_timeout_s=30", "--heartbeat_interval_ms=200",
                      "--metrics_port=0"};
           o.scheduler_flags = {
-              absl::StrCat("--replicas=", replicas),
+              config.empty() ? absl::StrCat("--replicas=", replicas)
+                             : "--config=" + config,
               absl::StrCat("--heartbeat_timeout_s=", heartbeat_timeout_s)};
           return o;
         }()) {}
@@ -118,6 +124,23 @@ TEST(ReplicationTest, KilledServerFailsOverWithExactSums) {
                 w->Output(), absl::StrCat("for node ", job.server_ready[1].id));
   }
   EXPECT_TRUE(moved) << job.cluster.Output();
+}
+
+TEST(ReplicationTest, ReplicasFromTheJobConfig) {
+  const std::string config =
+      absl::StrCat(::testing::TempDir(), "replicas_", getpid(), ".textproto");
+  std::ofstream(config) << "num_servers: 3\nnum_workers: 2\nreplicas: 2\n";
+  ReplicatedJob job(3, 0, 60, config);
+  job.Start(/*rounds=*/20000);
+  if (HasFatalFailure()) return;
+  job.WaitForPushes(1, 1000);
+  if (HasFatalFailure()) return;
+  job.servers[1]->Signal(SIGKILL);
+  job.ExpectExactSums();
+  EXPECT_TRUE(
+      absl::StrContains(job.cluster.scheduler()->Output(), "fail over to"))
+      << job.cluster.Output();
+  std::remove(config.c_str());
 }
 
 TEST(ReplicationTest, EachServerKilledInTurnAcrossRuns) {

@@ -198,7 +198,7 @@ petrel::Launcher::Options OptionsFromFlags(std::vector<std::string> command) {
   if (!FLAGS_progress_csv.empty()) {
     options.scheduler_args.push_back("--progress_csv=" + FLAGS_progress_csv);
   }
-  if (FLAGS_replicas != 1) {
+  if (FLAGS_replicas != 1 || petrel::FlagIsSet("replicas")) {
     options.scheduler_args.push_back(
         absl::StrCat("--replicas=", FLAGS_replicas));
     options.survive_server_kills = FLAGS_replicas != 1;
@@ -232,6 +232,9 @@ absl::Status ApplyJobConfig(petrel::Launcher::Options& options) {
   options.scheduler_args.push_back("--config=" + FLAGS_config);
   options.graceful_stop = true;
   options.survive_worker_kills = true;
+  if (!petrel::FlagIsSet("replicas") && job.replicas() > 1) {
+    options.survive_server_kills = true;
+  }
   options.stop_timeout = absl::Seconds(FLAGS_stop_timeout_s);
   std::vector<std::string> checkpoint_args;
   if (!FLAGS_checkpoint_dir.empty()) {
