@@ -3,6 +3,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <signal.h>
@@ -164,6 +165,22 @@ class LauncherTest : public ::testing::Test {
     return result;
   }
 
+  // Runs `options` in this process, its workers' output dropped; returns
+  // the exit code and the status lines the launcher printed.
+  static std::pair<int, std::vector<std::string>> RunCollectingStatus(
+      Launcher::Options options) {
+    absl::Mutex mu;
+    std::vector<std::string> status;
+    options.print_output = [](std::string_view) {};
+    options.print_status = [&](std::string_view line) {
+      absl::MutexLock lock(&mu);
+      status.emplace_back(line);
+    };
+    const int code = Launcher(std::move(options)).Run();
+    absl::MutexLock lock(&mu);
+    return {code, status};
+  }
+
   std::string dir_;
 };
 
@@ -291,24 +308,14 @@ TEST_F(LauncherTest, AKilledWorkerDoesNotStopAJobThatSurvivesIt) {
   options.bin_dir = dir_;
   options.command = {"petrel-fake-worker", "kill-rank-1"};
   options.survive_worker_kills = true;
-  absl::Mutex mu;
-  std::vector<std::string> status;
-  options.print_output = [](std::string_view) {};
-  options.print_status = [&](std::string_view line) {
-    absl::MutexLock lock(&mu);
-    status.emplace_back(line);
-  };
-  EXPECT_EQ(Launcher(options).Run(), 0);
-  {
-    absl::MutexLock lock(&mu);
-    EXPECT_THAT(status, ::testing::ElementsAre(
-                            "petrel-launch: worker 1 was killed by signal 9; "
-                            "the job goes "
-                            "on without it"));
-  }
+  auto [code, status] = RunCollectingStatus(options);
+  EXPECT_EQ(code, 0);
+  EXPECT_THAT(status, ::testing::ElementsAre(
+                          "petrel-launch: worker 1 was killed by signal 9; "
+                          "the job goes on without it"));
   // Without it the job stops.
   options.survive_worker_kills = false;
-  EXPECT_EQ(Launcher(options).Run(), 1);
+  EXPECT_EQ(RunCollectingStatus(options).first, 1);
 }
 
 // With survive_server_kills (--replicas >= 2) a server killed by a signal
@@ -321,22 +328,13 @@ TEST_F(LauncherTest, AKilledServerDoesNotStopAJobThatSurvivesIt) {
   options.bin_dir = dir_;
   options.command = {"petrel-fake-worker", "ok"};
   options.survive_server_kills = true;
-  absl::Mutex mu;
-  std::vector<std::string> status;
-  options.print_output = [](std::string_view) {};
-  options.print_status = [&](std::string_view line) {
-    absl::MutexLock lock(&mu);
-    status.emplace_back(line);
-  };
-  EXPECT_EQ(Launcher(options).Run(), 0);
-  {
-    absl::MutexLock lock(&mu);
-    EXPECT_THAT(status, ::testing::ElementsAre(
-                            "petrel-launch: server 1 was killed by signal 9; "
-                            "the job goes on without it"));
-  }
+  auto [code, status] = RunCollectingStatus(options);
+  EXPECT_EQ(code, 0);
+  EXPECT_THAT(status, ::testing::ElementsAre(
+                          "petrel-launch: server 1 was killed by signal 9; "
+                          "the job goes on without it"));
   options.survive_server_kills = false;
-  EXPECT_EQ(Launcher(options).Run(), 1);
+  EXPECT_EQ(RunCollectingStatus(options).first, 1);
 }
 
 void ExpectSignalStopsJob(std::unique_ptr<Subprocess> launch, int sig,
