@@ -59,7 +59,12 @@ PETREL_DEFINE_ADD_TO(int64_t)
 // target_clones resolver costs as much as summing 16 floats).
 template <typename Val>
 inline void AddRow(Val* dst, const Val* src, size_t n) {
-  if (n * sizeof(Val) <= 256) {
+  if (n == 1) {  // dst may be an index slot's bits: no typed access
+    Val v;
+    std::memcpy(&v, dst, sizeof(Val));
+    v += *src;
+    std::memcpy(dst, &v, sizeof(Val));
+  } else if (n * sizeof(Val) <= 256) {
     AddVectors(dst, src, dst, n);
   } else {
     AddTo(dst, src, dst, n);
@@ -135,8 +140,11 @@ const typename KVStore<Val>::Pool* KVStore<Val>::FindOtherPool(
 }
 
 template <typename Val>
-inline uintptr_t KVStore<Val>::StepFor(const RowIndex::Slot& slot, bool copy) {
+inline uintptr_t KVStore<Val>::StepFor(RowIndex::Slot& slot, bool copy) {
   const uintptr_t copy_bit = copy ? kCopyBit : 0;
+  if (IsInline(slot.width)) {  // 4-byte aligned: the tag bits are free
+    return reinterpret_cast<uintptr_t>(&slot.row) | copy_bit;
+  }
   if (IsLarge(slot.width)) {
     return (static_cast<uintptr_t>(slot.row) << 2) | kLargeBit | copy_bit;
   }
@@ -146,6 +154,10 @@ inline uintptr_t KVStore<Val>::StepFor(const RowIndex::Slot& slot, bool copy) {
 
 template <typename Val>
 absl::Status KVStore<Val>::NewRow(uint32_t width, bool zero, uint32_t* row) {
+  if (IsInline(width)) {
+    *row = 0;  // the value's bits, in the slot: zero either way
+    return absl::OkStatus();
+  }
   if (IsLarge(width)) {
     if (free_large_rows_.empty()) {
       if (large_rows_.size() >= kMaxRowsPerPool) return NoRowIds(width);
@@ -186,7 +198,7 @@ absl::Status KVStore<Val>::AddSlab(Pool* pool) {
 
 template <typename Val>
 void KVStore<Val>::FreeRow(uint32_t width, uint32_t row) {
-  if (width == 0) return;
+  if (width == 0 || IsInline(width)) return;
   if (IsLarge(width)) {
     large_rows_[row] = SArray<Val>();  // an answer may still hold the array
     free_large_rows_.push_back(row);
@@ -398,9 +410,11 @@ absl::StatusOr<bool> KVStore<Val>::ReserveOnePass(size_t n, uint32_t width) {
       }
     }
     if (large_rows_.size() != free_large_rows_.size()) return false;
+    if (!IsInline(width) && InlineRows() != 0) return false;
   }
   absl::Status room = index_.Reserve(index_.size() + n);
   if (!room.ok()) return room;
+  if (IsInline(width)) return true;  // the rows are the slots
   Pool* pool = PoolFor(width);
   if (n <= pool->free_rows.size()) return true;
   const uint64_t need = pool->used + (n - pool->free_rows.size());
@@ -418,7 +432,9 @@ template <size_t kWidth>
 void KVStore<Val>::ApplyOnePass() {
   const size_t n = keys_.size();
   const uint32_t width = kWidth != 0 ? kWidth : static_cast<uint32_t>(width_);
-  Pool* const pool = PoolFor(width);
+  // CommitPush sends width 1 here with kWidth 1 only.
+  constexpr bool in_slot = kWidth == 1 && kInlineOne;
+  Pool* const pool = in_slot ? nullptr : PoolFor(width);
   const uintptr_t hit_bits = mode_ == Mode::kAssign ? kCopyBit : 0;
   // Lines of a row to prefetch (the first four).
   const size_t row_lines = std::min<size_t>(4, (width * sizeof(Val) + 63) / 64);
@@ -434,11 +450,15 @@ void KVStore<Val>::ApplyOnePass() {
         index_.FindOrInsert(keys_[j], homes.Next(j), &inserted);
     uintptr_t step;
     if (ABSL_PREDICT_TRUE(slot->width == width)) {
-      step = reinterpret_cast<uintptr_t>(pool->Row(slot->row)) | hit_bits;
+      step = in_slot
+                 ? reinterpret_cast<uintptr_t>(&slot->row) | hit_bits
+                 : reinterpret_cast<uintptr_t>(pool->Row(slot->row)) | hit_bits;
     } else {
       DCHECK(slot->width == 0 || mode_ == Mode::kAssign);
-      uint32_t row;
-      if (pool->free_rows.empty()) {
+      uint32_t row = 0;
+      if (in_slot) {
+        // The value goes in the slot (copied below).
+      } else if (pool->free_rows.empty()) {
         row = static_cast<uint32_t>(pool->used++);
       } else {
         row = pool->free_rows.back();
@@ -451,10 +471,13 @@ void KVStore<Val>::ApplyOnePass() {
       }
       slot->width = width;
       slot->row = row;
-      step = reinterpret_cast<uintptr_t>(pool->Row(row)) | kCopyBit;
+      step = in_slot ? reinterpret_cast<uintptr_t>(&slot->row) | kCopyBit
+                     : reinterpret_cast<uintptr_t>(pool->Row(row)) | kCopyBit;
     }
-    const char* line = reinterpret_cast<const char*>(step & ~kCopyBit);
-    for (size_t l = 0; l < row_lines; ++l) PrefetchLine(line + 64 * l);
+    if constexpr (!in_slot) {  // a slot's row is in the line just read
+      const char* line = reinterpret_cast<const char*>(step & ~kCopyBit);
+      for (size_t l = 0; l < row_lines; ++l) PrefetchLine(line + 64 * l);
+    }
     ring[j % kPrefetchDistance] = step;
   };
   auto apply = [&](size_t i) ABSL_ATTRIBUTE_ALWAYS_INLINE {
@@ -462,7 +485,11 @@ void KVStore<Val>::ApplyOnePass() {
     Val* row = reinterpret_cast<Val*>(step & ~kCopyBit);
     const Val* src = vals + i * width;
     if constexpr (kWidth == 1) {
-      *row = (step & kCopyBit) ? *src : *row + *src;
+      // memcpy: `row` may be an index slot's bits.
+      Val v;
+      std::memcpy(&v, row, sizeof(Val));
+      v = (step & kCopyBit) ? *src : v + *src;
+      std::memcpy(row, &v, sizeof(Val));
     } else if constexpr (kWidth != 0) {
       if (step & kCopyBit) {
         std::memcpy(row, src, kWidth * sizeof(Val));
@@ -538,6 +565,14 @@ absl::Status KVStore<Val>::Push(absl::Span<const Key> keys,
   absl::Status status = PreparePush(keys, vals, lens);
   if (status.ok()) CommitPush();
   return status;
+}
+
+template <typename Val>
+size_t KVStore<Val>::InlineRows() const {
+  size_t elsewhere = large_rows_.size() - free_large_rows_.size();
+  for (const auto& pool : pools_)
+    elsewhere += pool->used - pool->free_rows.size();
+  return num_rows_ - elsewhere;
 }
 
 template <typename Val>

@@ -10,6 +10,10 @@
 // with the row itself, without copying, and a later push writes a new array
 // while an answer still shares the old one (copy on write).
 //
+// Rows of one 4-byte value (float, int32 at width 1) live in the index
+// itself: the slot's row field holds the value's bits, so a lookup and its
+// row are one cache line, one miss per key instead of two.
+//
 // Index. A RowIndex (open addressing) maps a key to its width and row id.
 // Every request looks each key up once, in batches: the index slot of key
 // i + 16 is prefetched while key i is handled, and the rows are prefetched
@@ -151,6 +155,11 @@ class KVStore {
   static bool IsLarge(uint32_t width) {
     return width > kMaxSlabRowBytes / sizeof(Val);
   }
+  // A row kept in its index slot (see above).
+  static constexpr bool kInlineOne = sizeof(Val) <= sizeof(uint32_t);
+  static bool IsInline(uint32_t width) { return kInlineOne && width == 1; }
+  // Rows kept in index slots: those in neither a pool nor large_rows_.
+  size_t InlineRows() const;
   // `home` is index_.Home(key).
   absl::Status Resolve(Key key, size_t home, uint32_t width, bool zero_new,
                        uintptr_t* step);
@@ -163,7 +172,7 @@ class KVStore {
   const Pool* FindPool(uint32_t width) const;
   const Pool* FindOtherPool(uint32_t width) const;
   const Val* RowData(const RowIndex::Slot& slot) const;
-  uintptr_t StepFor(const RowIndex::Slot& slot, bool copy);
+  uintptr_t StepFor(RowIndex::Slot& slot, bool copy);
   // A new row of `width` values (zeros when `zero`); ResourceExhausted
   // when the pool has no row ids or memory left.
   absl::Status NewRow(uint32_t width, bool zero, uint32_t* row);
@@ -185,12 +194,14 @@ class KVStore {
   // (kWidth: its width, or 0 for any), copied to out[i * width]: the index
   // bucket of key i + 2 * D and the row of key i + D are prefetched while
   // key i is copied. False, as soon as a key has no such row.
+  // `pool` is null for rows kept in the index (IsInline).
   template <size_t kWidth>
-  bool PullOnePass(absl::Span<const Key> keys, const Pool* pool,
+  bool PullOnePass(absl::Span<const Key> keys, uint32_t width, const Pool* pool,
                    Val* out) const;
-  // PullOnePass for `pool`'s width, over the pull pool's threads when the
-  // pull is large enough.
-  bool PullRows(absl::Span<const Key> keys, const Pool* pool, Val* out) const;
+  // PullOnePass for rows of `width` (in `pool`, or in the index when it is
+  // null), over the pull pool's threads when the pull is large enough.
+  bool PullRows(absl::Span<const Key> keys, uint32_t width, const Pool* pool,
+                Val* out) const;
 
   const Mode mode_;
   RowIndex index_;

@@ -30,7 +30,7 @@ constexpr size_t kPullDistance = 16;
 template <typename Val>
 inline void CopyRow(Val* dst, const Val* src, size_t n) {
   if (n == 1) {
-    *dst = *src;
+    std::memcpy(dst, src, sizeof(Val));  // src may be an index slot's bits
   } else {
     std::memcpy(dst, src, n * sizeof(Val));
   }
@@ -105,6 +105,7 @@ inline const typename KVStore<Val>::Pool* KVStore<Val>::FindPool(
 
 template <typename Val>
 inline const Val* KVStore<Val>::RowData(const RowIndex::Slot& slot) const {
+  if (IsInline(slot.width)) return reinterpret_cast<const Val*>(&slot.row);
   if (IsLarge(slot.width)) return large_rows_[slot.row].data();
   return FindPool(slot.width)->Row(slot.row);
 }

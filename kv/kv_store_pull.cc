@@ -19,7 +19,7 @@ using kv_store_internal::kPullDistance;
 template <typename Val>
 int64_t KVStore<Val>::OnlyWidth() const {
   if (large_rows_.size() != free_large_rows_.size()) return -1;
-  int64_t width = 0;
+  int64_t width = InlineRows() != 0 ? 1 : 0;
   for (const auto& pool : pools_) {
     if (pool->used == pool->free_rows.size()) continue;  // no row in use
     if (width != 0) return -1;
@@ -30,9 +30,12 @@ int64_t KVStore<Val>::OnlyWidth() const {
 
 template <typename Val>
 template <size_t kWidth>
-bool KVStore<Val>::PullOnePass(absl::Span<const Key> keys, const Pool* pool,
-                               Val* out) const {
-  const uint32_t width = kWidth != 0 ? kWidth : pool->width;
+bool KVStore<Val>::PullOnePass(absl::Span<const Key> keys, uint32_t width,
+                               const Pool* pool, Val* out) const {
+  // Rows of one 4-byte value are in the slots (PullRows sends them here
+  // with kWidth 1): nothing to fetch after the bucket.
+  constexpr bool in_slot = kWidth == 1 && kInlineOne;
+  if constexpr (kWidth != 0) width = kWidth;
   const size_t n = keys.size();
   const size_t row_bytes = width * sizeof(Val);
   const size_t row_lines = std::min<size_t>(4, (row_bytes + 63) / 64);
@@ -57,17 +60,21 @@ bool KVStore<Val>::PullOnePass(absl::Span<const Key> keys, const Pool* pool,
     if (ABSL_PREDICT_FALSE(slot == nullptr || slot->width != width)) {
       return false;
     }
-    const Val* row = pool->Row(slot->row);
-    for (size_t l = 0; l < row_lines; ++l) {
-      PrefetchLine(reinterpret_cast<const char*>(row) + 64 * l);
+    if constexpr (in_slot) {
+      rows[j % D] = reinterpret_cast<const Val*>(&slot->row);
+    } else {
+      const Val* row = pool->Row(slot->row);
+      for (size_t l = 0; l < row_lines; ++l) {
+        PrefetchLine(reinterpret_cast<const char*>(row) + 64 * l);
+      }
+      rows[j % D] = row;
     }
-    rows[j % D] = row;
     return true;
   };
   auto copy = [&](size_t i) ABSL_ATTRIBUTE_ALWAYS_INLINE {
     const Val* row = rows[i % D];
     if constexpr (kWidth == 1) {
-      out[i] = *row;
+      std::memcpy(out + i, row, sizeof(Val));  // maybe a slot's bits
     } else if constexpr (kWidth != 0) {
       std::memcpy(out + i * kWidth, row, kWidth * sizeof(Val));
     } else {
@@ -88,16 +95,16 @@ bool KVStore<Val>::PullOnePass(absl::Span<const Key> keys, const Pool* pool,
 }
 
 template <typename Val>
-bool KVStore<Val>::PullRows(absl::Span<const Key> keys, const Pool* pool,
-                            Val* out) const {
-  auto walk = [this, pool](absl::Span<const Key> part, Val* to) {
-    switch (pool->width) {
+bool KVStore<Val>::PullRows(absl::Span<const Key> keys, uint32_t width,
+                            const Pool* pool, Val* out) const {
+  auto walk = [this, width, pool](absl::Span<const Key> part, Val* to) {
+    switch (width) {
       case 1:
-        return PullOnePass<1>(part, pool, to);
+        return PullOnePass<1>(part, width, pool, to);
       case 16:
-        return PullOnePass<16>(part, pool, to);
+        return PullOnePass<16>(part, width, pool, to);
       default:
-        return PullOnePass<0>(part, pool, to);
+        return PullOnePass<0>(part, width, pool, to);
     }
   };
   const size_t n = keys.size();
@@ -114,7 +121,7 @@ bool KVStore<Val>::PullRows(absl::Span<const Key> keys, const Pool* pool,
   pull_pool_->Run(static_cast<int>(chunks), [&](int c) {
     const size_t begin = n * static_cast<size_t>(c) / chunks;
     const size_t end = n * (static_cast<size_t>(c) + 1) / chunks;
-    if (!walk(keys.subspan(begin, end - begin), out + begin * pool->width)) {
+    if (!walk(keys.subspan(begin, end - begin), out + begin * width)) {
       found.store(false, std::memory_order_relaxed);
     }
   });
@@ -145,7 +152,8 @@ KVPairs<Val> KVStore<Val>::Pull(const SArray<Key>& keys) {
   if (only > 0) {
     const uint32_t width = static_cast<uint32_t>(only);
     out.vals = SArray<Val>(n * width);
-    if (PullRows(keys, FindPool(width), out.vals.data())) return out;
+    const Pool* pool = IsInline(width) ? nullptr : FindPool(width);
+    if (PullRows(keys, width, pool, out.vals.data())) return out;
   }
   pulled_.resize(n);
   size_t total = 0;
@@ -181,8 +189,9 @@ template <typename Val>
 std::vector<Val> KVStore<Val>::Get(Key key) const {
   const RowIndex::Slot* slot = index_.Find(key);
   if (slot == nullptr || slot->width == 0) return {};
-  const Val* data = RowData(*slot);
-  return std::vector<Val>(data, data + slot->width);
+  std::vector<Val> row(slot->width);
+  std::memcpy(row.data(), RowData(*slot), slot->width * sizeof(Val));
+  return row;
 }
 
 #define PETREL_INSTANTIATE_KV_STORE_PULL(Val)                        \
