@@ -50,6 +50,11 @@
 // keys per stage, so 32 misses in flight already saturate it); at 10^7
 // resident keys push-sum 17.3 / 24.6 and pull 17.1 / 23.6 ns per key; at
 // 10^5, pull 8.8 / 12.3 ns on one thread and 5.8 / 7.4 on two.
+// With rows of one float kept in their index slot (same command limited to
+// resident:10000000, at load 12-14, main's binary and this one alternated
+// twice, medians of 3): dim 1 push-sum 26.3-26.9 -> 19.3-19.7 ns, pull
+// 21.6-24.9 -> 19.3-21.8 on one thread and 11.4-14.3 -> 8.4 on two; the
+// floor in those runs 12-15 (dim 1) and 6-8 (dim 0).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
