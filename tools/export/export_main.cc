@@ -7,7 +7,8 @@
 //
 // --model is a checkpoint directory, a checkpoint root (its newest complete
 // checkpoint) or ROOT/latest. The output is written to FILE.tmp and renamed
-// when complete. One summary line on stdout:
+// when complete (a device such as /dev/null is written in place). One
+// summary line on stdout:
 //   petrel-export: checkpoint=/ckpt/job1/ckpt-00000003 tables=2
 //       rows=1000000 bytes=12000048 format=binary seconds=0.40
 // Exit codes: 0 done, 1 runtime failure (missing or damaged checkpoint,

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 
 #include "base/little_endian.h"
+#include "base/staged_output.h"
 #include "base/status_macros.h"
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/table_file.h"
@@ -38,14 +39,16 @@ struct FileCloser {
 };
 using File = std::unique_ptr<std::FILE, FileCloser>;
 
-// Buffers the output and writes it to `path` in large chunks.
+// Buffers the output and writes it to `path` (the staging path of
+// `output`) in large chunks.
 class OutputFile {
  public:
-  explicit OutputFile(std::string path) : path_(std::move(path)) {}
+  OutputFile(std::string path, std::string output)
+      : path_(std::move(path)), output_(std::move(output)) {}
   ~OutputFile() {
     if (file_ != nullptr) {
       std::fclose(file_);
-      std::remove(path_.c_str());
+      DiscardStaged(path_, output_);
     }
   }
 
@@ -63,7 +66,7 @@ class OutputFile {
     PETREL_RETURN_IF_ERROR(Flush());
     std::FILE* f = std::exchange(file_, nullptr);
     if (std::fclose(f) != 0) {
-      std::remove(path_.c_str());
+      DiscardStaged(path_, output_);
       return Error("cannot write");
     }
     return absl::OkStatus();
@@ -86,6 +89,7 @@ class OutputFile {
   }
 
   const std::string path_;
+  const std::string output_;
   std::FILE* file_ = nullptr;
   std::string buffer_;
   uint64_t bytes_ = 0;
@@ -214,8 +218,8 @@ absl::StatusOr<ExportStats> ExportCheckpoint(
     PETREL_ASSIGN_OR_RETURN(pb::CheckpointTable t, FindTable(manifest, id));
     tables.push_back(std::move(t));
   }
-  const std::string tmp = output + ".tmp";
-  OutputFile out(tmp);
+  const std::string tmp = StagingPath(output);
+  OutputFile out(tmp, output);
   PETREL_RETURN_IF_ERROR(out.Open());
   if (options.format == ExportFormat::kBinary) {
     out.buffer()->append(kExportMagic, 8);
@@ -231,11 +235,9 @@ absl::StatusOr<ExportStats> ExportCheckpoint(
   }
   stats.bytes = out.bytes();
   PETREL_RETURN_IF_ERROR(out.Close());
-  if (std::rename(tmp.c_str(), output.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    return absl::UnavailableError(absl::StrCat(
-        "cannot rename ", tmp, " to ", output, ": ", std::strerror(err)));
+  if (absl::Status s = CommitStaged(tmp, output); !s.ok()) {
+    DiscardStaged(tmp, output);
+    return s;
   }
   return stats;
 }

@@ -5,7 +5,8 @@
 //
 // --model is a checkpoint directory, a checkpoint root (its newest complete
 // checkpoint) or ROOT/latest. One probability per example and line goes to
-// --output (written to FILE.tmp and renamed when complete), or to stdout
+// --output (written to FILE.tmp and renamed when complete; a device such as
+// /dev/null is written in place), or to stdout
 // without --output. Then one summary line, on stdout with --output and on
 // stderr without:
 //   petrel-predict: examples=200000 logloss=0.45123 auc=0.78012
@@ -26,6 +27,7 @@
 
 #include "base/cli.h"
 #include "base/flag_check.h"
+#include "base/staged_output.h"
 #include "tools/predict/predictor.h"
 
 DEFINE_string(model, "",
@@ -67,7 +69,7 @@ int Run() {
   if (absl::Status s = ValidatePredictOptions(options); !s.ok()) {
     return Fail(kExitUsage, s);
   }
-  const std::string tmp = FLAGS_output + ".tmp";
+  const std::string tmp = StagingPath(FLAGS_output);
   std::FILE* out = stdout;
   if (!FLAGS_output.empty()) {
     out = std::fopen(tmp.c_str(), "w");
@@ -85,11 +87,10 @@ int Run() {
       result = absl::UnavailableError(
           absl::StrCat("writing ", tmp, ": ", std::strerror(errno)));
     }
-    if (result.ok() && std::rename(tmp.c_str(), FLAGS_output.c_str()) != 0) {
-      result = absl::UnavailableError(absl::StrCat(
-          "renaming ", tmp, " to ", FLAGS_output, ": ", std::strerror(errno)));
+    if (result.ok()) {
+      if (absl::Status s = CommitStaged(tmp, FLAGS_output); !s.ok()) result = s;
     }
-    if (!result.ok()) std::remove(tmp.c_str());
+    if (!result.ok()) DiscardStaged(tmp, FLAGS_output);
   } else if (std::fflush(stdout) != 0 && result.ok()) {
     result = absl::UnavailableError(
         absl::StrCat("writing scores to stdout: ", std::strerror(errno)));

@@ -7,8 +7,10 @@
 #include <utility>
 #include <vector>
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
@@ -126,6 +128,39 @@ TEST_F(ToolsMainTest, PredictWritesScoresAndSummary) {
   r = Predict({"--model=" + ckpt_, "--input=" + test_});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.lines().size(), 4u) << r.output;
+}
+
+// Reads what is waiting in a FIFO opened without blocking.
+std::string Drain(int fd) {
+  std::string data;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) data.append(buf, n);
+  return data;
+}
+
+// An output that is not a regular file (a FIFO here, /dev/null for users)
+// is written in place: renaming FILE.tmp over it would replace the device
+// node with a regular file.
+TEST_F(ToolsMainTest, OutputToAFifoIsWrittenInPlace) {
+  const std::string fifo = dir_ + "/scores.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // The reader end is open before the tools run, so their open for writing
+  // does not block; the few bytes fit in the pipe's buffer.
+  const int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(fd, 0);
+  Result r = Predict({"--model=" + ckpt_, "--input=" + test_,
+                      "--output=" + fifo, "--device=cpu"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const std::vector<std::string> scores =
+      absl::StrSplit(Drain(fd), '\n', absl::SkipEmpty());
+  EXPECT_EQ(scores.size(), 3u);
+  r = Export({"--model=" + ckpt_, "--output=" + fifo, "--format=text"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  ::close(fd);  // the tables hold no rows yet: nothing to read
+  struct stat st;
+  ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_NE(::stat((fifo + ".tmp").c_str(), &st), 0);
 }
 
 TEST_F(ToolsMainTest, PredictErrors) {
