@@ -34,7 +34,7 @@ packages+=(python3-yaml python3-kubernetes iproute2 util-linux)
 # Real public data sets that Debian ships, converted by
 # tools/datasets/petrel-realdata (its test runs on them), and liblinear for
 # the quality comparison in docs/training.md.
-packages+=(dataset-fashion-mnist r-cran-kernlab liblinear-tools)
+packages+=(dataset-fashion-mnist r-cran-kernlab r-cran-modeldata liblinear-tools)
 # clang builds the libFuzzer target; optional for users, used by CI.
 if [[ "${PETREL_WITH_CLANG:-1}" == 1 ]]; then
   packages+=(clang)

@@ -17,7 +17,9 @@
 //            n += g^2; w = |z| <= l1 ? 0
 //                : -(z - sign(z) l1) / ((beta + sqrt(n)) / alpha + l2)
 //            a new row starts with n = 0 and z = -(w0 (beta/alpha + l2) +
-//            sign(w0) l1), which that formula maps back to its initial w0
+//            sign(w0) l1), which that formula maps back to its initial w0;
+//            with weight_decay wd, g is first replaced by g + wd * w (L2 on
+//            the mean loss, applied at each update of the value)
 //
 // Header-only and dependency-free (it sits below both kernels/ and
 // server/); PETREL_HOST_DEVICE makes the functions callable from CUDA
@@ -71,6 +73,7 @@ struct FtrlRowParams {
   float l1 = 1.0f;
   float l2 = 1.0f;
   WeightBounds bounds;
+  float weight_decay = 0.0f;
 };
 
 PETREL_HOST_DEVICE inline float ClipWeight(const WeightBounds& b, float w) {
@@ -113,6 +116,7 @@ PETREL_HOST_DEVICE inline float AdamStep(const AdamRowParams& p, float c1,
 
 PETREL_HOST_DEVICE inline float FtrlStep(const FtrlRowParams& p, float w,
                                          float g, float& z, float& n) {
+  g += p.weight_decay * w;
   const float n_new = n + g * g;
   const float sigma = (sqrtf(n_new) - sqrtf(n)) / p.alpha;
   const float zi = z + (g - sigma * w);

@@ -79,8 +79,8 @@ class Adam : public Optimizer {
 class Ftrl : public Optimizer {
  public:
   explicit Ftrl(const OptimizerConfig& c)
-      : Optimizer(c),
-        params_{c.ftrl_alpha, c.ftrl_beta, c.ftrl_l1, c.ftrl_l2, Bounds(c)} {}
+      : Optimizer(c), params_{c.ftrl_alpha, c.ftrl_beta, c.ftrl_l1,
+                              c.ftrl_l2,    Bounds(c),   c.ftrl_weight_decay} {}
   int StateFloats(int dim) const override { return 2 * dim; }
   void InitState(const float* w, float* s, int dim) const override {
     const FtrlRowParams p = params_;
@@ -118,6 +118,8 @@ absl::Status Validate(const OptimizerConfig& c) {
         Check(c.ftrl_beta >= 0, "ftrl_beta", c.ftrl_beta),
         Check(c.ftrl_l1 >= 0, "ftrl_l1", c.ftrl_l1),
         Check(c.ftrl_l2 >= 0, "ftrl_l2", c.ftrl_l2),
+        Check(c.ftrl_weight_decay >= 0, "ftrl_weight_decay",
+              c.ftrl_weight_decay),
         Check(c.weight_min <= c.weight_max, "weight_min", c.weight_min)}) {
     if (!s.ok()) return s;
   }

@@ -33,6 +33,7 @@ struct OptimizerConfig {
   float ftrl_beta = 1.0f;            // FTRL; >= 0
   float ftrl_l1 = 1.0f;              // FTRL; >= 0
   float ftrl_l2 = 1.0f;              // FTRL; >= 0
+  float ftrl_weight_decay = 0.0f;    // FTRL; >= 0: g + decay * w
   float weight_min = -std::numeric_limits<float>::infinity();
   float weight_max = std::numeric_limits<float>::infinity();
 };

@@ -126,6 +126,50 @@ TEST(OptimizerTest, FtrlKeepsInitialWeightsUntilGradientsMoveThem) {
   EXPECT_GT(r.w[0], 0.015f);
 }
 
+// The mean loss 0.5 (w - 1)^2, whose gradient is w - 1, stepped many times:
+// with ftrl_weight_decay d FTRL settles at the minimum of that loss plus
+// d/2 w^2, 1 / (1 + d), however many steps it takes; ftrl_l2 weighs once
+// against the sum of all the steps' gradients, so its pull fades and the
+// weight ends near 1.
+TEST(OptimizerTest, FtrlWeightDecayIsAnL2OnTheMeanLossThatDoesNotFade) {
+  OptimizerConfig c;
+  c.kind = OptimizerKind::kFtrl;
+  c.ftrl_alpha = 0.5f;
+  c.ftrl_beta = 0.001f;
+  c.ftrl_l1 = 0.0f;
+  c.ftrl_l2 = 0.0f;
+  c.ftrl_weight_decay = 0.25f;
+  auto decay = Make(c);
+  c.ftrl_weight_decay = 0.0f;
+  c.ftrl_l2 = 0.25f;
+  auto l2 = Make(c);
+  Row a = MakeRow(*decay, {0.0f});
+  Row b = MakeRow(*l2, {0.0f});
+  for (int step = 0; step < 20000; ++step) {
+    float ga[] = {a.w[0] - 1.0f};
+    decay->Update(a.w.data(), a.state.data(), ga, 1);
+    float gb[] = {b.w[0] - 1.0f};
+    l2->Update(b.w.data(), b.state.data(), gb, 1);
+  }
+  EXPECT_NEAR(a.w[0], 1.0 / 1.25, 1e-3);
+  EXPECT_GT(b.w[0], 0.99f);
+}
+
+TEST(OptimizerTest, FtrlWeightDecayAddsToTheGradient) {
+  // One step from w = 0.02 (n = 0): the gradient seen is 0.01 + d * 0.02.
+  OptimizerConfig c = FtrlConfig();
+  c.ftrl_weight_decay = 0.5f;
+  auto opt = Make(c);
+  Row r = MakeRow(*opt, {0.02f});
+  float g[] = {0.01f};
+  opt->Update(r.w.data(), r.state.data(), g, 1);
+  const double gd = 0.01 + 0.5 * 0.02;
+  double z = -(0.02 * (1.0 / 0.1 + 0.1) + 0.5);
+  z += gd - std::sqrt(gd * gd) / 0.1 * 0.02;
+  double want = -(z + 0.5) / ((1.0 + std::sqrt(gd * gd)) / 0.1 + 0.1);
+  EXPECT_NEAR(r.w[0], want, 1e-6);
+}
+
 TEST(OptimizerTest, WeightBoundsClip) {
   OptimizerConfig c;
   c.learning_rate = 10.0f;
@@ -147,6 +191,11 @@ TEST(OptimizerTest, RejectsOutOfRangeConfig) {
   c = OptimizerConfig();
   c.kind = OptimizerKind::kAdam;
   c.beta1 = 1.0f;
+  EXPECT_EQ(Optimizer::Create(c).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  c = OptimizerConfig();
+  c.kind = OptimizerKind::kFtrl;
+  c.ftrl_weight_decay = -0.1f;
   EXPECT_EQ(Optimizer::Create(c).status().code(),
             absl::StatusCode::kInvalidArgument);
   c = OptimizerConfig();

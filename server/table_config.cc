@@ -56,6 +56,7 @@ absl::Status CheckOptimizerFloats(const pb::OptimizerProto& p,
            CheckFloat(field, "ftrl_beta", p.ftrl_beta()),
            CheckFloat(field, "ftrl_l1", p.ftrl_l1()),
            CheckFloat(field, "ftrl_l2", p.ftrl_l2()),
+           CheckFloat(field, "ftrl_weight_decay", p.ftrl_weight_decay()),
        }) {
     if (!s.ok()) return s;
   }
@@ -222,9 +223,10 @@ absl::StatusOr<OptimizerConfig> OptimizerFromProto(const pb::OptimizerProto& p,
   c.beta1 = OrDefault(p.beta1(), 0.9f);
   c.beta2 = OrDefault(p.beta2(), 0.999f);
   c.ftrl_alpha = OrDefault(p.ftrl_alpha(), 0.05f);
-  c.ftrl_beta = OrDefault(p.ftrl_beta(), 1.0f);
+  c.ftrl_beta = OrDefault(p.ftrl_beta(), 0.001f);
   c.ftrl_l1 = p.ftrl_l1();
   c.ftrl_l2 = p.ftrl_l2();
+  c.ftrl_weight_decay = p.ftrl_weight_decay();
   if (p.weight_min() < p.weight_max()) {
     c.weight_min = p.weight_min();
     c.weight_max = p.weight_max();

@@ -12,7 +12,8 @@
 //       table 0 as for LR
 // Optimizer fields at 0 take their documented defaults (learning_rate per
 // kind: SGD 0.01, Adagrad 0.05, Adam 0.001; epsilon 1e-8; beta1 0.9; beta2
-// 0.999; ftrl_alpha 0.05; ftrl_beta 1; l1 and l2 0); weight bounds apply
+// 0.999; ftrl_alpha 0.05; ftrl_beta 0.001, on the scale of the batch-mean
+// gradient; l1, l2 and weight_decay 0); weight bounds apply
 // when weight_min < weight_max.
 //
 // Thread safety: free functions without shared state.

@@ -30,11 +30,46 @@ TEST(TableConfigTest, LrDefaultsToOneFtrlTable) {
   EXPECT_EQ(t.initializer.kind, InitializerKind::kZeros);
   EXPECT_EQ(t.optimizer.kind, OptimizerKind::kFtrl);
   EXPECT_FLOAT_EQ(t.optimizer.ftrl_alpha, 0.05f);
-  EXPECT_FLOAT_EQ(t.optimizer.ftrl_beta, 1.0f);
+  EXPECT_FLOAT_EQ(t.optimizer.ftrl_beta, 0.001f);
   EXPECT_EQ(t.optimizer.ftrl_l1, 0.0f);
   EXPECT_EQ(t.optimizer.ftrl_l2, 0.0f);
+  EXPECT_EQ(t.optimizer.ftrl_weight_decay, 0.0f);
   EXPECT_TRUE(std::isinf(t.optimizer.weight_max));
   EXPECT_EQ(*MaxDelayFromJob(pb::JobConfig()), 0);
+}
+
+// Gradients are the batch's mean, so an unset ftrl_beta is 0.001 (1.0 was
+// the summed-gradient value of batch 1024): a table that leaves it out
+// trains as one that sets the documented default.
+TEST(TableConfigTest, UnsetFtrlBetaIsTheMeanGradientDefault) {
+  auto unset = TableOptionsFromJob(
+      Parse("tables { id: 0 optimizer { kind: KIND_FTRL ftrl_alpha: 0.1 "
+            "ftrl_l2: 0.002 ftrl_weight_decay: 1e-4 } }"));
+  auto set = TableOptionsFromJob(
+      Parse("tables { id: 0 optimizer { kind: KIND_FTRL ftrl_alpha: 0.1 "
+            "ftrl_beta: 0.001 ftrl_l2: 0.002 ftrl_weight_decay: 1e-4 } }"));
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  ASSERT_TRUE(set.ok()) << set.status();
+  const OptimizerConfig& u = (*unset)[0].optimizer;
+  const OptimizerConfig& s = (*set)[0].optimizer;
+  EXPECT_FLOAT_EQ(u.ftrl_beta, 0.001f);
+  EXPECT_EQ(u.ftrl_beta, s.ftrl_beta);
+  EXPECT_FLOAT_EQ(u.ftrl_weight_decay, 1e-4f);
+  // The same steps from the same gradients.
+  auto a = Optimizer::Create(u);
+  auto b = Optimizer::Create(s);
+  ASSERT_TRUE(a.ok() && b.ok());
+  float wa = 0, wb = 0, sa[2] = {0, 0}, sb[2] = {0, 0};
+  for (float g : {0.3f, -0.1f, 0.05f}) {
+    (*a)->Update(&wa, sa, &g, 1);
+    (*b)->Update(&wb, sb, &g, 1);
+  }
+  EXPECT_NE(wa, 0.0f);
+  EXPECT_EQ(wa, wb);
+  auto bad = TableOptionsFromJob(
+      Parse("tables { id: 0 optimizer { ftrl_weight_decay: -1 } }"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("ftrl_weight_decay"));
 }
 
 TEST(TableConfigTest, FmDefaultsToLinearAndFactorTables) {

@@ -20,8 +20,11 @@ TOOL = os.path.join(HERE, "petrel-realdata")
 
 # examples per split, as the converter's docstring describes them.
 SIZES = {"spam": {"train": 3245, "valid": 441, "test": 915},
+         "churn": {"train": 4931, "valid": 718, "test": 1394},
          "fashion-mnist": {"train": 54072, "valid": 5928, "test": 10000}}
-FEATURES = {"spam": 57, "fashion-mnist": 784}
+# Churn: 9 numeric columns, 10 factors with 31 levels in all.
+FEATURES = {"spam": 57, "churn": 40, "fashion-mnist": 784}
+SMALL = ("spam", "churn")
 
 
 def run(argv, env=None):
@@ -76,12 +79,12 @@ class RealDataTest(unittest.TestCase):
                 self.assertIn("split=%s file=%s examples=%d" %
                               (split, path, count), out.stdout)
                 # Fashion-MNIST's training file is large: its first lines.
-                parse = 2000 if split == "train" and name != "spam" else None
+                parse = 2000 if split == "train" and name not in SMALL else None
                 lines, positives, digests[split] = check_file(
                     self, path, FEATURES[name], parse)
                 self.assertEqual(lines, count)
                 self.assertTrue(0 < positives < lines)
-            if name == "spam":  # small: convert again, same bytes
+            if name in SMALL:  # convert again, same bytes
                 again = run([name, "--out_dir=" + d])
                 self.assertEqual(again.returncode, 0, again.stderr)
                 for split in SIZES[name]:
@@ -94,6 +97,11 @@ class RealDataTest(unittest.TestCase):
             self.skipTest("r-cran-kernlab is not installed")
         self.convert_and_check("spam")
 
+    def test_churn(self):
+        if not HAVE.get("churn"):
+            self.skipTest("r-cran-modeldata is not installed")
+        self.convert_and_check("churn")
+
     def test_fashion_mnist(self):
         if not HAVE.get("fashion-mnist"):
             self.skipTest("dataset-fashion-mnist is not installed")
@@ -103,6 +111,7 @@ class RealDataTest(unittest.TestCase):
         with tempfile.TemporaryDirectory(prefix="petrel_realdata_") as d:
             env = dict(os.environ, PETREL_REALDATA_ROOT=d)
             for name, package in (("spam", "r-cran-kernlab"),
+                                  ("churn", "r-cran-modeldata"),
                                   ("fashion-mnist", "dataset-fashion-mnist")):
                 out = run([name, "--out_dir=" + d + "/out"], env=env)
                 self.assertEqual(out.returncode, 3, out.stderr)
