@@ -42,6 +42,12 @@ class ReplicaMap {
   // `primary` leads: where its pushes are forwarded. Ascending.
   std::vector<int> BackupsOf(int primary) const;
 
+  // The ranges `rank` holds a live replica of (primary or backup), as a
+  // map whose owner is `rank` for those and the primary for the others:
+  // what a server loads from a checkpoint, so that its backups hold the
+  // rows too. With one replica, ranges().
+  KeyRangeMap HeldBy(int rank) const;
+
   // Writes replicas, ranges, range_owners (primaries), range_homes and
   // map_version into `control`.
   void ToControl(pb::Control* control) const;
