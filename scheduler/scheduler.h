@@ -46,8 +46,9 @@ struct SchedulerOptions {
   // Copies of each key range on distinct servers (docs/failures.md,
   // "Replicated servers"): 1 keeps one copy and a server's death fails the
   // job; R >= 2 survives the death of any R - 1 servers whose ranges still
-  // have a live copy. 0 = 2 when there are at least 2 servers, else 1.
-  // Default 1.
+  // have a live copy. 0 = 2 when there are at least 2 servers, else 1
+  // (the daemon's default, petrel-scheduler --replicas). Default 1 here, for
+  // in-process clusters.
   int replicas = 1;
   // Take over a running job whose scheduler died: instead of admitting new
   // nodes, wait (join_timeout) for every node of the job to rejoin with its
