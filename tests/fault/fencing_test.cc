@@ -31,7 +31,9 @@ bool WaitForOutput(Subprocess* p, const std::string& text,
 }
 
 TEST(FencingTest, ServerContinuedAfterBeingDeclaredDeadIsFencedAndStops) {
-  ReplicatedJob job(3, 2, 2);
+  // A 5 s heartbeat timeout: a loaded machine that stalls every process
+  // for 2-3 s must not declare the other servers dead too.
+  ReplicatedJob job(3, 2, 5);
   job.Start(/*rounds=*/40000);
   if (HasFatalFailure()) return;
   job.WaitForPushes(1, 2000);

@@ -4,12 +4,12 @@
 // the first round that did not end correctly.
 //
 //   kill_soak worker ROUNDS DATA_DIR   a training job (LR, FTRL, 2 servers
-//       with 2 copies, 3 workers, bounded delay 2, 2 epochs) on the data in
+//       with 2 copies, 3 workers, bounded delay 2, 6 epochs) on the data in
 //       DATA_DIR (petrel-datagen, tests/harness/lr_job.h); worker (round %
 //       3) is killed (SIGKILL) after its first progress report. Recovery:
 //       from the kill to the scheduler's line handing its data to the
 //       others. Correct: every other process exits 0 and train_examples is
-//       2 epochs of the data (each example counted once).
+//       6 epochs of the data (each example counted once).
 //   kill_soak scheduler ROUNDS          the check job (2 servers, 2
 //       petrel-worker check jobs pushing and pulling 100 keys); the
 //       scheduler is killed (SIGKILL) while they push and a
@@ -40,7 +40,7 @@ namespace {
 
 constexpr absl::Duration kTimeout = absl::Seconds(90);
 constexpr int kWorkers = 3;
-constexpr int kEpochs = 2;
+constexpr int kEpochs = 6;
 
 // Polls `p`'s output for `text`; the time it was first seen.
 absl::StatusOr<absl::Time> WaitForText(Subprocess* p, const std::string& text,
@@ -82,7 +82,10 @@ absl::StatusOr<double> WorkerRound(int round, const std::string& data,
   o.num_servers = 2;
   o.num_workers = kWorkers;
   o.flags = {"--config=" + config, "--heartbeat_interval_ms=100"};
-  o.scheduler_flags = {"--heartbeat_timeout_s=1"};
+  // A kill -9 is seen by the connection watch (300 ms); the heartbeat
+  // timeout only catches hangs, and 1 s declares live workers dead on a
+  // loaded machine.
+  o.scheduler_flags = {"--heartbeat_timeout_s=5"};
   DaemonCluster cluster(o);
   if (absl::Status s = cluster.StartScheduler(); !s.ok()) return s;
   for (int rank = 0; rank < 2; ++rank) {
