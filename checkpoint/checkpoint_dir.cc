@@ -154,7 +154,10 @@ absl::Status CheckManifest(const std::string& dir,
       return bad(absl::StrCat("table ", t.id(), " listed twice"));
     }
   }
-  // One file per table per server: a table's rows are all there.
+  // One file per table per server that led a key range: a table's rows
+  // are all there. With replicated servers, a server that died before the
+  // checkpoint leads no range in its map (its successor saved them) and
+  // wrote nothing.
   std::set<std::pair<int, int>> shares;
   for (const pb::CheckpointFile& f : manifest.files()) {
     if (f.server_rank() < 0 || f.server_rank() >= manifest.num_servers()) {
@@ -166,10 +169,25 @@ absl::Status CheckManifest(const std::string& dir,
                               " from server ", f.server_rank()));
     }
   }
-  if (shares.size() != table_ids.size() * manifest.num_servers()) {
-    return bad(absl::StrCat(shares.size(), " table files, not one per table (",
-                            table_ids.size(), ") per server (",
-                            manifest.num_servers(), ")"));
+  std::set<int> writers;
+  if (manifest.range_owners_size() > 0 &&
+      manifest.range_owners_size() == manifest.range_begins_size()) {
+    for (int32_t owner : manifest.range_owners()) writers.insert(owner);
+  } else {
+    for (int rank = 0; rank < manifest.num_servers(); ++rank) {
+      writers.insert(rank);
+    }
+  }
+  for (int table : table_ids) {
+    for (int rank : writers) {
+      if (shares.count({table, rank}) == 0) {
+        return bad(absl::StrCat("no file of table ", table, " from server ",
+                                rank, ", which leads key ranges (",
+                                shares.size(), " table files for ",
+                                table_ids.size(), " table(s) and ",
+                                manifest.num_servers(), " servers)"));
+      }
+    }
   }
   for (const pb::CheckpointFile& f : manifest.files()) {
     if (f.name().empty() || f.name().find('/') != std::string::npos ||

@@ -12,6 +12,7 @@
 
 #include "job/job_tables.h"
 #include "job/model_layout.h"
+#include "van/replica_map.h"
 
 namespace petrel {
 namespace {
@@ -105,7 +106,9 @@ ServerEstimate EstimateServer(const pb::JobConfig& job) {
     const pb::TableProto& t = tables[i];
     if (t.dense()) {
       // Each server holds its own share and a copy of R - 1 others'.
-      e.dense += DenseTableBytes(job, t) * std::max(1, job.replicas());
+      e.dense += DenseTableBytes(job, t) *
+                 ReplicaMap::Resolve(job.replicas(),
+                                     static_cast<int>(NumServers(job)));
     } else if (t.memory_cap_mib() > 0) {
       const double cap = t.memory_cap_mib() * kMiB;
       e.capped += cap;

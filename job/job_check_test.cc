@@ -62,6 +62,9 @@ TEST(JobCheckTest, RefusesAnMlpThatCannotFit) {
   job.set_num_servers(0);
   EXPECT_TRUE(CheckJobConfig(job, 4, 8 * kGiB).ok());
   job.set_num_servers(4);
+  // One copy of each key range (the default of 4 servers is 2): the
+  // servers' share then fits, and the workers' does not.
+  job.set_replicas(1);
   job.set_memory_limit_mib(4096);
   s = CheckJobConfig(job, 0, 8 * kGiB);
   EXPECT_THAT(s.message(), HasSubstr("on each worker"));
@@ -187,10 +190,14 @@ TEST(JobCheckTest, ReplicasAreCheckedAndEachCopyCountsOnTheServers) {
   job.mutable_model()->set_kind(pb::ModelConfig::KIND_MLP);
   job.mutable_model()->add_hidden(3000);
   job.set_num_servers(2);
+  job.set_replicas(1);
   const double one = static_cast<double>(EstimateServerBytes(job));
   job.set_replicas(2);
   EXPECT_TRUE(CheckJobConfig(job, 0, 0).ok());
   // Each server holds its share of the dense rows and a copy of the other's.
+  EXPECT_NEAR(static_cast<double>(EstimateServerBytes(job)), 2 * one, 2);
+  // Not set: 2 copies with 2 servers or more, 1 with one server.
+  job.set_replicas(0);
   EXPECT_NEAR(static_cast<double>(EstimateServerBytes(job)), 2 * one, 2);
   job.set_replicas(3);
   EXPECT_EQ(std::string(CheckJobConfig(job, 0, 0).message()),

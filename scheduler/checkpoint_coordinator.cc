@@ -197,6 +197,8 @@ absl::StatusOr<std::vector<SimpleData>> CheckpointCoordinator::Ask(
   // Workers that died are not asked (scheduler/worker_recovery.h).
   std::vector<int> recipients = {group};
   if (group == kWorkerGroup && live_workers_) recipients = live_workers_();
+  // Nor servers whose ranges failed over to a replica.
+  if (group == kServerGroup && live_servers_) recipients = live_servers_();
   std::vector<int> requests;
   for (int id : recipients) requests.push_back(app_.Request(head, body, id));
   // Resumes and stops are answered at once; pauses and saves may take long.
@@ -331,7 +333,8 @@ absl::StatusOr<std::string> CheckpointCoordinator::TakeCheckpoint(
       manifest.set_reason(reason);
       *manifest.mutable_job() = options_.job;
       manifest.set_num_servers(postoffice_->num_servers());
-      KeyRangeMap ranges = postoffice_->key_ranges();
+      KeyRangeMap ranges =
+          key_ranges_ ? key_ranges_() : postoffice_->key_ranges();
       for (uint64_t b : ranges.begins()) manifest.add_range_begins(b);
       for (int32_t o : ranges.owners()) manifest.add_range_owners(o);
       status = WriteManifest(path, manifest);

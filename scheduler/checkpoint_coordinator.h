@@ -72,6 +72,18 @@ class CheckpointCoordinator {
     live_workers_ = std::move(live_workers);
   }
 
+  // When set (before Start), saves go to these server ids (the live ones,
+  // Scheduler::live_servers) instead of the whole server group, so that a
+  // server whose ranges failed over to a replica does not fail every later
+  // checkpoint; and the manifest records the key-range map `key_ranges`
+  // returns (the primaries after failovers, Scheduler::key_ranges), which
+  // says which file holds which ranges. Called on the coordinator's thread.
+  void set_live_servers(std::function<std::vector<int>()> live_servers,
+                        std::function<KeyRangeMap()> key_ranges) {
+    live_servers_ = std::move(live_servers);
+    key_ranges_ = std::move(key_ranges);
+  }
+
   // Registers the control app and starts the thread. REQUIRES: before the
   // Postoffice starts.
   absl::Status Start();
@@ -116,6 +128,8 @@ class CheckpointCoordinator {
   const CheckpointCoordinatorOptions options_;
   const EndJob end_job_;
   std::function<std::vector<int>()> live_workers_;
+  std::function<std::vector<int>()> live_servers_;
+  std::function<KeyRangeMap()> key_ranges_;
   SimpleApp app_;
   std::thread thread_;
   uint64_t next_id_ = 0;  // coordinator thread only; 0: not yet listed

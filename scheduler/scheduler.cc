@@ -103,6 +103,20 @@ std::vector<int> Scheduler::live_workers() const {
   return LiveMembers(kWorkerGroup);
 }
 
+std::vector<int> Scheduler::live_servers() const {
+  absl::MutexLock lock(&mu_);
+  if (!formed_) return {};
+  return LiveMembers(kServerGroup);
+}
+
+KeyRangeMap Scheduler::key_ranges() const {
+  {
+    absl::MutexLock lock(&mu_);
+    if (replica_map_.has_value()) return replica_map_->ranges();
+  }
+  return postoffice_->key_ranges();
+}
+
 std::vector<pb::Node> Scheduler::nodes() const {
   absl::MutexLock lock(&mu_);
   return table_;
@@ -150,6 +164,10 @@ void Scheduler::HandleControl(Message&& msg) {
   }
   absl::MutexLock lock(&mu_);
   int sender = msg.meta.sender();
+  if (msg.meta.control().cmd() != pb::COMMAND_ADD_NODE &&
+      TellDeadNode(sender)) {
+    return;
+  }
   if (sender != kEmptyNodeId) last_seen_[sender] = absl::Now();
   switch (msg.meta.control().cmd()) {
     case pb::COMMAND_ADD_NODE:

@@ -46,8 +46,9 @@ struct SchedulerOptions {
   // Copies of each key range on distinct servers (docs/failures.md,
   // "Replicated servers"): 1 keeps one copy and a server's death fails the
   // job; R >= 2 survives the death of any R - 1 servers whose ranges still
-  // have a live copy. 0 = 2 when there are at least 2 servers, else 1.
-  // Default 1.
+  // have a live copy. 0 = 2 when there are at least 2 servers, else 1
+  // (the daemon's default, petrel-scheduler --replicas). Default 1 here, for
+  // in-process clusters.
   int replicas = 1;
   // Take over a running job whose scheduler died: instead of admitting new
   // nodes, wait (join_timeout) for every node of the job to rejoin with its
@@ -119,6 +120,11 @@ class Scheduler {
   // The node ids of the workers not lost (all of them until one is); none
   // before the cluster formed.
   std::vector<int> live_workers() const;
+  // The node ids of the servers whose ranges did not fail over (all of
+  // them until one does), and the key-range map the job routes by now
+  // (its primaries; the initial map until a failover).
+  std::vector<int> live_servers() const;
+  KeyRangeMap key_ranges() const;
 
   // Nodes declared dead so far.
   std::vector<DeadNode> dead_nodes() const;
@@ -127,6 +133,9 @@ class Scheduler {
 
  private:
   void HandleControl(Message&& msg);
+  // When `sender` was declared dead: tells it that it is out of the job
+  // (NODE_DEAD naming itself) and returns true (scheduler_failure.cc).
+  bool TellDeadNode(int sender) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleJoin(const Message& msg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Recovery (scheduler_recovery.cc). A node that had an id asks to be
   // taken back: after a restart with `recover` it rebuilds the table; a

@@ -157,6 +157,9 @@ class SchedulerDaemon : public NodeDaemon {
         [this] { coordinator_->OnWorkersDone(); });
     coordinator_->set_live_workers(
         [this] { return scheduler_->live_workers(); });
+    coordinator_->set_live_servers(
+        [this] { return scheduler_->live_servers(); },
+        [this] { return scheduler_->key_ranges(); });
     return coordinator_->Start();
   }
   absl::Status Run(NodeRuntime& runtime) override {

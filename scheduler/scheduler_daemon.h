@@ -37,8 +37,9 @@ struct SchedulerDaemonOptions {
   absl::Duration connection_grace = absl::Milliseconds(300);
   // Key ranges per server (1..4096). Default 32.
   int virtual_nodes = 32;
-  // SchedulerOptions::replicas. Default 1.
-  int replicas = 1;
+  // SchedulerOptions::replicas. Default 0: the job config's replicas, else
+  // 2 when there are at least 2 servers.
+  int replicas = 0;
   // Whether --replicas was given: it then overrides the config's replicas.
   bool replicas_set = false;
   // A dead node ends the job as failed. Default true.

@@ -12,9 +12,7 @@
 namespace petrel {
 
 int Scheduler::ResolvedReplicas() const {
-  const int servers = postoffice_->num_servers();
-  if (options_.replicas > 0) return std::min(options_.replicas, servers);
-  return servers >= 2 ? 2 : 1;
+  return ReplicaMap::Resolve(options_.replicas, postoffice_->num_servers());
 }
 
 bool Scheduler::FailOverServer(const pb::Node& node, pb::Control* notice) {

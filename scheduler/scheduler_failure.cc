@@ -69,4 +69,23 @@ void Scheduler::DeclareDead(const pb::Node& node, const std::string& reason,
   }
 }
 
+bool Scheduler::TellDeadNode(int sender) {
+  for (const DeadNode& d : dead_) {
+    if (d.node.id() != sender) continue;
+    // A node declared dead that speaks again (SIGSTOP then SIGCONT): the
+    // job went on without it. It is told so, naming itself, and stops
+    // (Postoffice::HandleNodeDead); the others ignore what it sends.
+    LOG_EVERY_T(WARNING, 1.0)
+        << Describe(sender)
+        << " was declared dead and spoke again; told it is out of the job";
+    pb::Control notice;
+    notice.set_cmd(pb::COMMAND_NODE_DEAD);
+    *notice.add_nodes() = d.node;
+    notice.set_reason(absl::StrCat(d.reason, "; the job went on without it"));
+    SendControl(sender, std::move(notice));
+    return true;
+  }
+  return false;
+}
+
 }  // namespace petrel

@@ -21,11 +21,12 @@ DEFINE_bool(recover, false,
             "within --join_timeout_s and the job goes on (docs/failures.md). "
             "Default false.");
 DEFINE_int32(virtual_nodes, 32, "Key ranges per server (1..4096). Default 32.");
-DEFINE_int32(replicas, 1,
+DEFINE_int32(replicas, 0,
              "Copies of each key range on distinct servers (0..servers): "
              "with 2 or more a server's death fails over to a replica "
-             "instead of failing the job (docs/failures.md). 0: 2 when "
-             "there are at least 2 servers. Default 1.");
+             "instead of failing the job; 1 keeps one copy and a server's "
+             "death fails the job (docs/failures.md). Default 0: the job "
+             "config's replicas, else 2 when there are at least 2 servers.");
 DEFINE_bool(
     fail_on_dead_node, true,
     "End the job as failed when a node is declared dead. Default true.");

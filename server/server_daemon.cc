@@ -207,9 +207,11 @@ class ServerDaemon : public NodeDaemon {
   absl::Status Load(NodeRuntime& runtime) {
     Postoffice* po = runtime.postoffice();
     const absl::Time start = absl::Now();
-    absl::Status s =
-        tables_->LoadCheckpoint(load_.dir, load_.manifest, po->key_ranges(),
-                                po->my_rank(), load_.with_state);
+    // The rows of every range this server holds a copy of, backups
+    // included (with replicas, each row was saved once, by its primary).
+    absl::Status s = tables_->LoadCheckpoint(
+        load_.dir, load_.manifest, po->replica_map().HeldBy(po->my_rank()),
+        po->my_rank(), load_.with_state);
     if (!s.ok()) return s;
     LOG(INFO) << "server " << po->my_rank() << " loaded its rows of "
               << load_.dir << " (from " << load_.manifest.num_servers()

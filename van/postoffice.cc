@@ -271,6 +271,18 @@ void Postoffice::HandleMessage(Message&& msg) {
   Customer* customer = nullptr;
   {
     absl::MutexLock lock(&mu_);
+    // Fencing: a node the scheduler declared dead is out of the job, even
+    // if it comes back (SIGSTOP then SIGCONT). Its requests, forwards and
+    // answers are ignored: its key ranges failed over, and what it still
+    // sends predates the new map (docs/failures.md, "A server that comes
+    // back").
+    if (any_dead_.load(std::memory_order_acquire) &&
+        dead_.contains(msg.meta.sender())) {
+      van_->CountDrop("from_dead_node",
+                      absl::StrCat("message from node ", msg.meta.sender(),
+                                   ", declared dead"));
+      return;
+    }
     // A request goes to its app's handler whichever customer of the sender
     // sent it; a response goes back to the customer that asked.
     if (msg.meta.request()) {
@@ -408,9 +420,20 @@ void Postoffice::HandleNodeDead(const pb::Control& control) {
   if (control.nodes_size() != 1) return;
   const int id = control.nodes(0).id();
   const absl::Status status = absl::UnavailableError(control.reason());
+  if (id == my_id()) {
+    // This node was declared dead (it hung past the heartbeat timeout and
+    // came back): the job went on without it, so it stops.
+    const std::string line = absl::StrCat(
+        "this node was declared dead and is out of the job: ", control.reason(),
+        "; stopping");
+    LOG(ERROR) << line;
+    van_->MarkPeerDead(kSchedulerId);
+    Terminate(absl::UnavailableError(line));
+    return;
+  }
   {
     absl::MutexLock lock(&mu_);
-    if (id == my_id() || dead_.contains(id)) return;
+    if (dead_.contains(id)) return;
   }
   // The new map first: a request sliced before it finds the node dead only
   // after the map moved on, and slices again (KVWorker::Send).

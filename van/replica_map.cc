@@ -45,6 +45,18 @@ int64_t ReplicaMap::under_replicated_ranges() const {
   return under;
 }
 
+KeyRangeMap ReplicaMap::HeldBy(int rank) const {
+  if (replicas_ < 2 || dead(rank)) return ranges_;
+  const int n = ranges_.num_servers();
+  std::vector<int32_t> owners = ranges_.owners();
+  for (size_t i = 0; i < owners.size(); ++i) {
+    if ((rank - homes_[i] + n) % n < replicas_) owners[i] = rank;
+  }
+  // The same begins and servers as a valid map: cannot fail.
+  return KeyRangeMap::FromRanges(ranges_.begins(), std::move(owners), n)
+      .value();
+}
+
 absl::StatusOr<ReplicaMap> ReplicaMap::WithoutServer(int dead) const {
   const int n = ranges_.num_servers();
   if (dead < 0 || dead >= n || dead_[dead]) {

@@ -24,6 +24,14 @@ namespace petrel {
 
 class ReplicaMap {
  public:
+  // The replication factor of a job of `num_servers` servers asked for
+  // `requested` copies: requested (at most num_servers) when > 0; when 0
+  // (not set), 2 with at least 2 servers, else 1 (docs/failures.md).
+  static int Resolve(int requested, int num_servers) {
+    if (requested > 0) return requested < num_servers ? requested : num_servers;
+    return num_servers >= 2 ? 2 : 1;
+  }
+
   // The first map of a job: `ranges`' owners are the homes and primaries,
   // version 1. InvalidArgument unless 1 <= replicas <= num_servers.
   static absl::StatusOr<ReplicaMap> Initial(KeyRangeMap ranges, int replicas);
@@ -41,6 +49,12 @@ class ReplicaMap {
   // Live ranks other than `primary` that hold a replica of a range
   // `primary` leads: where its pushes are forwarded. Ascending.
   std::vector<int> BackupsOf(int primary) const;
+
+  // The ranges `rank` holds a live replica of (primary or backup), as a
+  // map whose owner is `rank` for those and the primary for the others:
+  // what a server loads from a checkpoint, so that its backups hold the
+  // rows too. With one replica, ranges().
+  KeyRangeMap HeldBy(int rank) const;
 
   // Writes replicas, ranges, range_owners (primaries), range_homes and
   // map_version into `control`.

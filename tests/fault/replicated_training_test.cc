@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
+#include "checkpoint/checkpoint_dir.h"
 #include "tests/harness/daemon_cluster.h"
 #include "tests/harness/lr_job.h"
 
@@ -46,15 +47,19 @@ class ReplicatedTrainingTest : public ::testing::Test {
   }
   void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
 
-  // Runs the job; with `kill`, kills server rank 1 once training is under
-  // way. Returns the final test logloss (-1 when the job failed).
-  double Run(bool kill, std::string* output) {
+  // Runs the job (`flags` added to every daemon's, `replicas` copies);
+  // with `kill`, kills server rank 1 once training is under way. Returns
+  // the final test logloss (-1 when the job failed).
+  double Run(bool kill, std::string* output,
+             const std::vector<std::string>& flags = {}, int replicas = 2) {
     DaemonCluster::Options o;
     o.bin_dir = PETREL_BIN_DIR;
     o.num_servers = kServers;
     o.num_workers = kWorkers;
     o.flags = {"--config=" + config_, "--heartbeat_interval_ms=200"};
-    o.scheduler_flags = {"--replicas=2", "--heartbeat_timeout_s=60"};
+    o.flags.insert(o.flags.end(), flags.begin(), flags.end());
+    o.scheduler_flags = {absl::StrCat("--replicas=", replicas),
+                         "--heartbeat_timeout_s=60"};
     DaemonCluster cluster(o);
     absl::Status s = cluster.StartScheduler();
     EXPECT_TRUE(s.ok()) << s << cluster.Output();
@@ -116,6 +121,39 @@ TEST_F(ReplicatedTrainingTest, KilledServerDoesNotChangeTheModel) {
       << "undisturbed " << plain << ", with a server killed " << loss;
   std::fprintf(stderr, "test logloss: undisturbed %.5f, server killed %.5f\n",
                plain, loss);
+}
+
+// A checkpoint taken after a failover (the job's final one, with server 1
+// dead): the scheduler asks only the live servers, its manifest records
+// the map after the failover, and the successor saves the dead server's
+// ranges from its copies. Restored into 3 servers with 2 copies and with
+// one, the model is the one the job ended with: the restored jobs (their
+// workers finished) evaluate to the same test logloss.
+TEST_F(ReplicatedTrainingTest, CheckpointAfterAFailoverRestoresTheModel) {
+  const std::string ckpt = dir_ + "/ckpt";
+  std::string out;
+  const double loss = Run(true, &out, {"--checkpoint_dir=" + ckpt});
+  ASSERT_GT(loss, 0) << out;
+  EXPECT_TRUE(absl::StrContains(out, "fail over to")) << out;
+  EXPECT_TRUE(absl::StrContains(out, "(end) complete")) << out;
+  absl::StatusOr<std::vector<uint64_t>> ids = ListCheckpoints(ckpt);
+  ASSERT_TRUE(ids.ok() && !ids->empty())
+      << ids.status() << ReadManifest(CheckpointPath(ckpt, 1)).status();
+  const std::string latest = CheckpointPath(ckpt, ids->back());
+  for (int replicas : {2, 1}) {
+    std::string restored_out;
+    const double restored =
+        Run(false, &restored_out,
+            {"--restore_from=" + latest,
+             absl::StrCat("--checkpoint_dir=", dir_, "/ckpt_r", replicas)},
+            replicas);
+    EXPECT_NEAR(restored, loss, 1e-4)
+        << "restored with " << replicas << " replica(s)\n"
+        << restored_out;
+    std::fprintf(stderr,
+                 "test logloss: at the end %.5f, restored (R=%d) %.5f\n", loss,
+                 replicas, restored);
+  }
 }
 
 }  // namespace

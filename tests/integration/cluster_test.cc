@@ -92,11 +92,13 @@ TEST(ClusterTest, NodesKeepTheSchedulerAddressTheyJoinedBy) {
 
 // Interrupted daemons exit 1 with "SIGTERM received"; the scheduler sees the
 // connection close, names the dead node and fails the job; the workers learn
-// why from its NODE_DEAD notice or its TERMINATE.
+// why from its NODE_DEAD notice or its TERMINATE. One copy of each key
+// range (--replicas=1; 2 servers keep 2 by default, and the job would go on,
+// tests/fault/replication_test).
 TEST(ClusterTest, SigtermedServerFailsTheJobNamingTheDeadNode) {
   DaemonCluster::Options o = JobOptions(2, 2);
   o.flags.push_back("--heartbeat_interval_ms=200");
-  o.scheduler_flags = {"--heartbeat_timeout_s=3"};
+  o.scheduler_flags = {"--heartbeat_timeout_s=3", "--replicas=1"};
   DaemonCluster cluster(o);
   ASSERT_TRUE(cluster.StartScheduler().ok()) << cluster.Output();
   std::vector<Subprocess*> servers;

@@ -32,14 +32,16 @@
 #include "tools/launch/hosts_file.h"
 #include "tools/launch/launcher.h"
 #include "tools/launch/slurm_launch.h"
+#include "van/replica_map.h"
 
 extern char** environ;
 
 DEFINE_int32(num_servers, 1, "Number of petrel-server processes (>= 1).");
-DEFINE_int32(replicas, 1,
+DEFINE_int32(replicas, 0,
              "Copies of each key range, passed to the scheduler's "
              "--replicas (docs/failures.md): 2 or more survive a server's "
-             "death. Default 1.");
+             "death, 1 keeps one copy. Default 0: the config's replicas, "
+             "else 2 when there are at least 2 servers.");
 DEFINE_int32(num_workers, 1,
              "Number of worker processes, each running COMMAND (>= 1).");
 DEFINE_string(bin_dir, "",
@@ -198,11 +200,13 @@ petrel::Launcher::Options OptionsFromFlags(std::vector<std::string> command) {
   if (!FLAGS_progress_csv.empty()) {
     options.scheduler_args.push_back("--progress_csv=" + FLAGS_progress_csv);
   }
-  if (FLAGS_replicas != 1 || petrel::FlagIsSet("replicas")) {
+  if (petrel::FlagIsSet("replicas")) {
     options.scheduler_args.push_back(
         absl::StrCat("--replicas=", FLAGS_replicas));
-    options.survive_server_kills = FLAGS_replicas != 1;
   }
+  // The scheduler decides whether a killed server is survived.
+  options.survive_server_kills =
+      petrel::ReplicaMap::Resolve(FLAGS_replicas, FLAGS_num_servers) >= 2;
   return options;
 }
 
@@ -232,8 +236,9 @@ absl::Status ApplyJobConfig(petrel::Launcher::Options& options) {
   options.scheduler_args.push_back("--config=" + FLAGS_config);
   options.graceful_stop = true;
   options.survive_worker_kills = true;
-  if (!petrel::FlagIsSet("replicas") && job.replicas() > 1) {
-    options.survive_server_kills = true;
+  if (!petrel::FlagIsSet("replicas")) {
+    options.survive_server_kills =
+        petrel::ReplicaMap::Resolve(job.replicas(), options.num_servers) >= 2;
   }
   options.stop_timeout = absl::Seconds(FLAGS_stop_timeout_s);
   std::vector<std::string> checkpoint_args;
