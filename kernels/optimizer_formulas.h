@@ -21,6 +21,13 @@
 //            with weight_decay wd, g is first replaced by g + wd * w (L2 on
 //            the mean loss, applied at each update of the value)
 //
+// SGD, Adagrad and Adam take an L2 term `weight_decay` (wd, default 0): each
+// update of a value first replaces its gradient by g + wd * w (coupled L2,
+// as PyTorch's `weight_decay`), so that the formulas above see that sum.
+// It applies when a row is updated (lazily: a sparse row only when a batch
+// touches it), on the scale of the batch's mean gradient (docs/training.md,
+// "Weight decay").
+//
 // Header-only and dependency-free (it sits below both kernels/ and
 // server/); PETREL_HOST_DEVICE makes the functions callable from CUDA
 // kernels. The only device difference: the Adam bias correction 1 - b^t is
@@ -51,12 +58,14 @@ struct WeightBounds {
 struct SgdRowParams {
   float learning_rate = 0.01f;
   WeightBounds bounds;
+  float weight_decay = 0.0f;
 };
 
 struct AdagradRowParams {
   float learning_rate = 0.05f;
   float epsilon = 1e-8f;
   WeightBounds bounds;
+  float weight_decay = 0.0f;
 };
 
 struct AdamRowParams {
@@ -65,6 +74,7 @@ struct AdamRowParams {
   float beta2 = 0.999f;
   float epsilon = 1e-8f;
   WeightBounds bounds;
+  float weight_decay = 0.0f;
 };
 
 struct FtrlRowParams {
@@ -82,11 +92,13 @@ PETREL_HOST_DEVICE inline float ClipWeight(const WeightBounds& b, float w) {
 
 PETREL_HOST_DEVICE inline float SgdStep(const SgdRowParams& p, float w,
                                         float g) {
+  g += p.weight_decay * w;
   return ClipWeight(p.bounds, w - p.learning_rate * g);
 }
 
 PETREL_HOST_DEVICE inline float AdagradStep(const AdagradRowParams& p, float w,
                                             float g, float& acc) {
+  g += p.weight_decay * w;
   const float a = acc + g * g;
   acc = a;
   return ClipWeight(p.bounds, w - p.learning_rate * g / (sqrtf(a) + p.epsilon));
@@ -106,6 +118,7 @@ PETREL_HOST_DEVICE inline float AdamCorrection(float beta, float t) {
 PETREL_HOST_DEVICE inline float AdamStep(const AdamRowParams& p, float c1,
                                          float c2, float w, float g, float& m,
                                          float& v) {
+  g += p.weight_decay * w;
   const float mi = p.beta1 * m + (1.0f - p.beta1) * g;
   const float vi = p.beta2 * v + (1.0f - p.beta2) * g * g;
   m = mi;

@@ -19,7 +19,7 @@ WeightBounds Bounds(const OptimizerConfig& c) {
 class Sgd : public Optimizer {
  public:
   explicit Sgd(const OptimizerConfig& c)
-      : Optimizer(c), params_{c.learning_rate, Bounds(c)} {}
+      : Optimizer(c), params_{c.learning_rate, Bounds(c), c.weight_decay} {}
   int StateFloats(int) const override { return 0; }
   void InitState(const float*, float*, int) const override {}
   void Update(float* w, float*, const float* g, int dim) const override {
@@ -34,7 +34,8 @@ class Sgd : public Optimizer {
 class Adagrad : public Optimizer {
  public:
   explicit Adagrad(const OptimizerConfig& c)
-      : Optimizer(c), params_{c.learning_rate, c.epsilon, Bounds(c)} {}
+      : Optimizer(c),
+        params_{c.learning_rate, c.epsilon, Bounds(c), c.weight_decay} {}
   int StateFloats(int dim) const override { return dim; }
   void InitState(const float*, float* n, int dim) const override {
     for (int i = 0; i < dim; ++i) n[i] = config_.initial_accumulator;
@@ -52,8 +53,8 @@ class Adagrad : public Optimizer {
 class Adam : public Optimizer {
  public:
   explicit Adam(const OptimizerConfig& c)
-      : Optimizer(c),
-        params_{c.learning_rate, c.beta1, c.beta2, c.epsilon, Bounds(c)} {}
+      : Optimizer(c), params_{c.learning_rate, c.beta1,   c.beta2,
+                              c.epsilon,       Bounds(c), c.weight_decay} {}
   int StateFloats(int dim) const override { return 2 * dim + 1; }
   void InitState(const float*, float* s, int dim) const override {
     std::memset(s, 0, sizeof(float) * StateFloats(dim));
@@ -120,6 +121,9 @@ absl::Status Validate(const OptimizerConfig& c) {
         Check(c.ftrl_l2 >= 0, "ftrl_l2", c.ftrl_l2),
         Check(c.ftrl_weight_decay >= 0, "ftrl_weight_decay",
               c.ftrl_weight_decay),
+        Check(c.weight_decay >= 0, "weight_decay", c.weight_decay),
+        Check(c.weight_decay == 0 || c.kind != OptimizerKind::kFtrl,
+              "weight_decay (FTRL has ftrl_weight_decay)", c.weight_decay),
         Check(c.weight_min <= c.weight_max, "weight_min", c.weight_min)}) {
     if (!s.ok()) return s;
   }

@@ -6,6 +6,9 @@
 //   count) and FTRL-Proximal, with the formulas of
 //   kernels/optimizer_formulas.h (the kernels use the same ones).
 //
+// SGD, Adagrad and Adam add an optional L2 term (weight_decay) to the
+// gradient of each row they update.
+//
 // Weights are clipped to [weight_min, weight_max] after each update.
 //
 // Thread safety: an Optimizer is immutable; Update may run concurrently on
@@ -34,6 +37,10 @@ struct OptimizerConfig {
   float ftrl_l1 = 1.0f;              // FTRL; >= 0
   float ftrl_l2 = 1.0f;              // FTRL; >= 0
   float ftrl_weight_decay = 0.0f;    // FTRL; >= 0: g + decay * w
+  // SGD, Adagrad, Adam: the gradient of an updated row becomes
+  // g + weight_decay * w (kernels/optimizer_formulas.h); >= 0. FTRL has
+  // ftrl_weight_decay instead and refuses a non-zero weight_decay.
+  float weight_decay = 0.0f;
   float weight_min = -std::numeric_limits<float>::infinity();
   float weight_max = std::numeric_limits<float>::infinity();
 };

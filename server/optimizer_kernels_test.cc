@@ -50,12 +50,14 @@ TEST(OptimizerKernelsTest, AdagradGivesTheKernelsBits) {
   OptimizerConfig c;
   c.kind = OptimizerKind::kAdagrad;
   c.learning_rate = 0.1f;
+  c.weight_decay = 0.01f;
   const std::vector<float> w0 = Random(kDim, 1);
   const std::vector<float> server = ServerRow(c, w0);
   std::vector<float> w = w0, acc(kDim, 0.0f);
   AdagradRowParams p;
   p.learning_rate = c.learning_rate;
   p.epsilon = c.epsilon;
+  p.weight_decay = c.weight_decay;
   for (int step = 0; step < kSteps; ++step) {
     ASSERT_TRUE(AdagradRowUpdate(Device::Cpu(), p, absl::MakeSpan(w),
                                  absl::MakeSpan(acc), Random(kDim, 100 + step))
@@ -68,6 +70,7 @@ TEST(OptimizerKernelsTest, AdagradGivesTheKernelsBits) {
 TEST(OptimizerKernelsTest, AdamGivesTheKernelsBits) {
   OptimizerConfig c;
   c.kind = OptimizerKind::kAdam;
+  c.weight_decay = 0.01f;
   const std::vector<float> w0 = Random(kDim, 2);
   const std::vector<float> server = ServerRow(c, w0);
   std::vector<float> w = w0, m(kDim, 0.0f), v(kDim, 0.0f), t(1, 0.0f);
@@ -76,6 +79,7 @@ TEST(OptimizerKernelsTest, AdamGivesTheKernelsBits) {
   p.beta1 = c.beta1;
   p.beta2 = c.beta2;
   p.epsilon = c.epsilon;
+  p.weight_decay = c.weight_decay;
   for (int step = 0; step < kSteps; ++step) {
     ASSERT_TRUE(AdamRowUpdate(Device::Cpu(), p, kDim, absl::MakeSpan(w),
                               absl::MakeSpan(m), absl::MakeSpan(v),

@@ -168,6 +168,72 @@ TEST(OptimizerTest, FtrlWeightDecayAddsToTheGradient) {
   z += gd - std::sqrt(gd * gd) / 0.1 * 0.02;
   double want = -(z + 0.5) / ((1.0 + std::sqrt(gd * gd)) / 0.1 + 0.1);
   EXPECT_NEAR(r.w[0], want, 1e-6);
+
+// weight_decay wd replaces each gradient by g + wd * w before the step.
+TEST(OptimizerTest, SgdWeightDecayAddsTheL2Gradient) {
+  OptimizerConfig c;
+  c.learning_rate = 0.5f;
+  c.weight_decay = 0.25f;
+  auto opt = Make(c);
+  Row r = MakeRow(*opt, {1.0f, -2.0f});
+  float g[] = {0.5f, 0.0f};
+  opt->Update(r.w.data(), r.state.data(), g, 2);
+  // g' = 0.5 + 0.25 * 1 = 0.75: w = 1 - 0.375; g' = 0 - 0.5: w = -2 + 0.25.
+  EXPECT_EQ(r.w[0], 0.625f);
+  EXPECT_EQ(r.w[1], -1.75f);
+}
+
+TEST(OptimizerTest, AdagradWeightDecayEntersTheAccumulator) {
+  OptimizerConfig c;
+  c.kind = OptimizerKind::kAdagrad;
+  c.learning_rate = 0.1f;
+  c.epsilon = 0.0f;
+  c.initial_accumulator = 1.0f;
+  c.weight_decay = 0.5f;
+  auto opt = Make(c);
+  Row r = MakeRow(*opt, {2.0f});
+  float g[] = {0.0f};
+  // g' = 0 + 0.5 * 2 = 1: acc = 2, w = 2 - 0.1 / sqrt(2).
+  opt->Update(r.w.data(), r.state.data(), g, 1);
+  EXPECT_FLOAT_EQ(r.state[0], 2.0f);
+  const double w1 = 2.0 - 0.1 / std::sqrt(2.0);
+  EXPECT_NEAR(r.w[0], w1, 1e-6);
+  // g' = 1 + 0.5 * w1: acc = 2 + g'^2.
+  float g2[] = {1.0f};
+  opt->Update(r.w.data(), r.state.data(), g2, 1);
+  const double g2d = 1.0 + 0.5 * w1, acc = 2.0 + g2d * g2d;
+  EXPECT_NEAR(r.state[0], acc, 1e-5);
+  EXPECT_NEAR(r.w[0], w1 - 0.1 * g2d / std::sqrt(acc), 1e-6);
+}
+
+TEST(OptimizerTest, AdamWeightDecayIsCoupledL2) {
+  OptimizerConfig c;
+  c.kind = OptimizerKind::kAdam;
+  c.learning_rate = 0.01f;
+  c.epsilon = 0.0f;
+  c.weight_decay = 0.1f;
+  auto opt = Make(c);
+  Row r = MakeRow(*opt, {0.5f, -0.5f});
+  // g' = g + 0.1 w: {0.3 + 0.05, -0.05 - 0.05}; the first step is
+  // lr * sign(g'), and m, v hold g' (not g).
+  float g[] = {0.3f, -0.05f};
+  opt->Update(r.w.data(), r.state.data(), g, 2);
+  EXPECT_NEAR(r.w[0], 0.49, 1e-6);
+  EXPECT_NEAR(r.w[1], -0.49, 1e-6);
+  EXPECT_NEAR(r.state[0], 0.1 * 0.35, 1e-7);  // m = (1 - b1) g'
+  EXPECT_NEAR(r.state[1], 0.1 * -0.1, 1e-7);
+  EXPECT_NEAR(r.state[2], 0.001 * 0.35 * 0.35, 1e-8);  // v = (1 - b2) g'^2
+}
+
+TEST(OptimizerTest, WeightDecayIsRefusedForFtrlAndWhenNegative) {
+  OptimizerConfig c = FtrlConfig();
+  c.weight_decay = 0.1f;
+  EXPECT_EQ(Optimizer::Create(c).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  c = OptimizerConfig();
+  c.weight_decay = -0.1f;
+  EXPECT_EQ(Optimizer::Create(c).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(OptimizerTest, WeightBoundsClip) {

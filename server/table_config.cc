@@ -57,6 +57,7 @@ absl::Status CheckOptimizerFloats(const pb::OptimizerProto& p,
            CheckFloat(field, "ftrl_l1", p.ftrl_l1()),
            CheckFloat(field, "ftrl_l2", p.ftrl_l2()),
            CheckFloat(field, "ftrl_weight_decay", p.ftrl_weight_decay()),
+           CheckFloat(field, "weight_decay", p.weight_decay()),
        }) {
     if (!s.ok()) return s;
   }
@@ -227,6 +228,10 @@ absl::StatusOr<OptimizerConfig> OptimizerFromProto(const pb::OptimizerProto& p,
   c.ftrl_l1 = p.ftrl_l1();
   c.ftrl_l2 = p.ftrl_l2();
   c.ftrl_weight_decay = p.ftrl_weight_decay();
+  c.weight_decay = p.weight_decay();
+  if (c.weight_decay != 0 && c.kind == OptimizerKind::kFtrl) {
+    return Bad(field, "weight_decay", "FTRL has none; use ftrl_weight_decay");
+  }
   if (p.weight_min() < p.weight_max()) {
     c.weight_min = p.weight_min();
     c.weight_max = p.weight_max();

@@ -136,7 +136,8 @@ TEST(TableConfigTest, ZeroFieldsTakeDocumentedDefaults) {
     tables { id: 0 optimizer { kind: KIND_ADAM } }
     tables { id: 1 dim: 3 dense: true num_keys: 5
              optimizer { kind: KIND_ADAGRAD weight_min: -1 weight_max: 2 } }
-    tables { id: 2 optimizer { kind: KIND_SGD learning_rate: 0.3 } }
+    tables { id: 2 optimizer { kind: KIND_SGD learning_rate: 0.3
+                               weight_decay: 0.25 } }
   )"));
   ASSERT_TRUE(tables.ok()) << tables.status();
   const OptimizerConfig& adam = (*tables)[0].optimizer;
@@ -151,6 +152,8 @@ TEST(TableConfigTest, ZeroFieldsTakeDocumentedDefaults) {
   EXPECT_TRUE((*tables)[1].dense);
   EXPECT_EQ((*tables)[1].num_keys, 5u);
   EXPECT_FLOAT_EQ((*tables)[2].optimizer.learning_rate, 0.3f);
+  EXPECT_EQ(adam.weight_decay, 0.0f);
+  EXPECT_EQ((*tables)[2].optimizer.weight_decay, 0.25f);
 }
 
 TEST(TableConfigTest, BadValuesNameTheirField) {
@@ -172,6 +175,10 @@ TEST(TableConfigTest, BadValuesNameTheirField) {
                 "tables[0].optimizer.beta1"},
            Case{"tables { optimizer { ftrl_l1: nan } }",
                 "tables[0].optimizer.ftrl_l1"},
+           Case{"tables { optimizer { kind: KIND_ADAM weight_decay: -1 } }",
+                "tables[0].optimizer.weight_decay"},
+           Case{"tables { optimizer { kind: KIND_FTRL weight_decay: 0.1 } }",
+                "tables[0].optimizer.weight_decay"},
            Case{"tables { optimizer { weight_min: 2 weight_max: 1 } }",
                 "tables[0].optimizer.weight_min"},
            Case{"tables { id: 1 }", "needs table 0"},

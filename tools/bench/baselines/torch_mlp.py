@@ -11,8 +11,16 @@ C1..C26`, as petrel-datagen --format=criteo writes it), on the CPU:
     field is an empty bag, i.e. zeros), concatenated with the 13 numeric
     features log1p(max(v, 0)) (missing -> 0) into [n, 39*d + 13];
   - MLP --hidden (default 256,128) with ReLU, then one logit;
-    BCEWithLogitsLoss; Adagrad (or SparseAdam) on the embeddings and Adam on
-    the MLP; batch --batch_size (1024), file order, --epochs passes.
+    BCEWithLogitsLoss (the batch's mean, as Petrel pushes it); Adagrad (or
+    SparseAdam) on the embeddings and Adam on the MLP; batch --batch_size
+    (1024), file order, --epochs passes;
+  - with --wide (Wide & Deep, model.wide): plus an LR logit over the same
+    rows (a dim-1 table and a bias, zeros at first) trained by FTRL-Proximal
+    as kernels/optimizer_formulas.h writes it (--ftrl_alpha/beta/l1/l2);
+  - --embedding_initial_accumulator (Adagrad's initial accumulator) and
+    --embedding_weight_decay / --mlp_weight_decay (L2 added to the gradient
+    of each updated row, as Petrel's optimizer weight_decay: for the sparse
+    embeddings only on the rows the batch touches).
 Only the training loop is timed: the data is parsed and turned into tensors
 first (Petrel's examples/s includes reading and parsing the text). The test
 file, when given, is scored after training (not timed).
@@ -123,9 +131,14 @@ def make_batches(data, batch_size):
 
 class EmbeddingMlp(torch.nn.Module):
 
-    def __init__(self, rows, dim, hidden):
+    def __init__(self, rows, dim, hidden, wide):
         super().__init__()
         self.dim = dim
+        self.wide = None
+        if wide:
+            self.wide = torch.nn.EmbeddingBag(rows, 1, mode="sum", sparse=True)
+            torch.nn.init.zeros_(self.wide.weight)
+            self.wide_bias = torch.nn.Parameter(torch.zeros(1))
         self.emb = torch.nn.EmbeddingBag(rows, dim, mode="sum", sparse=True)
         torch.nn.init.normal_(self.emb.weight, std=0.01)
         layers, width = [], FIELDS * dim + INT_FIELDS
@@ -137,7 +150,52 @@ class EmbeddingMlp(torch.nn.Module):
 
     def forward(self, rows, offsets, numeric):
         pooled = self.emb(rows, offsets).view(-1, FIELDS * self.dim)
-        return self.mlp(torch.cat([pooled, numeric], dim=1)).squeeze(1)
+        logit = self.mlp(torch.cat([pooled, numeric], dim=1)).squeeze(1)
+        if self.wide is not None:
+            logit = logit + self.wide(rows, offsets).view(-1, FIELDS).sum(1)
+            logit = logit + self.wide_bias
+        return logit
+
+
+class Ftrl:
+    """FTRL-Proximal per coordinate on a (sparse or dense) parameter, as
+    kernels/optimizer_formulas.h FtrlStep (weights start at 0)."""
+
+    def __init__(self, param, alpha, beta, l1, l2):
+        self.p, self.alpha, self.beta, self.l1, self.l2 = (param, alpha, beta,
+                                                           l1, l2)
+        self.z = torch.zeros(param.numel())
+        self.n = torch.zeros(param.numel())
+
+    @torch.no_grad()
+    def step(self):
+        g = self.p.grad
+        w = self.p.data.view(-1)
+        if g.is_sparse:
+            g = g.coalesce()
+            idx, gv = g.indices()[0], g.values().view(-1)
+        else:
+            idx, gv = torch.arange(w.numel()), g.view(-1)
+        n_old = self.n[idx]
+        n_new = n_old + gv * gv
+        sigma = (n_new.sqrt() - n_old.sqrt()) / self.alpha
+        z = self.z[idx] + gv - sigma * w[idx]
+        self.z[idx] = z
+        self.n[idx] = n_new
+        w_new = -(z - torch.sign(z) * self.l1) / (
+            (self.beta + n_new.sqrt()) / self.alpha + self.l2)
+        w[idx] = torch.where(z.abs() <= self.l1, torch.zeros_like(z), w_new)
+        self.p.grad = None
+
+
+def add_sparse_weight_decay(param, wd):
+    """grad += wd * w on the rows the (sparse) gradient touches."""
+    if wd == 0 or param.grad is None:
+        return
+    g = param.grad.coalesce()
+    idx = g.indices()[0]
+    values = g.values() + wd * param.data[idx]
+    param.grad = torch.sparse_coo_tensor(g.indices(), values, g.size())
 
 
 def logloss_and_auc(labels, logits):
@@ -173,6 +231,14 @@ def main():
                    choices=["adagrad", "sparse_adam"])
     p.add_argument("--embedding_lr", type=float, default=0.05)
     p.add_argument("--mlp_lr", type=float, default=0.001)
+    p.add_argument("--embedding_initial_accumulator", type=float, default=0)
+    p.add_argument("--embedding_weight_decay", type=float, default=0)
+    p.add_argument("--mlp_weight_decay", type=float, default=0)
+    p.add_argument("--wide", action="store_true")
+    p.add_argument("--ftrl_alpha", type=float, default=0.1)
+    p.add_argument("--ftrl_beta", type=float, default=0.001)
+    p.add_argument("--ftrl_l1", type=float, default=0)
+    p.add_argument("--ftrl_l2", type=float, default=0.002)
     p.add_argument("--seed", type=int, default=1)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
@@ -185,14 +251,22 @@ def main():
         test_data = load_criteo(a.test, hasher)
         test = (test_data[0], make_batches(test_data, 8192))
     n = sum(len(b[3]) for b in train)
-    model = EmbeddingMlp(1 << a.index_bits, a.embedding_dim, hidden)
+    model = EmbeddingMlp(1 << a.index_bits, a.embedding_dim, hidden, a.wide)
+    wide_opts = []
+    if a.wide:
+        wide_opts = [
+            Ftrl(q, a.ftrl_alpha, a.ftrl_beta, a.ftrl_l1, a.ftrl_l2)
+            for q in (model.wide.weight, model.wide_bias)
+        ]
     if a.embedding_optimizer == "adagrad":
-        emb_opt = torch.optim.Adagrad(model.emb.parameters(),
-                                      lr=a.embedding_lr)
+        emb_opt = torch.optim.Adagrad(
+            model.emb.parameters(), lr=a.embedding_lr, eps=1e-8,
+            initial_accumulator_value=a.embedding_initial_accumulator)
     else:
         emb_opt = torch.optim.SparseAdam(list(model.emb.parameters()),
                                          lr=a.embedding_lr)
-    mlp_opt = torch.optim.Adam(model.mlp.parameters(), lr=a.mlp_lr)
+    mlp_opt = torch.optim.Adam(model.mlp.parameters(), lr=a.mlp_lr,
+                               weight_decay=a.mlp_weight_decay)
     loss_fn = torch.nn.BCEWithLogitsLoss()
     start = time.perf_counter()
     for _ in range(a.epochs):
@@ -201,7 +275,10 @@ def main():
             mlp_opt.zero_grad()
             loss = loss_fn(model(rows, offsets, numeric), y)
             loss.backward()
+            add_sparse_weight_decay(model.emb.weight, a.embedding_weight_decay)
             emb_opt.step()
+            for o in wide_opts:
+                o.step()
             mlp_opt.step()
     seconds = time.perf_counter() - start
     test_logloss = test_auc = float("nan")
