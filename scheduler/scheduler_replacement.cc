@@ -22,7 +22,7 @@ absl::StatusOr<int> Scheduler::ReplacementRank(const pb::Node& node) const {
         "(--replicas=1): a replacement server has nothing to copy from");
   }
   const int n = postoffice_->num_servers();
-  auto free = [&](int r) {
+  auto free = [&](int r) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     return replica_map_->dead(r) && !replacing_.contains(ServerRankToId(r));
   };
   if (node.requested_rank() >= 0) {
