@@ -8,10 +8,13 @@
 #define PETREL_KV_KV_REPLICATION_H_
 
 #include <cstdint>
+#include <string>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 #include "van/message.h"
 
@@ -31,6 +34,13 @@ class ReplicaDedup {
   bool SeenOrRecord(int sender, int customer, int origin, uint64_t seq,
                     bool in_order);
   size_t streams() const { return streams_.size(); }
+
+  // The whole state as bytes (for a replacement's copy), and merging such
+  // bytes in: each stream's watermark becomes the larger of the two, and
+  // the numbers above it are united. Import: InvalidArgument, with nothing
+  // merged, for bytes that do not parse.
+  std::string Export() const;
+  absl::Status Import(absl::string_view bytes);
 
  private:
   struct Stream {

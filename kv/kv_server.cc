@@ -35,6 +35,8 @@ absl::Status KVServer<Val>::Start() {
   customer_.set_request_handler([this](Message&& msg, bool duplicate) {
     Process(std::move(msg), duplicate);
   });
+  customer_.set_response_handler(
+      [this](Message&& response) { OnResponse(response); });
   forwarded_ = metrics->GetCounter(
       "petrel_server_replication_forwarded_total",
       "Pushes this primary forwarded to a backup (one per backup).");
@@ -73,6 +75,14 @@ void KVServer<Val>::Process(Message&& msg, bool duplicate) {
   }
   KVMeta meta = DecodeKvMeta(msg.meta);
   meta.received = absl::Now();
+  if (msg.meta.range_copy() == 1) {
+    ProcessCopyRequest(msg, meta, data, duplicate);
+    return;
+  }
+  if (msg.meta.range_copy() == 2 && meta.push) {
+    ProcessCopy(msg, meta, data, duplicate);
+    return;
+  }
   // Before the duplicate check, so a resent slice gets the same answer.
   if (meta.value_total > 0 && !accepts_key_slices_) {
     ResponseError(meta,

@@ -56,6 +56,31 @@ class KVServer {
   }
   absl::Status Start();
 
+  // Range copy to a replacement server (kv_server_range_copy.cc;
+  // docs/failures.md, "Replacement servers"). `snapshot` returns the rows
+  // of the keys its argument selects; `install` stores rows received so
+  // (keys, values, lens) as they are. Both run on the handler's thread, in
+  // order with the requests. Set before Start; KVStoreHandler's
+  // EnableRangeCopy sets them for its store.
+  using SnapshotFn =
+      std::function<KVPairs<Val>(const std::function<bool(Key)>& keep)>;
+  using InstallFn = std::function<absl::Status(const KVPairs<Val>& rows)>;
+  void set_range_copy(SnapshotFn snapshot, InstallFn install) {
+    snapshot_ = std::move(snapshot);
+    install_ = std::move(install);
+  }
+  // On the replacement: asks server `source` (a node id) for its copy of
+  // the key ranges `ranges` (indices in the key-range map). The source
+  // takes it in its request order, sends it, and from then on forwards
+  // every push it applies to this server as to a backup (its answers wait
+  // for this server's too). Returns once the copy is applied here, or the
+  // error (DeadlineExceeded after `timeout`; FailedPrecondition from a
+  // source without a range copy).
+  absl::Status CopyRangesFrom(int source, const std::vector<int>& ranges,
+                              absl::Duration timeout);
+  // Rows received by copies (for logs and tests); any thread.
+  int64_t rows_copied_in() const { return rows_copied_in_.load(); }
+
   // Answers the request `meta`: a push with no data, a pull with the values
   // of the keys asked, in the request's order, and, for variable lengths,
   // lens (one per key asked). `result.keys` is not sent (wire.md: a pull
@@ -109,6 +134,22 @@ class KVServer {
   // Whether the answer to `to` is held or still to come.
   bool AnswerPending(const ReplyAddress& to);
 
+  // Range copy (kv_server_range_copy.cc): the source's side of a
+  // replacement's request (range_copy 1), and the replacement's of the
+  // copy (range_copy 2).
+  void ProcessCopyRequest(const Message& msg, const KVMeta& meta,
+                          const KVPairs<Val>& data, bool duplicate);
+  void ProcessCopy(const Message& msg, const KVMeta& meta,
+                   const KVPairs<Val>& data, bool duplicate);
+  // Records the error of an answer to a range copy or its request.
+  void OnResponse(const Message& response);
+  SnapshotFn snapshot_;
+  InstallFn install_;
+  // Replacements this server forwards to besides the map's backups (node
+  // ids); handler thread only.
+  std::vector<int> copy_targets_;
+  std::atomic<int64_t> rows_copied_in_{0};
+
   using AnswerKey = std::tuple<int, int, int, int>;
   struct HeldAnswer {
     bool copies_done = false;
@@ -121,6 +162,9 @@ class KVServer {
   std::atomic<bool> replicating_{false};
   absl::Mutex answers_mu_;
   absl::flat_hash_map<AnswerKey, HeldAnswer> answers_
+      ABSL_GUARDED_BY(answers_mu_);
+  // Errors answered to this server's range copies, by timestamp.
+  absl::flat_hash_map<int, absl::Status> copy_errors_
       ABSL_GUARDED_BY(answers_mu_);
   // petrel_server_replication_{forwarded,applied,duplicates}_total.
   Counter* forwarded_ = nullptr;
@@ -152,6 +196,11 @@ class KVStoreHandler {
   void operator()(const KVMeta& meta, const KVPairs<Val>& data,
                   KVServer<Val>* server);
   size_t num_keys() const { return store_.num_keys(); }
+  // The store (a test and debug aid; handler thread or a quiet server).
+  const KVStore<Val>& store() const { return store_; }
+  // Lets `server` copy this store's ranges to a replacement and install a
+  // copy received (KVServer::set_range_copy). Call before server->Start().
+  void EnableRangeCopy(KVServer<Val>* server);
 
  private:
   // KVStore::PreparePush or PreparePushSlice for the request.

@@ -1,5 +1,7 @@
 // KVServer: primary-backup replication of pushes (docs/failures.md,
 // "Replicated servers"). Kept apart from kv_server.cc's request path.
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
@@ -55,6 +57,20 @@ const std::vector<int>& KVServer<Val>::Backups() {
         backups_.push_back(ServerRankToId(rank));
       }
       if (map.replicas() > 1) replicating_.store(true);
+      // A replacement the map lists as live is a backup like the others
+      // (when it holds a range this server leads); one still dead is not
+      // there yet and stays a copy target (kv_server_range_copy.cc).
+      copy_targets_.erase(
+          std::remove_if(copy_targets_.begin(), copy_targets_.end(),
+                         [&map](int id) {
+                           return !map.dead((id - ServerRankToId(0)) / 2);
+                         }),
+          copy_targets_.end());
+    }
+    for (int id : copy_targets_) {
+      if (std::find(backups_.begin(), backups_.end(), id) == backups_.end()) {
+        backups_.push_back(id);
+      }
     }
   }
   return backups_;
@@ -62,6 +78,14 @@ const std::vector<int>& KVServer<Val>::Backups() {
 
 template <typename Val>
 void KVServer<Val>::Forward(const Message& msg, const KVMeta& meta) {
+  // This server's own streams, as its backups record them: a copy to a
+  // replacement carries them, so that a request resent there after this
+  // server's death is not applied twice.
+  if (msg.meta.origin_node() == 0 && msg.meta.seq() > 0) {
+    dedup_.SeenOrRecord(msg.meta.sender(), msg.meta.customer_id(),
+                        customer_.postoffice()->my_id(), msg.meta.seq(),
+                        /*in_order=*/true);
+  }
   const std::vector<int>& backups = Backups();
   if (backups.empty()) return;
   const ReplyAddress to = meta.reply_address();

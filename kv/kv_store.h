@@ -67,6 +67,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -140,6 +141,10 @@ class KVStore {
   size_t num_keys() const { return num_rows_; }
   // The values of `key` (empty when it has no row); a test and debug aid.
   std::vector<Val> Get(Key key) const;
+  // The rows of every key `keep` selects, in no particular order: keys,
+  // values and lens (one per key). For a replacement server's copy
+  // (kv_store_export.cc). REQUIRES: no push prepared and not committed.
+  KVPairs<Val> Export(const std::function<bool(Key)>& keep) const;
   // Bytes held by the index, slabs and large rows.
   size_t MemoryBytes() const;
 

@@ -179,6 +179,9 @@ void Scheduler::HandleControl(Message&& msg) {
     case pb::COMMAND_WORKER_DONE:
       HandleWorkerDone(sender);
       break;
+    case pb::COMMAND_CAUGHT_UP:
+      HandleCaughtUp(sender);
+      break;
     case pb::COMMAND_HEARTBEAT: {
       if (formed_ && msg.meta.control().has_stats()) {
         RecordStats(sender, msg.meta.control().stats());
@@ -223,7 +226,8 @@ absl::Status Scheduler::CheckJoin(const pb::Node& node) {
     return absl::InvalidArgumentError("only servers and workers may join");
   }
   if (formed_) {
-    return absl::FailedPreconditionError("the cluster is already complete");
+    absl::StatusOr<int> rank = ReplacementRank(node);
+    return rank.ok() ? absl::OkStatus() : rank.status();
   }
   if (options_.recover) {
     return absl::FailedPreconditionError(
@@ -271,6 +275,9 @@ void Scheduler::HandleJoin(const Message& msg) {
   for (size_t i = 0; i < pending_.size(); ++i) {
     if (pending_[i].transport_id() == node.transport_id()) return;  // resent
   }
+  for (const pb::Node& n : table_) {
+    if (formed_ && n.transport_id() == node.transport_id()) return;  // ditto
+  }
   if (!SecretsEqual(control.auth_token(), options_.auth_token)) {
     // No answer and no connection back: a REJECT would mean connecting to
     // the sender, which shows it this scheduler's transport identity, the
@@ -301,6 +308,10 @@ void Scheduler::HandleJoin(const Message& msg) {
     reply.set_reason(std::string(s.message()));
     reply.set_bad_config(bad_config);
     SendControl(route.id(), std::move(reply));
+    return;
+  }
+  if (formed_) {
+    AdmitReplacement(node, ReplacementRank(node).value());
     return;
   }
   LOG(INFO) << RoleName(node.role()) << " from " << Where(node) << " joined";

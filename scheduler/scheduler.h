@@ -181,6 +181,16 @@ class Scheduler {
   // the successor to `notice` and returns true (the job goes on).
   bool FailOverServer(const pb::Node& node, pb::Control* notice)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Replacement servers (scheduler_replacement.cc). The dead server rank a
+  // server joining the formed job would replace, or the reason it may not.
+  absl::StatusOr<int> ReplacementRank(const pb::Node& node) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives `node` the dead rank's id and place in the table, tells every
+  // live node, and sends it the table and map (it then copies its ranges).
+  void AdmitReplacement(pb::Node node, int rank)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The replacement holds its copy: publishes the map with it as a replica.
+  void HandleCaughtUp(int sender) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The replication factor the job runs with (options_.replicas resolved,
   // at most the number of servers).
   int ResolvedReplicas() const;
@@ -218,6 +228,10 @@ class Scheduler {
   // Servers dead whose ranges replicas took over; the current map.
   absl::flat_hash_set<int> lost_servers_ ABSL_GUARDED_BY(mu_);
   std::optional<ReplicaMap> replica_map_ ABSL_GUARDED_BY(mu_);
+  // Replacements copying their ranges: node id -> rank, and when each
+  // joined.
+  absl::flat_hash_map<int, std::pair<int, absl::Time>> replacing_
+      ABSL_GUARDED_BY(mu_);
   std::vector<DeadNode> dead_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Status> result_ ABSL_GUARDED_BY(mu_);
   // The last heartbeat stats of each node, and its requests per second

@@ -204,6 +204,25 @@ TEST(SchedulerTest, RejectsServerBeyondTheExpectedCount) {
   EXPECT_THAT(s.message(), HasSubstr("already complete"));
 }
 
+TEST(SchedulerTest, ReplicatedJobRefusesAServerWithNoDeadOneToReplace) {
+  SchedulerOptions options;
+  options.replicas = 2;
+  Harness h(2, 1, options);
+  auto servers = h.Join(pb::ROLE_SERVER, {-1, -1});
+  auto workers = h.Join(pb::ROLE_WORKER, {-1});
+  for (auto* n : servers) ASSERT_TRUE(h.StartResult(n).ok());
+  ASSERT_TRUE(h.StartResult(workers[0]).ok());
+  // Every server is alive: a server joining the running job has nothing
+  // to replace; a worker may never join it.
+  Harness::Node* spare = h.AddNode(pb::ROLE_SERVER);
+  absl::Status s = spare->po->Start();
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(s.message(), HasSubstr("no dead server to replace"));
+  Harness::Node* late = h.AddNode(pb::ROLE_WORKER);
+  s = late->po->Start();
+  EXPECT_THAT(s.message(), HasSubstr("only a server may join"));
+}
+
 TEST(SchedulerTest, RejectsDuplicateRequestedRank) {
   Harness h(2, 1);
   h.Join(pb::ROLE_SERVER, {1});

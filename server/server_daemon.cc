@@ -151,11 +151,13 @@ class ServerDaemon : public NodeDaemon {
     } else {
       server_->set_request_handler(std::ref(*handler_),
                                    /*accepts_key_slices=*/true);
+      handler_->EnableRangeCopy(server_.get());
     }
     if (status.ok()) status = server_->Start();
     if (status.ok()) status = typed_->Start();
     if (status.ok()) status = runtime.Start();
     if (status.ok() && !load_.dir.empty()) status = Load(runtime);
+    if (status.ok()) status = CatchUp(runtime.postoffice());
     if (!status.ok()) return status;
     return runtime.postoffice()->WaitForTerminate(absl::InfiniteDuration());
   }
@@ -202,6 +204,31 @@ class ServerDaemon : public NodeDaemon {
   }
 
  private:
+  // A replacement for a dead server (its rank is dead in the map it joined
+  // with): copies the ranges of its rank from their live primaries, then
+  // tells the scheduler (docs/failures.md, "Replacement servers").
+  absl::Status CatchUp(Postoffice* po) {
+    const ReplicaMap map = po->replica_map();
+    if (map.replicas() < 2 || !map.dead(po->my_rank())) return absl::OkStatus();
+    const absl::Time start = absl::Now();
+    const int64_t before = server_->rows_copied_in();
+    int ranges = 0;
+    for (const auto& [source, wanted] : map.CopySources(po->my_rank())) {
+      absl::Status s = server_->CopyRangesFrom(ServerRankToId(source), wanted,
+                                               absl::Minutes(10));
+      if (!s.ok()) {
+        return absl::UnavailableError(
+            absl::StrCat("replacement server ", po->my_rank(),
+                         ": copy from server ", source, ": ", s.message()));
+      }
+      ranges += static_cast<int>(wanted.size());
+    }
+    LOG(WARNING) << "replacement server " << po->my_rank()
+                 << " caught up: " << ranges << " key ranges, "
+                 << server_->rows_copied_in() - before << " rows in "
+                 << absl::FormatDuration(absl::Now() - start);
+    return po->SendCaughtUp();
+  }
   // Loads the planned checkpoint, starts the tables and lets the workers
   // go (they wait at a barrier of every server and worker).
   absl::Status Load(NodeRuntime& runtime) {

@@ -163,6 +163,10 @@ class Customer {
   // hooks, or for a message not kept for resending, its request fails with
   // `status` as FailRequestsTo does.
   void FailOver(int dead, int successor, const absl::Status& status);
+  // Node `id` came back as a new process (a replacement server): forgets
+  // the sequence numbers to and from the old one and its failover
+  // redirection.
+  void ForgetPeer(int id);
 
   // Part numbers of messages moved by FailOver start here, apart from a
   // request's own parts to the node that took over.

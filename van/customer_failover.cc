@@ -52,6 +52,20 @@ bool Customer::RerouteOnSend(Message* msg, int* timestamp, uint64_t* from,
   return true;
 }
 
+void Customer::ForgetPeer(int id) {
+  absl::MutexLock lock(&mu_);
+  next_seq_.erase(id);
+  moved_to_.erase(id);
+  for (auto it = seen_.begin(); it != seen_.end();) {
+    if (static_cast<int>(it->first >> 32) == id) {
+      held_bytes_ -= it->second.held_bytes;
+      seen_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+}
+
 void Customer::FailOver(int dead, int successor, const absl::Status& status) {
   if (!failover_hooks_.reroute) {
     FailRequestsTo(dead, status);

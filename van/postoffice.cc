@@ -371,6 +371,9 @@ void Postoffice::HandleControl(Message&& msg) {
     case pb::COMMAND_NODE_DEAD:
       HandleNodeDead(control);
       break;
+    case pb::COMMAND_NODE_BACK:
+      HandleNodeBack(control);
+      break;
     case pb::COMMAND_HEARTBEAT:  // the answer to a heartbeat: heard above
       break;
     default:

@@ -184,6 +184,20 @@ class Postoffice {
   // (Customer::FailOver) instead of failing. False when the map is
   // malformed (then the requests fail as for any dead node).
   bool InstallFailoverMap(int dead, const pb::Control& control);
+  // COMMAND_NODE_BACK (postoffice_replacement.cc): a replacement server
+  // took a dead one's id; with a map, it is a replica again.
+  void HandleNodeBack(const pb::Control& control);
+  // Installs the replicated map in `control` when it is newer than this
+  // node's; false when it is unusable.
+  bool InstallNewerMap(const pb::Control& control)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+ public:
+  // A replacement server tells the scheduler it holds its copy of every
+  // range (COMMAND_CAUGHT_UP).
+  absl::Status SendCaughtUp();
+
+ private:
   // Calls `fail` on every customer (van thread).
   void ForEachCustomer(const std::function<void(Customer*)>& fail);
   // Nothing will answer any more (the job failed, a signal, the van

@@ -88,6 +88,38 @@ absl::StatusOr<ReplicaMap> ReplicaMap::WithoutServer(int dead) const {
                     std::move(now_dead));
 }
 
+absl::StatusOr<ReplicaMap> ReplicaMap::WithServerBack(int rank) const {
+  if (!dead(rank)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("server rank ", rank, " is not a dead server"));
+  }
+  std::vector<bool> now_dead = dead_;
+  now_dead[rank] = false;
+  return ReplicaMap(ranges_, homes_, replicas_, version_ + 1,
+                    std::move(now_dead));
+}
+
+bool ReplicaMap::ChainHolds(size_t i, int rank) const {
+  const int n = ranges_.num_servers();
+  return i < homes_.size() && (rank - homes_[i] + n) % n < replicas_;
+}
+
+std::vector<std::pair<int, std::vector<int>>> ReplicaMap::CopySources(
+    int newcomer) const {
+  const int n = ranges_.num_servers();
+  std::vector<std::vector<int>> of(n);
+  const std::vector<int32_t>& owners = ranges_.owners();
+  for (size_t i = 0; i < owners.size(); ++i) {
+    if (owners[i] == newcomer || dead_[owners[i]]) continue;
+    if (ChainHolds(i, newcomer)) of[owners[i]].push_back(static_cast<int>(i));
+  }
+  std::vector<std::pair<int, std::vector<int>>> out;
+  for (int r = 0; r < n; ++r) {
+    if (!of[r].empty()) out.emplace_back(r, std::move(of[r]));
+  }
+  return out;
+}
+
 int ReplicaMap::SuccessorOf(int dead) const {
   const int n = ranges_.num_servers();
   if (!this->dead(dead)) return -1;
@@ -126,6 +158,10 @@ void ReplicaMap::ToControl(pb::Control* control) const {
     for (int32_t h : homes_) control->add_range_homes(h);
     control->set_replicas(replicas_);
     control->set_map_version(version_);
+    control->clear_live_servers();
+    for (int r = 0; r < ranges_.num_servers(); ++r) {
+      if (!dead_[r]) control->add_live_servers(r);
+    }
   }
 }
 
@@ -167,13 +203,31 @@ absl::StatusOr<ReplicaMap> ReplicaMap::FromControl(const pb::Control& control,
           " replica(s) from rank ", homes[i]));
     }
   }
-  // A server is live unless it lost a range it was home of or led to a
-  // later one in its chain: the ranks skipped before each primary.
-  for (int r = 0; r < num_servers; ++r) dead[r] = false;
-  for (size_t i = 0; i < homes.size(); ++i) {
-    for (int r = homes[i]; r != ranges->owners()[i];
-         r = (r + 1) % num_servers) {
-      dead[r] = true;
+  if (control.live_servers_size() > 0) {
+    // Listed (a replacement may be live as a backup ahead of a primary).
+    for (int32_t r : control.live_servers()) {
+      if (r < 0 || r >= num_servers) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("live server rank ", r, " of ", num_servers));
+      }
+      dead[r] = false;
+    }
+    for (size_t i = 0; i < homes.size(); ++i) {
+      if (dead[ranges->owners()[i]]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("range ", i, ": primary rank ", ranges->owners()[i],
+                         " is not a live server"));
+      }
+    }
+  } else {
+    // A server is live unless it lost a range it was home of or led to a
+    // later one in its chain: the ranks skipped before each primary.
+    for (int r = 0; r < num_servers; ++r) dead[r] = false;
+    for (size_t i = 0; i < homes.size(); ++i) {
+      for (int r = homes[i]; r != ranges->owners()[i];
+           r = (r + 1) % num_servers) {
+        dead[r] = true;
+      }
     }
   }
   return ReplicaMap(*std::move(ranges), std::move(homes), replicas,

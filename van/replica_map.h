@@ -13,6 +13,7 @@
 #define PETREL_VAN_REPLICA_MAP_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -42,6 +43,19 @@ class ReplicaMap {
   // on). `dead` already dead or out of range: InvalidArgument.
   absl::StatusOr<ReplicaMap> WithoutServer(int dead) const;
 
+  // The map after a replacement for dead rank `rank` received a copy of
+  // every range whose chain holds it (docs/failures.md, "Replacement
+  // servers"): it is live again, as a backup of those ranges; primaries do
+  // not change. Version + 1. InvalidArgument unless `rank` is dead.
+  absl::StatusOr<ReplicaMap> WithServerBack(int rank) const;
+
+  // What a replacement for dead rank `newcomer` must be copied: for each
+  // live primary, the ranges it leads whose chain holds `newcomer`.
+  // Ascending by primary; each list ascending.
+  std::vector<std::pair<int, std::vector<int>>> CopySources(int newcomer) const;
+  // Whether range i's chain holds `rank`.
+  bool ChainHolds(size_t i, int rank) const;
+
   // The rank that took over the ranges `dead` led in this map (the next
   // live rank after it in the ring), or -1 when it led none or is alive.
   int SuccessorOf(int dead) const;
@@ -56,8 +70,8 @@ class ReplicaMap {
   // rows too. With one replica, ranges().
   KeyRangeMap HeldBy(int rank) const;
 
-  // Writes replicas, ranges, range_owners (primaries), range_homes and
-  // map_version into `control`.
+  // Writes replicas, ranges, range_owners (primaries), range_homes,
+  // map_version and live_servers into `control`.
   void ToControl(pb::Control* control) const;
   // Rebuilds a map from a control message. A message without replication
   // fields (replicas 0) gives a map of one replica, version 0.

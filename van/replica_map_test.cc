@@ -77,5 +77,49 @@ TEST(ReplicaMapTest, RoundTripsThroughControl) {
   EXPECT_EQ(one->version(), 0u);
 }
 
+TEST(ReplicaMapTest, AReplacementComesBackAsABackup) {
+  ReplicaMap m = Make(3, 4, 2);
+  EXPECT_FALSE(m.WithServerBack(0).ok());  // alive
+  ReplicaMap failed = m.WithoutServer(0).value();
+  // Rank 0 is in the chains of its own ranges (led by 1 now) and rank 2's.
+  const auto sources = failed.CopySources(0);
+  ASSERT_EQ(sources.size(), 2u);
+  EXPECT_EQ(sources[0].first, 1);
+  EXPECT_EQ(sources[1].first, 2);
+  for (const auto& [primary, ranges] : sources) {
+    for (int i : ranges) {
+      EXPECT_EQ(failed.ranges().owners()[i], primary);
+      EXPECT_TRUE(failed.ChainHolds(i, 0));
+    }
+    EXPECT_EQ(ranges.size(), 4u);
+  }
+  absl::StatusOr<ReplicaMap> back = failed.WithServerBack(0);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->version(), 3u);
+  EXPECT_EQ(back->under_replicated_ranges(), 0);
+  EXPECT_EQ(back->live_servers(), 3);
+  // Primaries stay; rank 0 is a backup of rank 1's and rank 2's ranges.
+  EXPECT_EQ(back->ranges().owners(), failed.ranges().owners());
+  EXPECT_EQ(back->BackupsOf(1), std::vector<int>({0, 2}));
+  EXPECT_EQ(back->BackupsOf(2), std::vector<int>({0}));
+  // It survives the round trip (rank 0 skipped before primaries, yet live).
+  pb::Control c;
+  back->ToControl(&c);
+  absl::StatusOr<ReplicaMap> read = ReplicaMap::FromControl(c, 3);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_FALSE(read->dead(0));
+  EXPECT_EQ(read->under_replicated_ranges(), 0);
+  // A listed primary that is not live is refused.
+  c.clear_live_servers();
+  c.add_live_servers(0);
+  EXPECT_FALSE(ReplicaMap::FromControl(c, 3).ok());
+  // Then rank 1 dies: rank 0 leads its own ranges again (its copy).
+  ReplicaMap again = back->WithoutServer(1).value();
+  for (size_t i = 0; i < again.ranges().owners().size(); ++i) {
+    const int home = again.homes()[i];
+    EXPECT_EQ(again.ranges().owners()[i], home == 1 ? 2 : home);
+  }
+}
+
 }  // namespace
 }  // namespace petrel

@@ -1,0 +1,135 @@
+// The scheduler's side of replacement servers (docs/failures.md,
+// "Replacement servers"): a server that joins a formed, replicated job takes
+// a dead server's id and rank, copies the ranges of that rank from their
+// live primaries while the job goes on, and, once it reports that it holds
+// them, the scheduler publishes the map with it as a replica again.
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+
+#include "scheduler/scheduler.h"
+
+namespace petrel {
+
+absl::StatusOr<int> Scheduler::ReplacementRank(const pb::Node& node) const {
+  if (node.role() != pb::ROLE_SERVER) {
+    return absl::FailedPreconditionError(
+        "the cluster is already complete (only a server may join a running "
+        "job, to replace a dead one)");
+  }
+  if (!replica_map_.has_value() || replica_map_->replicas() < 2) {
+    return absl::FailedPreconditionError(
+        "the cluster is already complete and its servers are not replicated "
+        "(--replicas=1): a replacement server has nothing to copy from");
+  }
+  const int n = postoffice_->num_servers();
+  auto free = [&](int r) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return replica_map_->dead(r) && !replacing_.contains(ServerRankToId(r));
+  };
+  if (node.requested_rank() >= 0) {
+    if (node.requested_rank() < n && free(node.requested_rank())) {
+      return node.requested_rank();
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("server rank ", node.requested_rank(),
+                     " is not a dead server waiting for a replacement"));
+  }
+  for (int r = 0; r < n; ++r) {
+    if (free(r)) return r;
+  }
+  return absl::FailedPreconditionError(
+      "the cluster is already complete: no dead server to replace");
+}
+
+void Scheduler::AdmitReplacement(pb::Node node, int rank) {
+  const int id = ServerRankToId(rank);
+  node.set_rank(rank);
+  node.set_id(id);
+  for (pb::Node& n : table_) {
+    if (n.id() == id) n = node;
+  }
+  for (auto it = dead_.begin(); it != dead_.end(); ++it) {
+    if (it->node.id() == id) {
+      dead_.erase(it);
+      break;
+    }
+  }
+  replacing_[id] = {rank, absl::Now()};
+  last_seen_[id] = absl::Now();
+  postoffice_->van()->AdmitIdentity(node.transport_id());
+  postoffice_->van()->Connect(node);
+  LOG(WARNING) << "server from " << node.host() << ":" << node.port()
+               << " replaces server " << rank << " (node " << id
+               << "); it copies its key ranges while the job goes on";
+  // The others first, so that its copy requests find them knowing it.
+  pb::Control back;
+  back.set_cmd(pb::COMMAND_NODE_BACK);
+  *back.add_nodes() = node;
+  for (const pb::Node& n : table_) {
+    if (n.id() == kSchedulerId || n.id() == id) continue;
+    bool dead = false;
+    for (const DeadNode& d : dead_) dead = dead || d.node.id() == n.id();
+    if (!dead) SendControl(n.id(), back);
+  }
+  pb::Control reply;
+  reply.set_cmd(pb::COMMAND_ADD_NODE);
+  for (const pb::Node& n : table_) *reply.add_nodes() = n;
+  replica_map_->ToControl(&reply);
+  SendControl(id, std::move(reply));
+}
+
+void Scheduler::HandleCaughtUp(int sender) {
+  auto it = replacing_.find(sender);
+  if (it == replacing_.end() || !replica_map_.has_value()) {
+    LOG_EVERY_T(WARNING, 1.0) << "ignoring CAUGHT_UP from node " << sender;
+    return;
+  }
+  const int rank = it->second.first;
+  const absl::Duration took = absl::Now() - it->second.second;
+  replacing_.erase(it);
+  absl::StatusOr<ReplicaMap> next = replica_map_->WithServerBack(rank);
+  if (!next.ok()) {
+    LOG(ERROR) << "replacement " << Describe(sender) << ": " << next.status();
+    return;
+  }
+  replica_map_ = *std::move(next);
+  lost_servers_.erase(sender);
+  const int64_t under = replica_map_->under_replicated_ranges();
+  MetricsRegistry* metrics = postoffice_->metrics();
+  metrics
+      ->GetGauge("petrel_key_range_map_version",
+                 "Version of the key-range map this node routes by (bumped "
+                 "by each server failover).")
+      ->Set(static_cast<double>(replica_map_->version()));
+  metrics
+      ->GetGauge("petrel_scheduler_under_replicated_ranges",
+                 "Key ranges with fewer live copies than the job's "
+                 "replication factor.")
+      ->Set(static_cast<double>(under));
+  metrics
+      ->GetCounter("petrel_scheduler_replacements_total",
+                   "Replacement servers that copied a dead server's ranges "
+                   "and became replicas.")
+      ->Increment();
+  LOG(WARNING) << Describe(sender) << " caught up after "
+               << absl::FormatDuration(took)
+               << " and is a replica again; key-range map version "
+               << replica_map_->version() << "; " << under << " of "
+               << replica_map_->ranges().owners().size()
+               << " ranges have fewer than " << replica_map_->replicas()
+               << " live copies (" << replica_map_->live_servers()
+               << " live servers)";
+  pb::Control back;
+  back.set_cmd(pb::COMMAND_NODE_BACK);
+  for (const pb::Node& n : table_) {
+    if (n.id() == sender) *back.add_nodes() = n;
+  }
+  replica_map_->ToControl(&back);
+  for (const pb::Node& n : table_) {
+    if (n.id() == kSchedulerId) continue;
+    bool dead = false;
+    for (const DeadNode& d : dead_) dead = dead || d.node.id() == n.id();
+    if (!dead) SendControl(n.id(), back);
+  }
+}
+
+}  // namespace petrel

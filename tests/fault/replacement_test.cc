@@ -1,0 +1,147 @@
+// A replacement server joins a running replicated job (docs/failures.md,
+// "Replacement servers"), with the real daemons on 127.0.0.1: petrel-worker
+// check jobs push to 3 servers with --replicas=2; one server is killed, its
+// ranges fail over, a new petrel-server started with the scheduler's
+// address takes its place and copies its ranges while the workers push;
+// once the scheduler says it is a replica again, another server is killed,
+// whose ranges then rely on the replacement's copy. The check jobs' exact
+// sums prove that the copy holds every acknowledged push exactly once.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <signal.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+
+#include "tests/harness/daemon_cluster.h"
+
+namespace petrel {
+namespace {
+
+constexpr absl::Duration kJobTimeout = absl::Seconds(120);
+
+DaemonCluster::Options JobOptions() {
+  DaemonCluster::Options o;
+  o.bin_dir = PETREL_BIN_DIR;
+  o.num_servers = 3;
+  o.num_workers = 2;
+  o.flags = {"--join_timeout_s=30", "--heartbeat_interval_ms=200",
+             "--metrics_port=0"};
+  o.scheduler_flags = {"--replicas=2", "--heartbeat_timeout_s=60"};
+  return o;
+}
+
+// Waits until `proc`'s output holds `text` (polling, with a deadline).
+bool WaitForOutput(Subprocess* proc, const std::string& text,
+                   absl::Duration timeout = absl::Seconds(60)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (absl::StrContains(proc->Output(), text)) return true;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return false;
+}
+
+// Waits until the server answered at least `n` pushes (its /metrics).
+void WaitForPushes(const Announce& server, double n) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline) {
+    absl::StatusOr<std::string> text = HttpGet(server.metrics_port, "/metrics");
+    if (text.ok() && SumMetric(*text, "petrel_server_request_seconds_count",
+                               "op")["push"] >= n) {
+      return;
+    }
+    absl::SleepFor(absl::Milliseconds(20));  // polling, with a deadline
+  }
+  FAIL() << "server " << server.rank << " did not answer " << n << " pushes";
+}
+
+// How many times `text` occurs in `s`.
+int Count(const std::string& s, const std::string& text) {
+  int n = 0;
+  for (size_t at = s.find(text); at != std::string::npos;
+       at = s.find(text, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+TEST(ReplacementTest, ReplacementCopiesRangesAndCarriesTheNextFailover) {
+  DaemonCluster cluster(JobOptions());
+  ASSERT_TRUE(cluster.StartScheduler().ok()) << cluster.Output();
+  std::vector<Subprocess*> servers;
+  std::vector<Announce> ready;
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<Subprocess*> s = cluster.StartNode("petrel-server");
+    ASSERT_TRUE(s.ok()) << s.status();
+    servers.push_back(*s);
+  }
+  std::vector<Subprocess*> workers;
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<Subprocess*> w = cluster.StartNode(
+        "petrel-worker",
+        {"--rounds=60000", "--num_keys=300", "--inflight=8", "--timeout_s=60"});
+    ASSERT_TRUE(w.ok()) << w.status();
+    workers.push_back(*w);
+  }
+  for (Subprocess* s : servers) {
+    absl::StatusOr<Announce> a = cluster.WaitReady(s);
+    ASSERT_TRUE(a.ok()) << a.status() << cluster.Output();
+    ready.push_back(*a);
+  }
+  for (Subprocess* w : workers) {
+    ASSERT_TRUE(cluster.WaitReady(w).ok()) << cluster.Output();
+  }
+  Subprocess* sched = cluster.scheduler();
+  // Pushes in full flow, then the first kill.
+  WaitForPushes(ready[0], 2000);
+  if (HasFatalFailure()) return;
+  servers[0]->Signal(SIGKILL);
+  ASSERT_TRUE(WaitForOutput(sched, "fail over to")) << cluster.Output();
+  // The replacement: a plain petrel-server with the scheduler's address.
+  absl::StatusOr<Subprocess*> fresh = cluster.StartNode("petrel-server");
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  ASSERT_TRUE(WaitForOutput(sched, "is a replica again")) << cluster.Output();
+  EXPECT_TRUE(absl::StrContains((*fresh)->Output(), "caught up"))
+      << (*fresh)->Output();
+  EXPECT_TRUE(absl::StrContains(sched->Output(), "; 0 of ")) << sched->Output();
+  absl::StatusOr<std::string> metrics =
+      HttpGet(cluster.scheduler_announce().metrics_port, "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_TRUE(
+      absl::StrContains(*metrics, "petrel_scheduler_under_replicated_ranges 0"))
+      << *metrics;
+  // Workers still pushing: the second kill leaves some ranges only on the
+  // replacement.
+  for (Subprocess* w : workers) {
+    ASSERT_FALSE(w->Wait(absl::ZeroDuration()).ok())
+        << "the job ended before the second kill: raise --rounds\n"
+        << cluster.Output();
+  }
+  WaitForPushes(ready[1], 4000);
+  if (HasFatalFailure()) return;
+  servers[1]->Signal(SIGKILL);
+  for (Subprocess* w : workers) {
+    absl::StatusOr<int> code = w->Wait(kJobTimeout);
+    ASSERT_TRUE(code.ok()) << cluster.Output();
+    EXPECT_EQ(*code, 0) << cluster.Output();
+    EXPECT_TRUE(absl::StrContains(w->Output(), "ok=true")) << w->Output();
+  }
+  absl::StatusOr<int> code = sched->Wait(kJobTimeout);
+  ASSERT_TRUE(code.ok()) << cluster.Output();
+  EXPECT_EQ(*code, 0) << cluster.Output();
+  EXPECT_EQ(Count(sched->Output(), "fail over to"), 2) << sched->Output();
+  // The catch-up time, for docs/failures.md.
+  for (const std::string& out : {(*fresh)->Output(), sched->Output()}) {
+    for (absl::string_view line : absl::StrSplit(out, '\n')) {
+      if (absl::StrContains(line, "caught up")) std::cout << line << "\n";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace petrel

@@ -1,0 +1,78 @@
+// Postoffice: a replacement server (docs/failures.md, "Replacement
+// servers"). A server started against a running replicated job takes a dead
+// server's id and rank; every live node connects to its new address, forgets
+// the dead one, and, once the replacement holds its copy, routes by the map
+// that counts it as a replica again.
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+
+#include "van/customer.h"
+#include "van/postoffice.h"
+
+namespace petrel {
+
+bool Postoffice::InstallNewerMap(const pb::Control& control) {
+  absl::StatusOr<ReplicaMap> map =
+      ReplicaMap::FromControl(control, num_servers_);
+  if (!map.ok() || map->replicas() < 2) {
+    LOG(ERROR) << "key-range map from the scheduler is unusable: "
+               << (map.ok() ? "not replicated" : map.status().ToString());
+    return false;
+  }
+  if (map->version() <= map_version_.load(std::memory_order_acquire)) {
+    return true;
+  }
+  LOG(INFO) << "node " << my_id() << ": key-range map version "
+            << map->version() << " (" << map->live_servers()
+            << " live servers, " << map->under_replicated_ranges()
+            << " range(s) with fewer than " << map->replicas() << " replicas)";
+  ranges_ = map->ranges();
+  map_version_.store(map->version(), std::memory_order_release);
+  replica_map_ = *std::move(map);
+  metrics_
+      ->GetGauge("petrel_key_range_map_version",
+                 "Version of the key-range map this node routes by (bumped "
+                 "by each server failover).")
+      ->Set(static_cast<double>(map_version_.load()));
+  return true;
+}
+
+void Postoffice::HandleNodeBack(const pb::Control& control) {
+  if (control.nodes_size() != 1 || control.nodes(0).role() != pb::ROLE_SERVER ||
+      !IsServerId(control.nodes(0).id())) {
+    return;
+  }
+  const pb::Node& node = control.nodes(0);
+  const int id = node.id();
+  bool revived = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!joined_) return;
+    if (id != my_id()) {
+      for (pb::Node& n : nodes_) {
+        if (n.id() == id) n = node;
+      }
+      revived = dead_.erase(id) > 0;
+      if (dead_.empty() && !abandoned_.has_value()) {
+        any_dead_.store(false, std::memory_order_release);
+      }
+    }
+    if (control.ranges_size() > 0) InstallNewerMap(control);
+  }
+  if (!revived) return;
+  van_->Connect(node);
+  ForEachCustomer([id](Customer* c) { c->ForgetPeer(id); });
+  LOG(WARNING) << "node " << my_id() << ": node " << id << " (server "
+               << node.rank() << ") is back at " << node.host() << ":"
+               << node.port() << " (a replacement)";
+}
+
+absl::Status Postoffice::SendCaughtUp() {
+  Message msg;
+  msg.meta.set_recipient(kSchedulerId);
+  msg.meta.set_request(true);
+  msg.meta.mutable_control()->set_cmd(pb::COMMAND_CAUGHT_UP);
+  return Send(std::move(msg));
+}
+
+}  // namespace petrel
