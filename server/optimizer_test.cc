@@ -168,6 +168,7 @@ TEST(OptimizerTest, FtrlWeightDecayAddsToTheGradient) {
   z += gd - std::sqrt(gd * gd) / 0.1 * 0.02;
   double want = -(z + 0.5) / ((1.0 + std::sqrt(gd * gd)) / 0.1 + 0.1);
   EXPECT_NEAR(r.w[0], want, 1e-6);
+}
 
 // weight_decay wd replaces each gradient by g + wd * w before the step.
 TEST(OptimizerTest, SgdWeightDecayAddsTheL2Gradient) {
