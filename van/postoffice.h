@@ -191,6 +191,8 @@ class Postoffice {
   // node's; false when it is unusable.
   bool InstallNewerMap(const pb::Control& control)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Routes by `map` from now on and reports its version in the metrics.
+  void SetReplicaMap(ReplicaMap map) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
  public:
   // A replacement server tells the scheduler it holds its copy of every

@@ -1,6 +1,9 @@
 // Postoffice: a server's failover (docs/failures.md, "Replicated servers").
 // Kept apart from postoffice.cc: the scheduler's NODE_DEAD of a replicated
 // server carries the next key-range map, which replaces this node's.
+#include <cstdint>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
@@ -27,15 +30,20 @@ bool Postoffice::InstallFailoverMap(int dead, const pb::Control& control) {
                << " (" << map->live_servers() << " live servers, "
                << map->under_replicated_ranges() << " range(s) with fewer than "
                << map->replicas() << " replicas)";
-  ranges_ = map->ranges();
-  map_version_.store(map->version(), std::memory_order_release);
-  replica_map_ = *std::move(map);
+  SetReplicaMap(*std::move(map));
+  return true;
+}
+
+void Postoffice::SetReplicaMap(ReplicaMap map) {
+  const uint64_t version = map.version();
+  ranges_ = map.ranges();
+  map_version_.store(version, std::memory_order_release);
+  replica_map_ = std::move(map);
   metrics_
       ->GetGauge("petrel_key_range_map_version",
                  "Version of the key-range map this node routes by (bumped "
-                 "by each server failover).")
-      ->Set(static_cast<double>(map_version_.load()));
-  return true;
+                 "by each failover and each replacement).")
+      ->Set(static_cast<double>(version));
 }
 
 }  // namespace petrel

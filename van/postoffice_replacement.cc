@@ -26,14 +26,7 @@ bool Postoffice::InstallNewerMap(const pb::Control& control) {
             << map->version() << " (" << map->live_servers()
             << " live servers, " << map->under_replicated_ranges()
             << " range(s) with fewer than " << map->replicas() << " replicas)";
-  ranges_ = map->ranges();
-  map_version_.store(map->version(), std::memory_order_release);
-  replica_map_ = *std::move(map);
-  metrics_
-      ->GetGauge("petrel_key_range_map_version",
-                 "Version of the key-range map this node routes by (bumped "
-                 "by each server failover).")
-      ->Set(static_cast<double>(map_version_.load()));
+  SetReplicaMap(*std::move(map));
   return true;
 }
 
