@@ -83,6 +83,24 @@ class TrainFixture : public ::testing::Test {
     return ValueAfter(*out, "final test_logloss", "test_logloss");
   }
 
+  // Two epochs of an FTRL LR and of the shipped mlp.textproto (on the CPU),
+  // one server and one worker each: their test loglosses and outputs.
+  void TrainLrAndShippedMlp(double* lr_logloss, std::string* lr_out,
+                            double* mlp_logloss, std::string* mlp_out) {
+    const std::string lr = WriteConfig("lr.textproto", R"(
+      num_servers: 1 num_workers: 1
+      model { kind: KIND_LR }
+      tables { id: 0 dim: 1 optimizer { kind: KIND_FTRL ftrl_alpha: 0.1
+               ftrl_beta: 0.001 ftrl_l2: 0.002 } }
+      data { format: FORMAT_CRITEO }
+    )");
+    *lr_logloss = Train(lr, lr_out, {"--epochs=2"});
+    *mlp_logloss = Train(
+        std::string(PETREL_SOURCE_DIR) + "/deploy/examples/mlp.textproto",
+        mlp_out,
+        {"--epochs=2", "--num_servers=1", "--num_workers=1", "--device=cpu"});
+  }
+
   // Writes `text` to DIR/NAME and returns the path.
   std::string WriteConfig(const std::string& name, const std::string& text) {
     const std::string path = dir_ + "/" + name;
@@ -205,19 +223,9 @@ class InteractionTrainTest : public TrainFixture {
 };
 
 TEST_F(InteractionTrainTest, MlpBeatsLogisticRegression) {
-  const std::string lr = WriteConfig("lr.textproto", R"(
-    num_servers: 1 num_workers: 1
-    model { kind: KIND_LR }
-    tables { id: 0 dim: 1 optimizer { kind: KIND_FTRL ftrl_alpha: 0.1
-             ftrl_beta: 0.001 ftrl_l2: 0.002 } }
-    data { format: FORMAT_CRITEO }
-  )");
   std::string lr_out, mlp_out;
-  double lr_logloss = Train(lr, &lr_out, {"--epochs=2"});
-  double mlp_logloss = Train(
-      std::string(PETREL_SOURCE_DIR) + "/deploy/examples/mlp.textproto",
-      &mlp_out,
-      {"--epochs=2", "--num_servers=1", "--num_workers=1", "--device=cpu"});
+  double lr_logloss = 0, mlp_logloss = 0;
+  TrainLrAndShippedMlp(&lr_logloss, &lr_out, &mlp_logloss, &mlp_out);
   ASSERT_GT(lr_logloss, 0) << lr_out;
   ASSERT_GT(mlp_logloss, 0) << mlp_out;
   EXPECT_TRUE(absl::StrContains(mlp_out, "device=cpu")) << mlp_out;
@@ -246,19 +254,9 @@ class PairInteractionTrainTest : public TrainFixture {
 };
 
 TEST_F(PairInteractionTrainTest, MlpDoesNotOverfitWhereLrIsBest) {
-  const std::string lr = WriteConfig("lr.textproto", R"(
-    num_servers: 1 num_workers: 1
-    model { kind: KIND_LR }
-    tables { id: 0 dim: 1 optimizer { kind: KIND_FTRL ftrl_alpha: 0.1
-             ftrl_beta: 0.001 ftrl_l2: 0.002 } }
-    data { format: FORMAT_CRITEO }
-  )");
   std::string lr_out, mlp_out;
-  double lr_logloss = Train(lr, &lr_out, {"--epochs=2"});
-  double mlp_logloss = Train(
-      std::string(PETREL_SOURCE_DIR) + "/deploy/examples/mlp.textproto",
-      &mlp_out,
-      {"--epochs=2", "--num_servers=1", "--num_workers=1", "--device=cpu"});
+  double lr_logloss = 0, mlp_logloss = 0;
+  TrainLrAndShippedMlp(&lr_logloss, &lr_out, &mlp_logloss, &mlp_out);
   ASSERT_GT(lr_logloss, 0) << lr_out;
   ASSERT_GT(mlp_logloss, 0) << mlp_out;
   std::printf("lr_logloss=%.4f mlp_logloss=%.4f\n", lr_logloss, mlp_logloss);
