@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/time/clock.h"
+
 namespace petrel {
 
 ShardPool::ShardPool(int num_threads)
@@ -56,7 +58,22 @@ void ShardPool::Work() {
     (*fn)(task);
     absl::MutexLock lock(&mu_);
     ++done_tasks_;
+    done_spin_.store(done_tasks_, std::memory_order_release);
   }
+}
+
+void ShardPool::SpinForOthers(int n) {
+  if (done_spin_.load(std::memory_order_acquire) == n) return;
+  const int64_t deadline =
+      absl::GetCurrentTimeNanos() + absl::ToInt64Nanoseconds(kJoinSpin);
+  do {
+    for (int i = 0; i < 64; ++i) {
+      if (done_spin_.load(std::memory_order_acquire) == n) return;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+  } while (absl::GetCurrentTimeNanos() < deadline);
 }
 
 void ShardPool::Run(int n, const std::function<void(int)>& fn) {
@@ -70,6 +87,7 @@ void ShardPool::Run(int n, const std::function<void(int)>& fn) {
       num_tasks_ = n;
       next_task_ = 0;
       done_tasks_ = 0;
+      done_spin_.store(0, std::memory_order_relaxed);
     }
   }
   if (!parallel) {
@@ -77,6 +95,7 @@ void ShardPool::Run(int n, const std::function<void(int)>& fn) {
     return;
   }
   Work();
+  SpinForOthers(n);
   absl::MutexLock lock(&mu_);
   auto done = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) -> bool {
     return done_tasks_ == num_tasks_;
