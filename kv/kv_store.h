@@ -131,6 +131,10 @@ class KVStore {
   KVPairs<Val> Pull(const SArray<Key>& keys);
   // Pulls of at least this many keys go over the pull pool, if any.
   static constexpr size_t kParallelPullKeys = 8192;
+  // A parallel pull's chunks: of at least this many keys, at most this
+  // many chunks (kv_store_pull.cc).
+  static constexpr size_t kPullChunkKeys = 1024;
+  static constexpr size_t kMaxPullChunks = 64;
   // Walks large pulls on `pool`'s threads (see above); null, the default,
   // walks every pull on the calling thread. Not owned; must outlive the
   // store or be replaced first.

@@ -112,11 +112,12 @@ bool KVStore<Val>::PullRows(absl::Span<const Key> keys, uint32_t width,
       n < kParallelPullKeys) {
     return walk(keys, out);
   }
-  // Chunks of at least kParallelPullKeys / 2 keys, a few per thread, so
-  // that a thread that starts late (woken from sleep) takes fewer.
-  const size_t chunks =
-      std::min<size_t>(4 * static_cast<size_t>(pull_pool_->num_threads()),
-                       n / (kParallelPullKeys / 2));
+  // Chunks of kPullChunkKeys keys or more (a few microseconds of walk
+  // each), at most kMaxPullChunks: the caller starts at once while the
+  // pool's threads take tens of microseconds to wake, so it walks the
+  // chunks alone until they join and takes more of them; with large chunks
+  // a late thread would still hold one when the caller is done.
+  const size_t chunks = std::min<size_t>(kMaxPullChunks, n / kPullChunkKeys);
   std::atomic<bool> found{true};
   pull_pool_->Run(static_cast<int>(chunks), [&](int c) {
     const size_t begin = n * static_cast<size_t>(c) / chunks;
