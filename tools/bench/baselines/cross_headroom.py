@@ -36,6 +36,7 @@ import time
 import numpy as np
 import torch
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_mlp  # noqa: E402  (the loader, hasher and metrics)
 
