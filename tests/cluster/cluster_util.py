@@ -89,7 +89,7 @@ def write_lr_job(bin_dir, directory, num_servers, num_workers,
 num_workers: {num_workers}
 model {{ kind: KIND_LR }}
 tables {{ id: 0 dim: 1 optimizer {{ kind: KIND_FTRL ftrl_alpha: 0.1
-  ftrl_beta: 0.001 ftrl_l2: 0.002 }} }}
+  ftrl_beta: 0.001 ftrl_l2: 0.002 ftrl_weight_decay: 5e-5 }} }}
 data {{ format: FORMAT_LIBSVM train: "{train_entry}"
   test: "{directory}/test.svm" }}
 train {{ batch_size: 512 epochs: 1 }}

@@ -32,7 +32,7 @@ std::string LrJobText(const std::string& dir, int num_workers, int max_delay) {
       "\n"
       "model { kind: KIND_LR }\n"
       "tables { id: 0 dim: 1 optimizer { kind: KIND_FTRL ftrl_alpha: 0.1 "
-      "ftrl_beta: 0.001 ftrl_l2: 0.002 } }\n"
+      "ftrl_beta: 0.001 ftrl_l2: 0.002 ftrl_weight_decay: 5e-5 } }\n"
       "consistency { max_delay: ",
       max_delay,
       " }\n"

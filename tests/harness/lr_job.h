@@ -17,7 +17,8 @@ absl::Status GenerateLrData(const std::string& bin_dir, const std::string& dir,
                             int train_examples, absl::Duration timeout);
 
 // The job config's text up to its train section: 2 servers,
-// `num_workers` workers, LR with FTRL, consistency.max_delay `max_delay`,
+// `num_workers` workers, LR with FTRL (deploy/examples/lr.textproto's
+// settings), consistency.max_delay `max_delay`,
 // the data GenerateLrData wrote in `dir`.
 std::string LrJobText(const std::string& dir, int num_workers, int max_delay);
 
