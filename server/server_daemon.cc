@@ -143,6 +143,7 @@ class ServerDaemon : public NodeDaemon {
     absl::Status status;
     if (tables_ != nullptr) {
       server_->set_request_handler(tables_->handler());
+      tables_->EnableRangeCopy(server_.get());
       status = control_->Start();
       if (status.ok()) status = recovery_->Start();
       // A checkpoint is loaded once the key-range map is known (after the
