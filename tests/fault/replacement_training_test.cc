@@ -7,7 +7,10 @@
 // from the live primaries while training goes on, and becomes a replica;
 // then server 1 is killed, so that some ranges rely on the copy alone. The
 // job ends normally and its test logloss is within 1% of an undisturbed
-// run with the same seed. One worker: with two, the order in which a
+// run with the same seed. A second case (R = 3) kills the source of the
+// replacement's copy while it copies (stopped first, so that the copy is
+// pending): the replacement copies again from the next map's primaries.
+// One worker: with two, the order in which a
 // server applies their pushes alone moves this model's logloss by ~2%
 // between undisturbed runs.
 #include <cmath>
@@ -81,17 +84,30 @@ class ReplacementTrainingTest : public ::testing::Test {
   }
   void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
 
-  // Runs the job; with `replace`, kills server 0 once training is under
-  // way, starts a replacement, and kills server 1 once the replacement is
-  // a replica. Returns the final test logloss (-1 when the job failed).
-  double Run(bool replace, std::string* output) {
+  enum class Mode {
+    kUndisturbed,
+    // Kills server 0 once training is under way, starts a replacement,
+    // and kills server 1 once the replacement is a replica.
+    kReplace,
+    // Kills server 0, stops server 1 (SIGSTOP), starts a replacement and
+    // kills server 1 once the scheduler admitted it: its copy from server
+    // 1 fails and it copies again from the next map's primaries (R = 3).
+    kSourceDiesDuringTheCopy,
+  };
+
+  // Runs the job; returns the final test logloss (-1 when the job failed).
+  double Run(Mode mode, std::string* output) {
+    const bool replace = mode != Mode::kUndisturbed;
     DaemonCluster::Options o;
     o.bin_dir = PETREL_BIN_DIR;
     o.num_servers = kServers;
     o.num_workers = kWorkers;
     o.flags = {"--config=" + config_, "--heartbeat_interval_ms=200",
                "--join_timeout_s=30"};
-    o.scheduler_flags = {"--replicas=2", "--heartbeat_timeout_s=60"};
+    o.scheduler_flags = {mode == Mode::kSourceDiesDuringTheCopy
+                             ? "--replicas=3"
+                             : "--replicas=2",
+                         "--heartbeat_timeout_s=60"};
     DaemonCluster cluster(o);
     absl::Status s = cluster.StartScheduler();
     EXPECT_TRUE(s.ok()) << s << cluster.Output();
@@ -124,21 +140,34 @@ class ReplacementTrainingTest : public ::testing::Test {
       }
       servers[0]->Signal(SIGKILL);
       EXPECT_TRUE(WaitForOutput(sched, "fail over to")) << cluster.Output();
+      const bool source_dies = mode == Mode::kSourceDiesDuringTheCopy;
+      if (source_dies) servers[1]->Signal(SIGSTOP);
       // The replacement: a plain petrel-server with the job's flags.
       absl::StatusOr<Subprocess*> started = cluster.StartNode("petrel-server");
       EXPECT_TRUE(started.ok()) << started.status();
       if (!started.ok()) return -1;
       fresh = *started;
+      if (source_dies) {
+        EXPECT_TRUE(WaitForOutput(sched, "replaces server 0"))
+            << cluster.Output();
+        servers[1]->Signal(SIGKILL);
+      }
       EXPECT_TRUE(WaitForOutput(sched, "is a replica again"))
           << cluster.Output();
       EXPECT_TRUE(absl::StrContains(fresh->Output(), "caught up"))
           << fresh->Output();
-      for (Subprocess* w : workers) {
-        EXPECT_FALSE(w->Wait(absl::ZeroDuration()).ok())
-            << "the job ended before the second kill: raise epochs\n"
-            << cluster.Output();
+      if (source_dies) {
+        EXPECT_TRUE(
+            absl::StrContains(fresh->Output(), "copying every range again"))
+            << fresh->Output();
+      } else {
+        for (Subprocess* w : workers) {
+          EXPECT_FALSE(w->Wait(absl::ZeroDuration()).ok())
+              << "the job ended before the second kill: raise epochs\n"
+              << cluster.Output();
+        }
+        servers[1]->Signal(SIGKILL);
       }
-      servers[1]->Signal(SIGKILL);
     }
     absl::StatusOr<std::map<std::string, int>> codes =
         cluster.WaitAll(kTimeout);
@@ -166,14 +195,32 @@ class ReplacementTrainingTest : public ::testing::Test {
 
 TEST_F(ReplacementTrainingTest, ReplacementCarriesTheNextFailover) {
   std::string plain_out, out;
-  const double plain = Run(false, &plain_out);
+  const double plain = Run(Mode::kUndisturbed, &plain_out);
   ASSERT_GT(plain, 0) << plain_out;
-  const double loss = Run(true, &out);
+  const double loss = Run(Mode::kReplace, &out);
   ASSERT_GT(loss, 0) << out;
   EXPECT_LT(std::abs(loss - plain), 0.01 * plain)
       << "undisturbed " << plain << ", with a replacement " << loss;
   std::fprintf(stderr, "test logloss: undisturbed %.5f, replaced %.5f\n", plain,
                loss);
+}
+
+}  // namespace
+}  // namespace petrel
+
+namespace petrel {
+namespace {
+
+TEST_F(ReplacementTrainingTest, SourceDyingDuringTheCopyIsSurvived) {
+  std::string plain_out, out;
+  const double plain = Run(Mode::kUndisturbed, &plain_out);
+  ASSERT_GT(plain, 0) << plain_out;
+  const double loss = Run(Mode::kSourceDiesDuringTheCopy, &out);
+  ASSERT_GT(loss, 0) << out;
+  EXPECT_LT(std::abs(loss - plain), 0.01 * plain)
+      << "undisturbed " << plain << ", source died during the copy " << loss;
+  std::fprintf(stderr, "test logloss: undisturbed %.5f, source died %.5f\n",
+               plain, loss);
 }
 
 }  // namespace
