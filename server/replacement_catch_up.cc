@@ -44,6 +44,9 @@ absl::Status CatchUpReplacement(Postoffice* po, KVServer<float>* server,
     absl::Status failed;
     ranges = 0;
     for (const auto& [source, wanted] : sources) {
+      LOG(INFO) << "replacement server " << me << ": copying " << wanted.size()
+                << " key range(s) from server " << source << " (round " << round
+                << ")";
       absl::Status s = server->CopyRangesFrom(ServerRankToId(source), wanted,
                                               options.copy_timeout);
       if (!s.ok()) {

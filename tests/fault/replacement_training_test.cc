@@ -8,8 +8,9 @@
 // then server 1 is killed, so that some ranges rely on the copy alone. The
 // job ends normally and its test logloss is within 1% of an undisturbed
 // run with the same seed. A second case (R = 3) kills the source of the
-// replacement's copy while it copies (stopped first, so that the copy is
-// pending): the replacement copies again from the next map's primaries.
+// replacement's copy while it copies (stopped first, and killed once the
+// replacement asked it, so that the copy is pending): the replacement
+// copies again from the next map's primaries.
 // One worker: with two, the order in which a
 // server applies their pushes alone moves this model's logloss by ~2%
 // between undisturbed runs.
@@ -148,7 +149,8 @@ class ReplacementTrainingTest : public ::testing::Test {
       if (!started.ok()) return -1;
       fresh = *started;
       if (source_dies) {
-        EXPECT_TRUE(WaitForOutput(sched, "replaces server 0"))
+        // Its copy from the stopped server is pending: kill that server.
+        EXPECT_TRUE(WaitForOutput(fresh, "from server 1 (round 1)"))
             << cluster.Output();
         servers[1]->Signal(SIGKILL);
       }
