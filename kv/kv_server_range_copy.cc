@@ -7,10 +7,12 @@
 // and its forwards are requests of one customer to one node, numbered in
 // sequence: the replacement applies the copy before any forward.
 #include <algorithm>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
+#include "kv/kv_copy_parts.h"
 #include "kv/kv_server.h"
 #include "van/postoffice.h"
 
@@ -84,34 +86,22 @@ void KVServer<Val>::ProcessCopyRequest(const Message& msg, const KVMeta& meta,
         std::upper_bound(begins.begin(), begins.end(), h) - begins.begin() - 1;
     return static_cast<bool>(wanted[i]);
   });
-  Message copy;
-  KVMeta kv;
-  kv.push = true;
-  EncodeKvRequest(kv, &copy.meta);
-  copy.AddData(rows.keys);
-  copy.AddData(rows.vals);
-  copy.AddData(rows.lens);
-  copy.meta.set_range_copy(2);
-  copy.meta.set_replica_dedup(dedup_.Export());
-  copy.meta.set_recipient(to);
+  // One message per part, at most the van's max_message_bytes of data
+  // each; the duplicate-detection state goes with the first. The answer to
+  // the replacement waits for every part's.
+  const std::vector<KVPairs<Val>> parts =
+      SplitCopy(rows, po->van()->options().limits.max_message_bytes);
+  struct Answer {
+    absl::Mutex mu;
+    size_t left ABSL_GUARDED_BY(mu);
+    absl::Status failed ABSL_GUARDED_BY(mu);
+  };
+  auto answer = std::make_shared<Answer>();
+  {
+    absl::MutexLock lock(&answer->mu);
+    answer->left = parts.size();
+  }
   const KVMeta asked = meta;
-  const int ts = customer_.NewRequest({to}, [this, asked](int ts) {
-    absl::Status failed = customer_.RequestFailure(ts);
-    {
-      absl::MutexLock lock(&answers_mu_);
-      auto it = copy_errors_.find(ts);
-      if (it != copy_errors_.end()) {
-        if (failed.ok()) failed = it->second;
-        copy_errors_.erase(it);
-      }
-    }
-    absl::Status s =
-        failed.ok() ? Response(asked) : ResponseError(asked, failed);
-    if (!s.ok()) {
-      LOG(WARNING) << "range copy answer: " << s;
-    }
-  });
-  copy.meta.set_timestamp(ts);
   // Every push handled after this one goes to the replacement too.
   if (std::find(copy_targets_.begin(), copy_targets_.end(), to) ==
       copy_targets_.end()) {
@@ -120,10 +110,49 @@ void KVServer<Val>::ProcessCopyRequest(const Message& msg, const KVMeta& meta,
   backups_version_ = ~uint64_t{0};
   replicating_.store(true);
   LOG(INFO) << "node " << po->my_id() << ": copying " << data.keys.size()
-            << " key range(s), " << rows.keys.size() << " rows, to node " << to
+            << " key range(s), " << rows.keys.size() << " rows in "
+            << parts.size() << " message(s), to node " << to
             << "; its pushes are forwarded there from now on";
-  absl::Status s = customer_.SendRequest(std::move(copy));
-  if (!s.ok()) LOG(WARNING) << "range copy to node " << to << ": " << s;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    Message copy;
+    KVMeta kv;
+    kv.push = true;
+    EncodeKvRequest(kv, &copy.meta);
+    copy.AddData(parts[i].keys);
+    copy.AddData(parts[i].vals);
+    copy.AddData(parts[i].lens);
+    copy.meta.set_range_copy(2);
+    if (i == 0) copy.meta.set_replica_dedup(dedup_.Export());
+    copy.meta.set_recipient(to);
+    const int ts = customer_.NewRequest({to}, [this, asked, answer](int ts) {
+      absl::Status failed = customer_.RequestFailure(ts);
+      {
+        absl::MutexLock lock(&answers_mu_);
+        auto it = copy_errors_.find(ts);
+        if (it != copy_errors_.end()) {
+          if (failed.ok()) failed = it->second;
+          copy_errors_.erase(it);
+        }
+      }
+      {
+        absl::MutexLock lock(&answer->mu);
+        if (answer->failed.ok()) answer->failed = failed;
+        if (--answer->left > 0) return;
+        failed = answer->failed;
+      }
+      absl::Status s =
+          failed.ok() ? Response(asked) : ResponseError(asked, failed);
+      if (!s.ok()) {
+        LOG(WARNING) << "range copy answer: " << s;
+      }
+    });
+    copy.meta.set_timestamp(ts);
+    absl::Status s = customer_.SendRequest(std::move(copy));
+    if (!s.ok()) {
+      LOG(WARNING) << "range copy part " << i + 1 << " of " << parts.size()
+                   << " to node " << to << ": " << s;
+    }
+  }
 }
 
 template <typename Val>

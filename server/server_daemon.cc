@@ -19,6 +19,7 @@
 #include "job/recovery_protocol.h"
 #include "kv/kv_server.h"
 #include "kv/kv_typed_stores.h"
+#include "server/replacement_catch_up.h"
 #include "server/table_server.h"
 #include "van/simple_app.h"
 
@@ -143,6 +144,7 @@ class ServerDaemon : public NodeDaemon {
     absl::Status status;
     if (tables_ != nullptr) {
       server_->set_request_handler(tables_->handler());
+      tables_->EnableRangeCopy(server_.get());
       status = control_->Start();
       if (status.ok()) status = recovery_->Start();
       // A checkpoint is loaded once the key-range map is known (after the
@@ -204,30 +206,13 @@ class ServerDaemon : public NodeDaemon {
   }
 
  private:
-  // A replacement for a dead server (its rank is dead in the map it joined
-  // with): copies the ranges of its rank from their live primaries, then
-  // tells the scheduler (docs/failures.md, "Replacement servers").
+  // A replacement for a dead server copies its ranges, then tells the
+  // scheduler (server/replacement_catch_up.h). Training tables' installs
+  // overwrite rows, so a source's death during the copy is survived.
   absl::Status CatchUp(Postoffice* po) {
-    const ReplicaMap map = po->replica_map();
-    if (map.replicas() < 2 || !map.dead(po->my_rank())) return absl::OkStatus();
-    const absl::Time start = absl::Now();
-    const int64_t before = server_->rows_copied_in();
-    int ranges = 0;
-    for (const auto& [source, wanted] : map.CopySources(po->my_rank())) {
-      absl::Status s = server_->CopyRangesFrom(ServerRankToId(source), wanted,
-                                               absl::Minutes(10));
-      if (!s.ok()) {
-        return absl::UnavailableError(
-            absl::StrCat("replacement server ", po->my_rank(),
-                         ": copy from server ", source, ": ", s.message()));
-      }
-      ranges += static_cast<int>(wanted.size());
-    }
-    LOG(WARNING) << "replacement server " << po->my_rank()
-                 << " caught up: " << ranges << " key ranges, "
-                 << server_->rows_copied_in() - before << " rows in "
-                 << absl::FormatDuration(absl::Now() - start);
-    return po->SendCaughtUp();
+    CatchUpOptions options;
+    options.install_overwrites = tables_ != nullptr;
+    return CatchUpReplacement(po, server_.get(), options);
   }
   // Loads the planned checkpoint, starts the tables and lets the workers
   // go (they wait at a barrier of every server and worker).

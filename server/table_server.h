@@ -37,6 +37,7 @@
 #define PETREL_SERVER_TABLE_SERVER_H_
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -172,6 +173,23 @@ class TableServer {
                               const pb::CheckpointManifest& manifest,
                               const KeyRangeMap& ranges, int my_rank,
                               bool with_state);
+
+  // Range copy to a replacement server (server/table_server_range_copy.cc,
+  // docs/failures.md "Replacement servers"). SnapshotRanges returns, as
+  // one list of entries, every stored row of every table whose key `keep`
+  // accepts (its stride() floats: weights and optimizer state, the
+  // layout checkpoints save), each table's admission sketch and the
+  // workers' clocks. InstallRanges sets such rows on this server (with
+  // their state), merges the sketches and clocks by their maximum, and
+  // answers the pulls the clocks release through `server`. Any split of
+  // the entries installs the same way, in any number of calls. Both run
+  // like Handle.
+  KVPairs<float> SnapshotRanges(const std::function<bool(Key)>& keep) const;
+  absl::Status InstallRanges(const KVPairs<float>& entries,
+                             KVServer<float>* server);
+  // Sets both on `server` (KVServer::set_range_copy). Before
+  // server->Start(); this object must outlive it.
+  void EnableRangeCopy(KVServer<float>* server);
 
  private:
   struct HeldPull {

@@ -42,6 +42,15 @@ DEFINE_int32(replicas, 0,
              "--replicas (docs/failures.md): 2 or more survive a server's "
              "death, 1 keeps one copy. Default 0: the config's replicas, "
              "else 2 when there are at least 2 servers.");
+DEFINE_bool(replace_dead_servers, false,
+            "With 2 or more replicas: when a server process is killed and "
+            "the scheduler failed its key ranges over, start a replacement "
+            "petrel-server with the same flags, which copies those ranges "
+            "and restores the replication factor (docs/failures.md, "
+            "\"Replacement servers\"); at most --max_server_replacements.");
+DEFINE_int32(max_server_replacements, 10,
+             "Most replacement servers --replace_dead_servers starts in a "
+             "job (>= 0).");
 DEFINE_int32(num_workers, 1,
              "Number of worker processes, each running COMMAND (>= 1).");
 DEFINE_string(bin_dir, "",
@@ -207,6 +216,8 @@ petrel::Launcher::Options OptionsFromFlags(std::vector<std::string> command) {
   // The scheduler decides whether a killed server is survived.
   options.survive_server_kills =
       petrel::ReplicaMap::Resolve(FLAGS_replicas, FLAGS_num_servers) >= 2;
+  options.replace_dead_servers = FLAGS_replace_dead_servers;
+  options.max_server_replacements = FLAGS_max_server_replacements;
   return options;
 }
 

@@ -94,6 +94,11 @@ absl::Status Launcher::Validate(const Options& options) {
   if (options.job_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("timeout must not be negative");
   }
+  if (options.max_server_replacements < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_server_replacements must not be negative, got ",
+                     options.max_server_replacements));
+  }
   if (!options.hosts.empty()) {
     absl::StatusOr<Placement> placement =
         PlaceProcesses(options.hosts, options.num_servers, options.num_workers);
@@ -301,6 +306,7 @@ absl::Status Launcher::StartServersAndWorkers(int port,
     }
     argv.insert(argv.end(), options_.server_args.begin(),
                 options_.server_args.end());
+    server_starts_.push_back({argv, remote, children_.size()});
     absl::Status s =
         StartChild(absl::StrCat("server ", i), false, argv, {}, remote);
     if (!s.ok()) return s;
@@ -389,6 +395,7 @@ Launcher::WaitResult Launcher::WaitUntil(const std::function<bool()>& done,
                                          bool stop_on_failure) {
   while (true) {
     CollectExits();
+    if (options_.replace_dead_servers) StartReplacements();
     if (stop_on_failure && failed_.has_value()) return WaitResult::kFailed;
     if (stop_on_failure && pending_signal_ != 0) return WaitResult::kSignal;
     if (done()) return WaitResult::kDone;
@@ -544,6 +551,7 @@ void Launcher::TerminateAll() {
 }
 
 void Launcher::OnSchedulerLine(const std::string& line) {
+  if (options_.replace_dead_servers) NoteDeadServer(line);
   if (!absl::StartsWith(line, kListenPrefix)) return;
   std::map<std::string, std::string> values = ParseKeyValues(line);
   int port = 0;

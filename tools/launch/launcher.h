@@ -98,6 +98,14 @@ class Launcher {
     // replica, docs/failures.md "Replicated servers"; the scheduler fails
     // the job when a range lost every copy). Default false.
     bool survive_server_kills = false;
+    // With survive_server_kills: once a server killed by a signal is
+    // declared dead by the scheduler (its ranges failed over), start a
+    // replacement petrel-server with the same arguments and rank, which
+    // copies its ranges from their live replicas and restores the
+    // replication factor (docs/failures.md "Replacement servers"). At most
+    // max_server_replacements in a job. Default false.
+    bool replace_dead_servers = false;
+    int max_server_replacements = 10;
     // How long a graceful stop may take. Default 120 s.
     absl::Duration stop_timeout = absl::Seconds(120);
     // Colon-separated directories to look command[0] up in before bin_dir
@@ -194,6 +202,11 @@ class Launcher {
   // The graceful stop of Options::graceful_stop.
   void StopGracefully();
   void OnSchedulerLine(const std::string& line);
+  // Replacement servers (launcher_replacement.cc): notes a server rank the
+  // scheduler declared dead, from its line; and starts a replacement for
+  // every such rank whose process was lost.
+  void NoteDeadServer(const std::string& line);
+  void StartReplacements();
   void NotifyEvent();
   void PrintOutput(const std::string& name, const std::string& line);
   void PrintStatus(absl::string_view message);
@@ -215,6 +228,17 @@ class Launcher {
   absl::Mutex mu_;
   int listen_port_ ABSL_GUARDED_BY(mu_) = 0;
   std::string bad_listen_line_ ABSL_GUARDED_BY(mu_);
+  // Server ranks the scheduler declared dead, not yet replaced.
+  std::vector<int> dead_servers_ ABSL_GUARDED_BY(mu_);
+  // Run() thread: each server rank's arguments, host and current child
+  // (index into children_); replacements started so far.
+  struct ServerStart {
+    std::vector<std::string> argv;
+    const HostEntry* remote = nullptr;
+    size_t child = 0;
+  };
+  std::vector<ServerStart> server_starts_;
+  int replacements_ = 0;
 };
 
 }  // namespace petrel

@@ -1,0 +1,95 @@
+#include "server/replacement_catch_up.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+
+#include "van/replica_map.h"
+
+namespace petrel {
+namespace {
+
+using Sources = std::vector<std::pair<int, std::vector<int>>>;
+
+// Waits until the map's copy sources for `me` differ from `sources` (a
+// failover moved a range's primary), polling with a deadline.
+bool WaitForNewSources(Postoffice* po, int me, const Sources& sources,
+                       absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (po->replica_map().CopySources(me) == sources) {
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(5));  // polling, with a deadline
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::Status CatchUpReplacement(Postoffice* po, KVServer<float>* server,
+                                const CatchUpOptions& options) {
+  const int me = po->my_rank();
+  {
+    const ReplicaMap map = po->replica_map();
+    if (map.replicas() < 2 || !map.dead(me)) return absl::OkStatus();
+  }
+  const absl::Time start = absl::Now();
+  const int64_t before = server->rows_copied_in();
+  int ranges = 0;
+  for (int round = 1;; ++round) {
+    const uint64_t version = po->map_version();
+    const Sources sources = po->replica_map().CopySources(me);
+    absl::Status failed;
+    ranges = 0;
+    for (const auto& [source, wanted] : sources) {
+      LOG(INFO) << "replacement server " << me << ": copying " << wanted.size()
+                << " key range(s) from server " << source << " (round " << round
+                << ")";
+      absl::Status s = server->CopyRangesFrom(ServerRankToId(source), wanted,
+                                              options.copy_timeout);
+      if (!s.ok()) {
+        // Only a source that died is worth another round.
+        if (!absl::IsUnavailable(s)) {
+          return absl::Status(
+              s.code(),
+              absl::StrCat("replacement server ", me, ": copy from server ",
+                           source, ": ", s.message()));
+        }
+        failed = absl::UnavailableError(
+            absl::StrCat("replacement server ", me, ": copy from server ",
+                         source, ": ", s.message()));
+        break;
+      }
+      ranges += static_cast<int>(wanted.size());
+    }
+    // A source that died after its copy no longer forwards: its successor
+    // does not know this server.
+    if (failed.ok() && po->map_version() != version &&
+        po->replica_map().CopySources(me) != sources) {
+      failed = absl::UnavailableError(absl::StrCat(
+          "replacement server ", me,
+          ": a source of its copy died during the catch-up (key-range map "
+          "version ",
+          version, " -> ", po->map_version(), ")"));
+    }
+    if (failed.ok()) break;
+    if (!options.install_overwrites || round >= options.max_rounds) {
+      return failed;
+    }
+    LOG(WARNING) << failed.message() << "; copying every range again from "
+                 << "the primaries of the next map (round " << round + 1 << ")";
+    if (!WaitForNewSources(po, me, sources, options.map_timeout)) {
+      return absl::UnavailableError(absl::StrCat(
+          failed.message(), "; no failover in the key-range map within ",
+          absl::FormatDuration(options.map_timeout)));
+    }
+  }
+  LOG(WARNING) << "replacement server " << me << " caught up: " << ranges
+               << " key ranges, " << server->rows_copied_in() - before
+               << " rows in " << absl::FormatDuration(absl::Now() - start);
+  return po->SendCaughtUp();
+}
+
+}  // namespace petrel

@@ -1,0 +1,41 @@
+// A replacement server's catch-up (docs/failures.md, "Replacement
+// servers"): it copies its rank's key ranges from their live primaries,
+// then tells the scheduler it holds them (CAUGHT_UP).
+#ifndef PETREL_SERVER_REPLACEMENT_CATCH_UP_H_
+#define PETREL_SERVER_REPLACEMENT_CATCH_UP_H_
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+#include "kv/kv_server.h"
+#include "van/postoffice.h"
+
+namespace petrel {
+
+struct CatchUpOptions {
+  // Whether installing a copy overwrites rows (training tables), so that a
+  // range copied again ends as the new copy says. A KV store's install
+  // sums: its ranges cannot be copied twice. Default false.
+  bool install_overwrites = false;
+  // Rounds of copies at most (each after a source died). Default 4.
+  int max_rounds = 4;
+  // How long to wait for the scheduler's new map after a source died, and
+  // for one source's copy. Default 60 s and 10 min.
+  absl::Duration map_timeout = absl::Seconds(60);
+  absl::Duration copy_timeout = absl::Minutes(10);
+};
+
+// Nothing to do (OK) unless this server is a replacement (its rank is dead
+// in the replicated map it joined with). Otherwise copies the ranges of its
+// rank from their live primaries and sends CAUGHT_UP. When a source dies
+// during the catch-up (its copy fails, or the map's sources changed by the
+// end), a server whose install overwrites waits for the map after the
+// failover and copies every range again from the new primaries (a source
+// that died after its copy would not forward its successor's pushes);
+// otherwise, or after max_rounds, Unavailable naming the source and why.
+absl::Status CatchUpReplacement(Postoffice* po, KVServer<float>* server,
+                                const CatchUpOptions& options);
+
+}  // namespace petrel
+
+#endif  // PETREL_SERVER_REPLACEMENT_CATCH_UP_H_

@@ -1,0 +1,85 @@
+// Launcher: replacement servers (Options::replace_dead_servers,
+// docs/failures.md "Replacement servers"). A server process killed by a
+// signal is replaced once the scheduler declared it dead (its line "node ID
+// (server RANK at HOST:PORT): its key ranges fail over to ..."), not
+// before: the scheduler takes a replacement only for a dead rank. The
+// replacement is petrel-server with the dead one's arguments (its rank
+// among them), so it takes that rank and copies its ranges.
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+#include "tools/launch/launcher.h"
+
+namespace petrel {
+namespace {
+
+constexpr char kFailover[] = ": its key ranges fail over to ";
+constexpr char kServer[] = "(server ";
+
+}  // namespace
+
+void Launcher::NoteDeadServer(const std::string& line) {
+  const size_t failover = line.find(kFailover);
+  if (failover == std::string::npos) return;
+  const size_t at = line.rfind(kServer, failover);
+  if (at == std::string::npos) return;
+  const size_t begin = at + sizeof(kServer) - 1;
+  const size_t end = line.find(' ', begin);
+  int rank = -1;
+  if (end == std::string::npos || end > failover ||
+      !absl::SimpleAtoi(absl::string_view(line).substr(begin, end - begin),
+                        &rank) ||
+      rank < 0 || rank >= options_.num_servers) {
+    return;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    dead_servers_.push_back(rank);
+  }
+  NotifyEvent();
+}
+
+void Launcher::StartReplacements() {
+  std::vector<int> dead;
+  {
+    absl::MutexLock lock(&mu_);
+    dead.swap(dead_servers_);
+  }
+  std::vector<int> waiting;  // declared dead, its process not gone yet
+  for (int rank : dead) {
+    if (static_cast<size_t>(rank) >= server_starts_.size()) continue;
+    ServerStart& start = server_starts_[rank];
+    const Child& old = children_[start.child];
+    if (!old.exit_code.has_value()) {
+      waiting.push_back(rank);
+      continue;
+    }
+    if (!old.lost || failed_.has_value() || pending_signal_ != 0) continue;
+    if (replacements_ >= options_.max_server_replacements) {
+      PrintStatus(absl::StrCat("server ", rank, " is not replaced: ",
+                               replacements_, " replacements already (most ",
+                               options_.max_server_replacements, ")"));
+      continue;
+    }
+    ++replacements_;
+    const std::string name =
+        absl::StrCat("server ", rank, " replacement ", replacements_);
+    PrintStatus(absl::StrCat("starting ", name, " for the dead server ", rank));
+    const size_t index = children_.size();
+    absl::Status s = StartChild(name, false, start.argv, {}, start.remote);
+    if (!s.ok()) {
+      PrintStatus(absl::StrCat(name, ": ", s.message()));
+      continue;
+    }
+    start.child = index;
+  }
+  if (!waiting.empty()) {
+    absl::MutexLock lock(&mu_);
+    dead_servers_.insert(dead_servers_.end(), waiting.begin(), waiting.end());
+  }
+}
+
+}  // namespace petrel
