@@ -209,11 +209,18 @@ class ServerDaemon : public NodeDaemon {
   // tells the scheduler (docs/failures.md, "Replacement servers").
   absl::Status CatchUp(Postoffice* po) {
     const ReplicaMap map = po->replica_map();
-    if (map.replicas() < 2 || !map.dead(po->my_rank())) return absl::OkStatus();
+    // An added server (elastic) joined with the map that gives it its
+    // share, and copies each range from its first other replica there.
+    const bool added = po->joined_as_added();
+    if (map.replicas() < 2 || (!added && !map.dead(po->my_rank()))) {
+      return absl::OkStatus();
+    }
     const absl::Time start = absl::Now();
     const int64_t before = server_->rows_copied_in();
     int ranges = 0;
-    for (const auto& [source, wanted] : map.CopySources(po->my_rank())) {
+    for (const auto& [source, wanted] : added
+                                            ? map.CopySourcesIn(po->my_rank())
+                                            : map.CopySources(po->my_rank())) {
       absl::Status s = server_->CopyRangesFrom(ServerRankToId(source), wanted,
                                                absl::Minutes(10));
       if (!s.ok()) {
@@ -223,8 +230,8 @@ class ServerDaemon : public NodeDaemon {
       }
       ranges += static_cast<int>(wanted.size());
     }
-    LOG(WARNING) << "replacement server " << po->my_rank()
-                 << " caught up: " << ranges << " key ranges, "
+    LOG(WARNING) << (added ? "added server " : "replacement server ")
+                 << po->my_rank() << " caught up: " << ranges << " key ranges, "
                  << server_->rows_copied_in() - before << " rows in "
                  << absl::FormatDuration(absl::Now() - start);
     return po->SendCaughtUp();
