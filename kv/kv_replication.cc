@@ -39,6 +39,11 @@ std::string ReplicaDedup::Export() const {
 }
 
 absl::Status ReplicaDedup::Import(absl::string_view bytes) {
+  return Import(bytes, nullptr);
+}
+
+absl::Status ReplicaDedup::Import(absl::string_view bytes,
+                                  const std::function<bool(int origin)>& keep) {
   if (bytes.size() % sizeof(uint64_t) != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "replica dedup state of ", bytes.size(), " bytes, not whole words"));
@@ -54,6 +59,10 @@ absl::Status ReplicaDedup::Import(absl::string_view bytes) {
     i += 5 + words[i + 4];
   }
   for (size_t i = 0; i < words.size();) {
+    if (keep && !keep(static_cast<int>(words[i + 2]))) {
+      i += 5 + words[i + 4];
+      continue;
+    }
     Stream& s = streams_[std::make_tuple(static_cast<int>(words[i]),
                                          static_cast<int>(words[i + 1]),
                                          static_cast<int>(words[i + 2]))];
@@ -88,6 +97,14 @@ Message ForwardCopy(const Message& request, int self, uint64_t map_version) {
   fwd.meta.clear_range_copy();
   fwd.meta.clear_replica_dedup();
   return fwd;
+}
+
+std::function<bool(int origin)> CopiedStreams(int source,
+                                              const ReplicaMap& map) {
+  return [source, map](int origin) {
+    return origin == source || !IsServerId(origin) ||
+           map.dead((origin - ServerRankToId(0)) / 2);
+  };
 }
 
 }  // namespace petrel

@@ -8,6 +8,7 @@
 #define PETREL_KV_KV_REPLICATION_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <tuple>
 
@@ -17,6 +18,7 @@
 #include "absl/strings/string_view.h"
 
 #include "van/message.h"
+#include "van/replica_map.h"
 
 namespace petrel {
 
@@ -41,6 +43,13 @@ class ReplicaDedup {
   // merged, for bytes that do not parse.
   std::string Export() const;
   absl::Status Import(absl::string_view bytes);
+  // Only the streams whose origin server (node id) `keep` accepts. A range
+  // copy takes the source's own streams and those of dead servers: a
+  // stream of another live primary, which the source holds as its backup,
+  // describes rows copied from that primary, whose later forwards must not
+  // read as seen (docs/failures.md, "Elastic servers").
+  absl::Status Import(absl::string_view bytes,
+                      const std::function<bool(int origin)>& keep);
 
  private:
   struct Stream {
@@ -58,6 +67,12 @@ class ReplicaDedup {
 // it was resent after a failover). Addressing fields (recipient, timestamp,
 // seq) are left for the caller's Customer.
 Message ForwardCopy(const Message& request, int self, uint64_t map_version);
+
+// The duplicate-detection streams a range copy from server node `source`
+// brings along (ReplicaDedup::Import): its own and those of servers dead in
+// `map`.
+std::function<bool(int origin)> CopiedStreams(int source,
+                                              const ReplicaMap& map);
 
 }  // namespace petrel
 

@@ -159,6 +159,11 @@ class KVServer {
   ReplicaDedup dedup_;                       // handler thread only
   uint64_t backups_version_ = ~uint64_t{0};  // handler thread only
   std::vector<int> backups_;                 // handler thread only
+  // The primaries of the map before the current one: ranges this server
+  // led there and no longer leads are handed off (elastic servers).
+  std::vector<int32_t> previous_owners_;  // handler thread only
+  std::vector<int32_t> current_owners_;   // handler thread only
+  uint64_t owners_version_ = 0;           // handler thread only
   std::atomic<bool> replicating_{false};
   absl::Mutex answers_mu_;
   absl::flat_hash_map<AnswerKey, HeldAnswer> answers_

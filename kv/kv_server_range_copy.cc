@@ -165,9 +165,12 @@ void KVServer<Val>::ProcessCopy(const Message& msg, const KVMeta& meta,
   absl::Status s =
       !IsServerId(msg.meta.sender())
           ? absl::PermissionDeniedError("a range copy from a non-server")
-      : !install_ ? absl::FailedPreconditionError(
-                        "this server's handler takes no range copy")
-                  : dedup_.Import(msg.meta.replica_dedup());
+      : !install_
+          ? absl::FailedPreconditionError(
+                "this server's handler takes no range copy")
+          : dedup_.Import(msg.meta.replica_dedup(),
+                          CopiedStreams(msg.meta.sender(),
+                                        customer_.postoffice()->replica_map()));
   if (s.ok()) s = install_(data);
   if (!s.ok()) {
     LOG(ERROR) << "range copy from node " << msg.meta.sender() << ": " << s;

@@ -56,6 +56,20 @@ const std::vector<int>& KVServer<Val>::Backups() {
       for (int rank : map.BackupsOf(po->my_rank())) {
         backups_.push_back(ServerRankToId(rank));
       }
+      // A push sent by the previous map for a range this server led there
+      // reaches its new primary and replicas too (docs/failures.md,
+      // "Elastic servers").
+      if (version != owners_version_) {
+        owners_version_ = version;
+        previous_owners_ = std::move(current_owners_);
+        current_owners_ = map.ranges().owners();
+      }
+      for (int rank : map.HandoffTargetsOf(po->my_rank(), previous_owners_)) {
+        const int id = ServerRankToId(rank);
+        if (std::find(backups_.begin(), backups_.end(), id) == backups_.end()) {
+          backups_.push_back(id);
+        }
+      }
       if (map.replicas() > 1) replicating_.store(true);
       // A replacement the map lists as live is a backup like the others
       // (when it holds a range this server leads); one still dead is not
@@ -63,7 +77,9 @@ const std::vector<int>& KVServer<Val>::Backups() {
       copy_targets_.erase(
           std::remove_if(copy_targets_.begin(), copy_targets_.end(),
                          [&map](int id) {
-                           return !map.dead((id - ServerRankToId(0)) / 2);
+                           const int rank = (id - ServerRankToId(0)) / 2;
+                           return rank < map.ranges().num_servers() &&
+                                  !map.dead(rank);
                          }),
           copy_targets_.end());
     }

@@ -191,6 +191,16 @@ class Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The replacement holds its copy: publishes the map with it as a replica.
   void HandleCaughtUp(int sender) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Elastic servers (scheduler_elastic.cc). The rank a server asking to be
+  // added would take (the next one), or why it may not be added.
+  absl::StatusOr<int> AddedServerRank() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Makes `node` server `rank`, tells every live node, and sends it the
+  // table and the map in which it holds its share (it then copies it).
+  void AdmitAddedServer(pb::Node node, int rank)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The added server holds its share: publishes the map.
+  void HandleAddedCaughtUp() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The replication factor the job runs with (options_.replicas resolved,
   // at most the number of servers).
   int ResolvedReplicas() const;
@@ -233,6 +243,14 @@ class Scheduler {
   absl::flat_hash_map<int, std::pair<int, absl::Time>> replacing_
       ABSL_GUARDED_BY(mu_);
   std::vector<DeadNode> dead_ ABSL_GUARDED_BY(mu_);
+  // A server being added (one at a time): its node id, when it joined, and
+  // the map it copies its share for.
+  struct AddingServer {
+    int id;
+    absl::Time since;
+    ReplicaMap target;
+  };
+  std::optional<AddingServer> adding_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Status> result_ ABSL_GUARDED_BY(mu_);
   // The last heartbeat stats of each node, and its requests per second
   // between its last two heartbeats.

@@ -21,6 +21,7 @@ absl::StatusOr<int> Scheduler::ReplacementRank(const pb::Node& node) const {
         "the cluster is already complete and its servers are not replicated "
         "(--replicas=1): a replacement server has nothing to copy from");
   }
+  if (node.add_server()) return AddedServerRank();
   const int n = postoffice_->num_servers();
   auto free = [&](int r) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     return replica_map_->dead(r) && !replacing_.contains(ServerRankToId(r));
@@ -37,10 +38,15 @@ absl::StatusOr<int> Scheduler::ReplacementRank(const pb::Node& node) const {
     if (free(r)) return r;
   }
   return absl::FailedPreconditionError(
-      "the cluster is already complete: no dead server to replace");
+      "the cluster is already complete: no dead server to replace "
+      "(petrel-server --add_server adds one more server)");
 }
 
 void Scheduler::AdmitReplacement(pb::Node node, int rank) {
+  if (node.add_server()) {
+    AdmitAddedServer(std::move(node), rank);
+    return;
+  }
   const int id = ServerRankToId(rank);
   node.set_rank(rank);
   node.set_id(id);
@@ -78,6 +84,10 @@ void Scheduler::AdmitReplacement(pb::Node node, int rank) {
 }
 
 void Scheduler::HandleCaughtUp(int sender) {
+  if (adding_.has_value() && adding_->id == sender) {
+    HandleAddedCaughtUp();
+    return;
+  }
   auto it = replacing_.find(sender);
   if (it == replacing_.end() || !replica_map_.has_value()) {
     LOG_EVERY_T(WARNING, 1.0) << "ignoring CAUGHT_UP from node " << sender;

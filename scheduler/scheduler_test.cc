@@ -204,6 +204,47 @@ TEST(SchedulerTest, RejectsServerBeyondTheExpectedCount) {
   EXPECT_THAT(s.message(), HasSubstr("already complete"));
 }
 
+TEST(SchedulerTest, AddsOneServerAtATimeToAReplicatedJob) {
+  SchedulerOptions options;
+  options.replicas = 2;
+  Harness h(2, 1, options);
+  auto servers = h.Join(pb::ROLE_SERVER, {-1, -1});
+  auto workers = h.Join(pb::ROLE_WORKER, {-1});
+  for (auto* n : servers) ASSERT_TRUE(h.StartResult(n).ok());
+  ASSERT_TRUE(h.StartResult(workers[0]).ok());
+  auto add = [](PostofficeOptions& po) { po.add_server = true; };
+  Harness::Node* added = h.AddNode(pb::ROLE_SERVER, -1, "", add);
+  ASSERT_TRUE(added->po->Start().ok());
+  // Server 2 with its share of the map to copy; every node knows it.
+  EXPECT_EQ(added->po->my_rank(), 2);
+  EXPECT_TRUE(added->po->joined_as_added());
+  EXPECT_EQ(added->po->num_servers(), 3);
+  const ReplicaMap map = added->po->replica_map();
+  EXPECT_EQ(map.version(), 2u);
+  EXPECT_EQ(map.CopiesHeldBy(2), 2 * 64 / 3);
+  // One at a time: it has not caught up.
+  Harness::Node* second = h.AddNode(pb::ROLE_SERVER, -1, "", add);
+  absl::Status s = second->po->Start();
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(s.message(), HasSubstr("is being added"));
+}
+
+TEST(SchedulerTest, RefusesToAddAServerToAnUnreplicatedJob) {
+  SchedulerOptions options;
+  options.replicas = 1;
+  Harness h(2, 1, options);
+  auto servers = h.Join(pb::ROLE_SERVER, {-1, -1});
+  auto workers = h.Join(pb::ROLE_WORKER, {-1});
+  for (auto* n : servers) ASSERT_TRUE(h.StartResult(n).ok());
+  ASSERT_TRUE(h.StartResult(workers[0]).ok());
+  Harness::Node* added =
+      h.AddNode(pb::ROLE_SERVER, -1, "",
+                [](PostofficeOptions& po) { po.add_server = true; });
+  absl::Status s = added->po->Start();
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(s.message(), HasSubstr("not replicated"));
+}
+
 TEST(SchedulerTest, ReplicatedJobRefusesAServerWithNoDeadOneToReplace) {
   SchedulerOptions options;
   options.replicas = 2;

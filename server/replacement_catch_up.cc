@@ -14,12 +14,20 @@ namespace {
 
 using Sources = std::vector<std::pair<int, std::vector<int>>>;
 
+// The servers `me` copies its ranges from, with the ranges of each: an
+// added server (elastic) copies each range of its share from its first
+// other replica, a replacement from the live primaries of its rank's.
+Sources SourcesOf(Postoffice* po, int me) {
+  const ReplicaMap map = po->replica_map();
+  return po->joined_as_added() ? map.CopySourcesIn(me) : map.CopySources(me);
+}
+
 // Waits until the map's copy sources for `me` differ from `sources` (a
 // failover moved a range's primary), polling with a deadline.
 bool WaitForNewSources(Postoffice* po, int me, const Sources& sources,
                        absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
-  while (po->replica_map().CopySources(me) == sources) {
+  while (SourcesOf(po, me) == sources) {
     if (absl::Now() >= deadline) return false;
     absl::SleepFor(absl::Milliseconds(5));  // polling, with a deadline
   }
@@ -31,20 +39,24 @@ bool WaitForNewSources(Postoffice* po, int me, const Sources& sources,
 absl::Status CatchUpReplacement(Postoffice* po, KVServer<float>* server,
                                 const CatchUpOptions& options) {
   const int me = po->my_rank();
+  const bool added = po->joined_as_added();
+  const char* const who = added ? "added server " : "replacement server ";
   {
     const ReplicaMap map = po->replica_map();
-    if (map.replicas() < 2 || !map.dead(me)) return absl::OkStatus();
+    if (map.replicas() < 2 || (!added && !map.dead(me))) {
+      return absl::OkStatus();
+    }
   }
   const absl::Time start = absl::Now();
   const int64_t before = server->rows_copied_in();
   int ranges = 0;
   for (int round = 1;; ++round) {
     const uint64_t version = po->map_version();
-    const Sources sources = po->replica_map().CopySources(me);
+    const Sources sources = SourcesOf(po, me);
     absl::Status failed;
     ranges = 0;
     for (const auto& [source, wanted] : sources) {
-      LOG(INFO) << "replacement server " << me << ": copying " << wanted.size()
+      LOG(INFO) << who << me << ": copying " << wanted.size()
                 << " key range(s) from server " << source << " (round " << round
                 << ")";
       absl::Status s = server->CopyRangesFrom(ServerRankToId(source), wanted,
@@ -54,11 +66,11 @@ absl::Status CatchUpReplacement(Postoffice* po, KVServer<float>* server,
         if (!absl::IsUnavailable(s)) {
           return absl::Status(
               s.code(),
-              absl::StrCat("replacement server ", me, ": copy from server ",
+              absl::StrCat(who, me, ": copy from server ",
                            source, ": ", s.message()));
         }
         failed = absl::UnavailableError(
-            absl::StrCat("replacement server ", me, ": copy from server ",
+            absl::StrCat(who, me, ": copy from server ",
                          source, ": ", s.message()));
         break;
       }
@@ -67,9 +79,9 @@ absl::Status CatchUpReplacement(Postoffice* po, KVServer<float>* server,
     // A source that died after its copy no longer forwards: its successor
     // does not know this server.
     if (failed.ok() && po->map_version() != version &&
-        po->replica_map().CopySources(me) != sources) {
+        SourcesOf(po, me) != sources) {
       failed = absl::UnavailableError(absl::StrCat(
-          "replacement server ", me,
+          who, me,
           ": a source of its copy died during the catch-up (key-range map "
           "version ",
           version, " -> ", po->map_version(), ")"));
@@ -86,7 +98,7 @@ absl::Status CatchUpReplacement(Postoffice* po, KVServer<float>* server,
           absl::FormatDuration(options.map_timeout)));
     }
   }
-  LOG(WARNING) << "replacement server " << me << " caught up: " << ranges
+  LOG(WARNING) << who << me << " caught up: " << ranges
                << " key ranges, " << server->rows_copied_in() - before
                << " rows in " << absl::FormatDuration(absl::Now() - start);
   return po->SendCaughtUp();

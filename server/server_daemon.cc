@@ -206,8 +206,9 @@ class ServerDaemon : public NodeDaemon {
   }
 
  private:
-  // A replacement for a dead server copies its ranges, then tells the
-  // scheduler (server/replacement_catch_up.h). Training tables' installs
+  // A replacement for a dead server, or an added one (elastic), copies its
+  // ranges, then tells the scheduler (server/replacement_catch_up.h).
+  // Training tables' installs
   // overwrite rows, so a source's death during the copy is survived.
   absl::Status CatchUp(Postoffice* po) {
     CatchUpOptions options;

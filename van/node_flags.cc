@@ -45,6 +45,10 @@ DEFINE_int32(num_workers, 1,
 DEFINE_int32(rank, -1,
              "Rank to ask for within the role (-1..16383); -1 lets join order "
              "decide. Default -1 (or PETREL_RANK).");
+DEFINE_bool(add_server, false,
+            "petrel-server: join a running replicated job as one more server, "
+            "which copies its fair share of the key ranges while the job goes "
+            "on (docs/failures.md, \"Elastic servers\"). Default false.");
 DEFINE_string(auth_token, "",
               "Shared secret every node presents when joining (sent in "
               "plaintext unless CURVE keys are configured). Default empty.");
@@ -210,6 +214,7 @@ absl::Status ApplyCounts(const LegacyEnv& env, const ClusterDefaults& config,
                                     env.num_worker, config.num_workers,
                                     &po.num_workers, &po.num_workers_given));
   po.requested_rank = FLAGS_rank;
+  po.add_server = FLAGS_add_server;
   if (!FlagIsSet("rank")) {
     if (const char* r = std::getenv("PETREL_RANK");
         r != nullptr && *r != '\0' &&

@@ -92,6 +92,7 @@ pb::Node Postoffice::SelfNode() const {
   node.set_port(options_.advertise_port > 0 ? options_.advertise_port
                                             : van_->port());
   node.set_requested_rank(options_.requested_rank);
+  node.set_add_server(options_.add_server);
   node.set_transport_id(van_->transport_id());
   if (options_.num_servers_given) node.set_num_servers(options_.num_servers);
   if (options_.num_workers_given) node.set_num_workers(options_.num_workers);
@@ -501,6 +502,7 @@ void Postoffice::HandleJoinReply(const pb::Control& control) {
   ranges_ = ranges->ranges();
   map_version_.store(ranges->version(), std::memory_order_release);
   replica_map_ = *std::move(ranges);
+  joined_as_added_ = control.added_server();
   joined_ = true;
 }
 

@@ -61,6 +61,9 @@ struct PostofficeOptions {
   bool num_workers_given = false;
   // Rank to ask for; -1: any (join order decides).
   int requested_rank = -1;
+  // A server that joins a running replicated job as one more server
+  // (docs/failures.md, "Elastic servers"). Default false.
+  bool add_server = false;
   // Shared secret every join must present. Default empty.
   std::string auth_token;
   // How long Start waits for the node table. Default 60 s.
@@ -198,6 +201,13 @@ class Postoffice {
   // A replacement server tells the scheduler it holds its copy of every
   // range (COMMAND_CAUGHT_UP).
   absl::Status SendCaughtUp();
+  // Elastic servers (postoffice_elastic.cc). A server added to a running
+  // job: one more server in the table and the ring (the scheduler's, and a
+  // node's on NODE_BACK of an unknown server id).
+  void AddServer(const pb::Node& node);
+  // Whether this server joined a running job as an added server (its join
+  // reply's map is the one in which it holds its share, still to copy).
+  bool joined_as_added() const;
 
  private:
   // Calls `fail` on every customer (van thread).
@@ -248,6 +258,10 @@ class Postoffice {
   std::optional<ReplicaMap> replica_map_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> map_version_{0};
   bool joined_ ABSL_GUARDED_BY(mu_) = false;
+  bool joined_as_added_ ABSL_GUARDED_BY(mu_) = false;
+  // Appends an unknown server to nodes_ and grows num_servers_; false when
+  // the id is known.
+  bool AddServerLocked(const pb::Node& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool join_acked_ ABSL_GUARDED_BY(mu_) = false;
   SchedulerWatch scheduler_watch_ ABSL_GUARDED_BY(mu_);
   // This worker reported WORKER_DONE (sent again after a rejoin).

@@ -38,10 +38,12 @@ void Postoffice::HandleNodeBack(const pb::Control& control) {
   const pb::Node& node = control.nodes(0);
   const int id = node.id();
   bool revived = false;
+  bool added = false;
   {
     absl::MutexLock lock(&mu_);
     if (!joined_) return;
     if (id != my_id()) {
+      added = AddServerLocked(node);  // an added server (elastic)
       for (pb::Node& n : nodes_) {
         if (n.id() == id) n = node;
       }
@@ -51,6 +53,13 @@ void Postoffice::HandleNodeBack(const pb::Control& control) {
       }
     }
     if (control.ranges_size() > 0) InstallNewerMap(control);
+  }
+  if (added) {
+    van_->Connect(node);
+    LOG(WARNING) << "node " << my_id() << ": server " << node.rank()
+                 << " (node " << id << ") joins the job at " << node.host()
+                 << ":" << node.port() << " (an added server)";
+    return;
   }
   if (!revived) return;
   van_->Connect(node);

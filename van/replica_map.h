@@ -49,6 +49,44 @@ class ReplicaMap {
   // not change. Version + 1. InvalidArgument unless `rank` is dead.
   absl::StatusOr<ReplicaMap> WithServerBack(int rank) const;
 
+  // Elastic servers (docs/failures.md, "Elastic servers";
+  // replica_map_elastic.cc). The map with one more server, rank
+  // num_servers(), holding its fair share: it leads about ranges/(n+1)
+  // ranges and holds about R*ranges/(n+1) copies, each taken whole from the
+  // server that leads (or backs) the most. A range it leads keeps its old
+  // primary as its first backup (chain [new, old primary, ...]); a range it
+  // backs keeps its primary. Each such range drops its last replica, so
+  // only the new server receives rows. Version + 1. FailedPrecondition when
+  // the job is not replicated or a server is dead.
+  absl::StatusOr<ReplicaMap> WithServerAdded() const;
+  // The map without live server `rank` (a drain): in each chain that holds
+  // it, it is removed (the next replica leads the ranges it led) and the
+  // live server outside the chain holding the fewest copies is appended.
+  // Version + 1; `rank` counts as dead. FailedPrecondition when fewer than
+  // replicas() live servers would remain or a range would lose its last
+  // live copy; InvalidArgument when `rank` is not a live server.
+  absl::StatusOr<ReplicaMap> WithServerDrained(int rank) const;
+  // What `rank` must be copied before this map (in which it holds the
+  // ranges listed) is published: for each range whose chain holds it, the
+  // first live replica of the chain other than it (the primary it copies
+  // from). Ascending by source.
+  std::vector<std::pair<int, std::vector<int>>> CopySourcesIn(int rank) const;
+  // What `rank` must be copied before this map replaces `before` (a
+  // drain): the ranges it holds here and not there, each from its primary
+  // in `before`. Ascending by source.
+  std::vector<std::pair<int, std::vector<int>>> NewCopiesOf(
+      const ReplicaMap& before, int rank) const;
+  // Where a server that led ranges in `previous` forwards a push that
+  // arrives after this map moved them (a request sent by the old map): the
+  // live replicas other than `rank` of the ranges it led there and no
+  // longer leads. Ascending.
+  std::vector<int> HandoffTargetsOf(int rank,
+                                    const std::vector<int32_t>& previous) const;
+  // Replicas of range i in chain order (replicas() of them).
+  std::vector<int> ChainOf(size_t i) const;
+  // How many ranges' chains hold `rank`.
+  int64_t CopiesHeldBy(int rank) const;
+
   // What a replacement for dead rank `newcomer` must be copied: for each
   // live primary, the ranges it leads whose chain holds `newcomer`.
   // Ascending by primary; each list ascending.
@@ -71,7 +109,8 @@ class ReplicaMap {
   KeyRangeMap HeldBy(int rank) const;
 
   // Writes replicas, ranges, range_owners (primaries), range_homes,
-  // map_version and live_servers into `control`.
+  // map_version and live_servers into `control`, and range_replicas and
+  // num_servers when the chains are explicit.
   void ToControl(pb::Control* control) const;
   // Rebuilds a map from a control message. A message without replication
   // fields (replicas 0) gives a map of one replica, version 0.
@@ -93,9 +132,21 @@ class ReplicaMap {
  private:
   ReplicaMap(KeyRangeMap ranges, std::vector<int32_t> homes, int replicas,
              uint64_t version, std::vector<bool> dead);
+  // With explicit chains (`chains`: replicas per range, in order).
+  ReplicaMap(KeyRangeMap ranges, std::vector<int32_t> chains, int replicas,
+             uint64_t version, std::vector<bool> dead, bool explicit_chains);
+  // Rebuilds ranges_ with each range's first live replica as its owner.
+  absl::StatusOr<ReplicaMap> WithChains(std::vector<int32_t> chains,
+                                        int num_servers,
+                                        std::vector<bool> dead) const;
+  const int32_t* chain(size_t i) const { return &chains_[i * replicas_]; }
 
   KeyRangeMap ranges_;
-  std::vector<int32_t> homes_;
+  std::vector<int32_t> homes_;  // each chain's first replica
+  // replicas_ ranks per range, in chain order: homes_[i], homes_[i] + 1,
+  // ... mod the servers unless explicit_ (after an add or a drain).
+  std::vector<int32_t> chains_;
+  bool explicit_ = false;
   int replicas_;
   uint64_t version_;
   std::vector<bool> dead_;  // per server rank

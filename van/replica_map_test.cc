@@ -1,5 +1,9 @@
 #include "van/replica_map.h"
 
+#include <algorithm>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace petrel {
@@ -119,6 +123,161 @@ TEST(ReplicaMapTest, AReplacementComesBackAsABackup) {
     const int home = again.homes()[i];
     EXPECT_EQ(again.ranges().owners()[i], home == 1 ? 2 : home);
   }
+}
+
+// Counts of ranges led and held by each rank.
+std::vector<int64_t> Led(const ReplicaMap& m) {
+  std::vector<int64_t> led(m.ranges().num_servers(), 0);
+  for (int32_t o : m.ranges().owners()) ++led[o];
+  return led;
+}
+
+TEST(ReplicaMapTest, AnAddedServerTakesItsFairShareAndOnlyItGetsRows) {
+  for (int servers : {2, 3, 5}) {
+    for (int replicas : {2, 3}) {
+      if (replicas > servers) continue;
+      SCOPED_TRACE(absl::StrCat(servers, " servers, R = ", replicas));
+      ReplicaMap m = Make(servers, 16, replicas);
+      const size_t ranges = m.ranges().owners().size();
+      absl::StatusOr<ReplicaMap> next = m.WithServerAdded();
+      ASSERT_TRUE(next.ok()) << next.status();
+      const int added = servers;
+      EXPECT_EQ(next->version(), m.version() + 1);
+      EXPECT_EQ(next->ranges().num_servers(), servers + 1);
+      EXPECT_EQ(next->live_servers(), servers + 1);
+      EXPECT_EQ(next->under_replicated_ranges(), 0);
+      // Its fair share: ranges / (n + 1) led, R * ranges / (n + 1) held.
+      const std::vector<int64_t> led = Led(*next);
+      EXPECT_EQ(led[added], static_cast<int64_t>(ranges / (servers + 1)));
+      EXPECT_EQ(next->CopiesHeldBy(added),
+                static_cast<int64_t>(ranges * replicas / (servers + 1)));
+      // Every server within one range of the others, led and held.
+      for (int r = 0; r <= servers; ++r) {
+        EXPECT_LE(std::abs(led[r] - led[added]), 1) << "rank " << r;
+        EXPECT_LE(std::abs(next->CopiesHeldBy(r) - next->CopiesHeldBy(added)),
+                  1)
+            << "rank " << r;
+      }
+      // Minimal movement: no old server holds a range it did not hold, a
+      // range changes at most one replica, and a primary that moved stays
+      // its range's first backup (it hands pushes off).
+      for (size_t i = 0; i < ranges; ++i) {
+        const std::vector<int> before = m.ChainOf(i);
+        const std::vector<int> after = next->ChainOf(i);
+        ASSERT_EQ(after.size(), static_cast<size_t>(replicas));
+        int changed = 0;
+        for (int r : after) {
+          if (r == added) {
+            ++changed;
+            continue;
+          }
+          EXPECT_TRUE(m.ChainHolds(i, r)) << "range " << i << " rank " << r;
+        }
+        EXPECT_LE(changed, 1);
+        if (next->ranges().owners()[i] == added) {
+          EXPECT_EQ(after[1], before[0]);
+        } else {
+          EXPECT_EQ(next->ranges().owners()[i], m.ranges().owners()[i]);
+        }
+      }
+      // It copies each range from a replica that holds it now.
+      int64_t copied = 0;
+      for (const auto& [source, list] : next->CopySourcesIn(added)) {
+        for (int i : list) {
+          EXPECT_TRUE(m.ChainHolds(i, source));
+          EXPECT_EQ(m.ranges().owners()[i], source);
+        }
+        copied += static_cast<int64_t>(list.size());
+      }
+      EXPECT_EQ(copied, next->CopiesHeldBy(added));
+      // A push sent by the old map to an old primary is handed off to the
+      // new one.
+      for (int r = 0; r < servers; ++r) {
+        const std::vector<int> to =
+            next->HandoffTargetsOf(r, m.ranges().owners());
+        const bool moved = led[r] < Led(m)[r];
+        EXPECT_EQ(std::count(to.begin(), to.end(), added), moved ? 1 : 0);
+      }
+      // The map survives the wire, chains and the grown ring included.
+      pb::Control c;
+      next->ToControl(&c);
+      absl::StatusOr<ReplicaMap> read = ReplicaMap::FromControl(c, servers);
+      ASSERT_TRUE(read.ok()) << read.status();
+      for (size_t i = 0; i < ranges; ++i) {
+        EXPECT_EQ(read->ChainOf(i), next->ChainOf(i));
+      }
+      EXPECT_EQ(read->ranges().owners(), next->ranges().owners());
+      EXPECT_EQ(read->live_servers(), servers + 1);
+      // Its death fails over to the old primaries.
+      absl::StatusOr<ReplicaMap> failed = next->WithoutServer(added);
+      ASSERT_TRUE(failed.ok()) << failed.status();
+      for (size_t i = 0; i < ranges; ++i) {
+        if (next->ranges().owners()[i] == added) {
+          EXPECT_EQ(failed->ranges().owners()[i], m.ranges().owners()[i]);
+        }
+      }
+    }
+  }
+}
+
+TEST(ReplicaMapTest, AddingAServerNeedsReplicasAndNoDeadServer) {
+  EXPECT_EQ(Make(2, 4, 1).WithServerAdded().status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  absl::StatusOr<ReplicaMap> dead = Make(3, 4, 2).WithoutServer(1);
+  ASSERT_TRUE(dead.ok());
+  absl::Status s = dead->WithServerAdded().status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("server rank 1 is dead"), std::string::npos) << s;
+}
+
+TEST(ReplicaMapTest, ADrainedServersCopiesGoToTheLeastLoaded) {
+  ReplicaMap m = Make(4, 8, 2);
+  absl::StatusOr<ReplicaMap> next = m.WithServerDrained(1);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(next->version(), m.version() + 1);
+  EXPECT_TRUE(next->dead(1));
+  EXPECT_EQ(next->live_servers(), 3);
+  EXPECT_EQ(next->under_replicated_ranges(), 0);
+  EXPECT_EQ(next->CopiesHeldBy(1), 0);
+  const std::vector<int64_t> led = Led(*next);
+  EXPECT_EQ(led[1], 0);
+  for (size_t i = 0; i < m.ranges().owners().size(); ++i) {
+    if (m.ranges().owners()[i] == 1) {
+      // Its next replica, which holds the rows, leads.
+      EXPECT_EQ(next->ranges().owners()[i], m.ChainOf(i)[1]);
+    } else {
+      EXPECT_EQ(next->ranges().owners()[i], m.ranges().owners()[i]);
+    }
+    if (!m.ChainHolds(i, 1)) {
+      EXPECT_EQ(next->ChainOf(i), m.ChainOf(i));
+    }
+  }
+  for (int r : {0, 2, 3}) {
+    EXPECT_NEAR(next->CopiesHeldBy(r), 64 / 3.0, 1.0) << "rank " << r;
+  }
+  // What each server copies comes from a replica that had it.
+  int64_t copies = 0;
+  for (int r : {0, 2, 3}) {
+    for (const auto& [source, list] : next->NewCopiesOf(m, r)) {
+      for (int i : list) {
+        EXPECT_EQ(m.ranges().owners()[i], source);
+        EXPECT_FALSE(m.ChainHolds(i, r));
+        EXPECT_TRUE(next->ChainHolds(i, r));
+      }
+      copies += static_cast<int64_t>(list.size());
+    }
+  }
+  EXPECT_EQ(copies, m.CopiesHeldBy(1));  // one new copy per copy it held
+  // Refusals: not a live server; too few servers left.
+  EXPECT_EQ(m.WithServerDrained(7).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(next->WithServerDrained(1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::Status s = Make(2, 4, 2).WithServerDrained(0).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("would leave 1 live server(s) for 2 replicas"),
+            std::string::npos)
+      << s;
 }
 
 }  // namespace
