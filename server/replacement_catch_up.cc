@@ -93,6 +93,9 @@ absl::Status CatchUpReplacement(Postoffice* po, KVServer<float>* server,
           version, " -> ", po->map_version(), ")"));
     }
     if (failed.ok()) {
+      LOG(WARNING) << who << me << " caught up: " << ranges << " key ranges, "
+                   << server->rows_copied_in() - before << " rows in "
+                   << absl::FormatDuration(absl::Now() - start);
       // The scheduler refuses copies made against a map older than its
       // own when a source died since (after the check above).
       failed = po->SendCaughtUp(version, options.map_timeout);
@@ -113,9 +116,6 @@ absl::Status CatchUpReplacement(Postoffice* po, KVServer<float>* server,
           absl::FormatDuration(options.map_timeout)));
     }
   }
-  LOG(WARNING) << who << me << " caught up: " << ranges << " key ranges, "
-               << server->rows_copied_in() - before << " rows in "
-               << absl::FormatDuration(absl::Now() - start);
   return absl::OkStatus();
 }
 
