@@ -180,7 +180,7 @@ void Scheduler::HandleControl(Message&& msg) {
       HandleWorkerDone(sender);
       break;
     case pb::COMMAND_CAUGHT_UP:
-      HandleCaughtUp(sender);
+      HandleCaughtUp(sender, msg.meta.control().map_version());
       break;
     case pb::COMMAND_HEARTBEAT: {
       if (formed_ && msg.meta.control().has_stats()) {

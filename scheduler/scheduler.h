@@ -189,8 +189,16 @@ class Scheduler {
   // live node, and sends it the table and map (it then copies its ranges).
   void AdmitReplacement(pb::Node node, int rank)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The replacement holds its copy: publishes the map with it as a replica.
-  void HandleCaughtUp(int sender) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The replacement holds its copy, made against map `version`: publishes
+  // the map with it as a replica, or, when a failover since that map
+  // changed its copy sources, refuses it with the reason. Answers `sender`
+  // either way (a CAUGHT_UP whose reason is empty: accepted).
+  void HandleCaughtUp(int sender, uint64_t version)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AnswerCaughtUp(int sender, const std::string& refused)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records the current map's copy sources of every replacement under way.
+  void NoteMapForReplacements() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Elastic servers (scheduler_elastic.cc). The rank a server asking to be
   // added would take (the next one), or why it may not be added.
   absl::StatusOr<int> AddedServerRank() const
@@ -238,10 +246,15 @@ class Scheduler {
   // Servers dead whose ranges replicas took over; the current map.
   absl::flat_hash_set<int> lost_servers_ ABSL_GUARDED_BY(mu_);
   std::optional<ReplicaMap> replica_map_ ABSL_GUARDED_BY(mu_);
-  // Replacements copying their ranges: node id -> rank, and when each
-  // joined.
-  absl::flat_hash_map<int, std::pair<int, absl::Time>> replacing_
-      ABSL_GUARDED_BY(mu_);
+  // Replacements copying their ranges, by node id: the rank, when it
+  // joined, and its copy sources in each map published since (by version).
+  struct Replacing {
+    int rank;
+    absl::Time since;
+    absl::flat_hash_map<uint64_t, std::vector<std::pair<int, std::vector<int>>>>
+        sources;
+  };
+  absl::flat_hash_map<int, Replacing> replacing_ ABSL_GUARDED_BY(mu_);
   std::vector<DeadNode> dead_ ABSL_GUARDED_BY(mu_);
   // A server being added (one at a time): its node id, when it joined, and
   // the map it copies its share for.

@@ -78,6 +78,10 @@ void Scheduler::HandleAddedCaughtUp() {
     LOG(ERROR) << Describe(added.id) << " caught up, but the key-range map "
                << "moved to version " << replica_map_->version()
                << " meanwhile; it is not given its share";
+    AnswerCaughtUp(
+        added.id,
+        absl::StrCat("a failover moved the key-range map to version ",
+                     replica_map_->version(), " while it copied its share"));
     return;
   }
   const int rank = (added.id - ServerRankToId(0)) / 2;
@@ -120,6 +124,7 @@ void Scheduler::HandleAddedCaughtUp() {
     for (const DeadNode& d : dead_) dead = dead || d.node.id() == n.id();
     if (!dead) SendControl(n.id(), back);
   }
+  AnswerCaughtUp(added.id, "");
 }
 
 }  // namespace petrel

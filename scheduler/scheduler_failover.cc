@@ -26,6 +26,7 @@ bool Scheduler::FailOverServer(const pb::Node& node, pb::Control* notice) {
   const int successor = next->SuccessorOf(node.rank());
   if (successor < 0) return false;
   replica_map_ = *std::move(next);
+  NoteMapForReplacements();
   lost_servers_.insert(node.id());
   replica_map_->ToControl(notice);
   notice->set_successor(ServerRankToId(successor));

@@ -59,7 +59,8 @@ void Scheduler::AdmitReplacement(pb::Node node, int rank) {
       break;
     }
   }
-  replacing_[id] = {rank, absl::Now()};
+  replacing_[id] = {rank, absl::Now(), {}};
+  NoteMapForReplacements();
   last_seen_[id] = absl::Now();
   postoffice_->van()->AdmitIdentity(node.transport_id());
   postoffice_->van()->Connect(node);
@@ -83,7 +84,22 @@ void Scheduler::AdmitReplacement(pb::Node node, int rank) {
   SendControl(id, std::move(reply));
 }
 
-void Scheduler::HandleCaughtUp(int sender) {
+void Scheduler::NoteMapForReplacements() {
+  for (auto& [id, r] : replacing_) {
+    r.sources[replica_map_->version()] = replica_map_->CopySources(r.rank);
+  }
+}
+
+void Scheduler::AnswerCaughtUp(int sender, const std::string& refused) {
+  pb::Control answer;
+  answer.set_cmd(pb::COMMAND_CAUGHT_UP);
+  answer.set_reason(refused);
+  answer.set_map_version(replica_map_.has_value() ? replica_map_->version()
+                                                  : 0);
+  SendControl(sender, std::move(answer));
+}
+
+void Scheduler::HandleCaughtUp(int sender, uint64_t version) {
   if (adding_.has_value() && adding_->id == sender) {
     HandleAddedCaughtUp();
     return;
@@ -91,17 +107,41 @@ void Scheduler::HandleCaughtUp(int sender) {
   auto it = replacing_.find(sender);
   if (it == replacing_.end() || !replica_map_.has_value()) {
     LOG_EVERY_T(WARNING, 1.0) << "ignoring CAUGHT_UP from node " << sender;
+    AnswerCaughtUp(sender, "it is not a server copying key ranges");
     return;
   }
-  const int rank = it->second.first;
-  const absl::Duration took = absl::Now() - it->second.second;
+  const int rank = it->second.rank;
+  // Copies made against an older map hold what its sources had; a source
+  // that died since no longer forwards, and its successor does not know
+  // the replacement as a copy target.
+  auto then = it->second.sources.find(version);
+  if (then == it->second.sources.end() ||
+      then->second != replica_map_->CopySources(rank)) {
+    const std::string reason = absl::StrCat(
+        "its copies were made against key-range map version ", version,
+        then == it->second.sources.end() ? ", not one published while it copied"
+                                         : ", and a source of them died since",
+        " (the map is at version ", replica_map_->version(), ")");
+    LOG(WARNING) << "refusing the CAUGHT_UP of replacement " << Describe(sender)
+                 << ": " << reason;
+    postoffice_->metrics()
+        ->GetCounter("petrel_scheduler_stale_catch_ups_total",
+                     "CAUGHT_UPs refused because a copy source of the "
+                     "server died after the map they were made against.")
+        ->Increment();
+    AnswerCaughtUp(sender, reason);
+    return;
+  }
+  const absl::Duration took = absl::Now() - it->second.since;
   replacing_.erase(it);
   absl::StatusOr<ReplicaMap> next = replica_map_->WithServerBack(rank);
   if (!next.ok()) {
     LOG(ERROR) << "replacement " << Describe(sender) << ": " << next.status();
+    AnswerCaughtUp(sender, std::string(next.status().message()));
     return;
   }
   replica_map_ = *std::move(next);
+  NoteMapForReplacements();
   lost_servers_.erase(sender);
   const int64_t under = replica_map_->under_replicated_ranges();
   MetricsRegistry* metrics = postoffice_->metrics();
@@ -140,6 +180,7 @@ void Scheduler::HandleCaughtUp(int sender) {
     for (const DeadNode& d : dead_) dead = dead || d.node.id() == n.id();
     if (!dead) SendControl(n.id(), back);
   }
+  AnswerCaughtUp(sender, "");
 }
 
 }  // namespace petrel

@@ -457,6 +457,49 @@ TEST(SchedulerTest, DeadNodeListedWithoutFailingWhenConfigured) {
   EXPECT_EQ(f.h.scheduler()->dead_nodes().size(), 1u);
 }
 
+// A replacement's CAUGHT_UP names the map its copies were made against;
+// when a failover since then moved a range it copied to another primary
+// (the source died, and its successor never forwarded to the replacement),
+// the scheduler refuses it with the reason; one made against the current
+// map is accepted and the replacement is a replica again.
+TEST(SchedulerTest, RefusesACaughtUpMadeAgainstAMapWhoseSourceDiedSince) {
+  SchedulerOptions options;
+  options.replicas = 3;
+  options.heartbeat_timeout = absl::Milliseconds(500);
+  Formed f(3, 1, options);
+  f.servers[0]->po->Stop();
+  ASSERT_TRUE(WaitUntil([&] { return f.workers[0]->po->map_version() == 2; }));
+  Harness::Node* newcomer = f.h.AddNode(pb::ROLE_SERVER);
+  ASSERT_TRUE(newcomer->po->Start().ok());
+  ASSERT_EQ(newcomer->po->my_rank(), 0);
+  const ReplicaMap copied_against = newcomer->po->replica_map();
+  ASSERT_EQ(copied_against.version(), 2u);
+  ASSERT_EQ(copied_against.CopySources(0).size(), 2u);  // servers 1 and 2
+  // Server 1, a source, dies after the newcomer's copies were made.
+  f.servers[1]->po->Stop();
+  ASSERT_TRUE(WaitUntil([&] { return newcomer->po->map_version() == 3; }));
+  ASSERT_NE(newcomer->po->replica_map().CopySources(0),
+            copied_against.CopySources(0));
+  absl::Status s = newcomer->po->SendCaughtUp(2, absl::Seconds(10));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("map version 2, and a source of them "
+                                     "died since (the map is at version 3)"));
+  EXPECT_TRUE(newcomer->po->replica_map().dead(0));
+  EXPECT_EQ(f.h.scheduler_metrics()
+                .Value("petrel_scheduler_stale_catch_ups_total")
+                .value_or(0),
+            1);
+  // Copies made again against the current map are accepted.
+  EXPECT_TRUE(newcomer->po->SendCaughtUp(3, absl::Seconds(10)).ok());
+  const ReplicaMap back = newcomer->po->replica_map();
+  EXPECT_EQ(back.version(), 4u);
+  EXPECT_FALSE(back.dead(0));
+  EXPECT_TRUE(WaitUntil([&] { return f.workers[0]->po->map_version() == 4; }));
+  // A CAUGHT_UP from a server that is not copying anything is answered too.
+  s = f.servers[2]->po->SendCaughtUp(4, absl::Seconds(10));
+  EXPECT_THAT(s.message(), HasSubstr("not a server copying key ranges"));
+}
+
 TEST(SchedulerTest, FinishTerminatesEveryNodeCleanly) {
   Formed f(2, 2);
   std::vector<absl::Status> results(f.workers.size());

@@ -17,9 +17,11 @@ using Sources = std::vector<std::pair<int, std::vector<int>>>;
 // The servers `me` copies its ranges from, with the ranges of each: an
 // added server (elastic) copies each range of its share from its first
 // other replica, a replacement from the live primaries of its rank's.
+Sources SourcesIn(const ReplicaMap& map, bool added, int me) {
+  return added ? map.CopySourcesIn(me) : map.CopySources(me);
+}
 Sources SourcesOf(Postoffice* po, int me) {
-  const ReplicaMap map = po->replica_map();
-  return po->joined_as_added() ? map.CopySourcesIn(me) : map.CopySources(me);
+  return SourcesIn(po->replica_map(), po->joined_as_added(), me);
 }
 
 // Waits until the map's copy sources for `me` differ from `sources` (a
@@ -51,8 +53,14 @@ absl::Status CatchUpReplacement(Postoffice* po, KVServer<float>* server,
   const int64_t before = server->rows_copied_in();
   int ranges = 0;
   for (int round = 1;; ++round) {
-    const uint64_t version = po->map_version();
-    const Sources sources = SourcesOf(po, me);
+    // One read of the map, so that the version names these sources.
+    Sources sources;
+    uint64_t version;
+    {
+      const ReplicaMap map = po->replica_map();
+      version = map.version();
+      sources = SourcesIn(map, added, me);
+    }
     absl::Status failed;
     ranges = 0;
     for (const auto& [source, wanted] : sources) {
@@ -65,13 +73,11 @@ absl::Status CatchUpReplacement(Postoffice* po, KVServer<float>* server,
         // Only a source that died is worth another round.
         if (!absl::IsUnavailable(s)) {
           return absl::Status(
-              s.code(),
-              absl::StrCat(who, me, ": copy from server ",
-                           source, ": ", s.message()));
+              s.code(), absl::StrCat(who, me, ": copy from server ", source,
+                                     ": ", s.message()));
         }
-        failed = absl::UnavailableError(
-            absl::StrCat(who, me, ": copy from server ",
-                         source, ": ", s.message()));
+        failed = absl::UnavailableError(absl::StrCat(
+            who, me, ": copy from server ", source, ": ", s.message()));
         break;
       }
       ranges += static_cast<int>(wanted.size());
@@ -86,7 +92,19 @@ absl::Status CatchUpReplacement(Postoffice* po, KVServer<float>* server,
           "version ",
           version, " -> ", po->map_version(), ")"));
     }
-    if (failed.ok()) break;
+    if (failed.ok()) {
+      LOG(WARNING) << who << me << " caught up: " << ranges << " key ranges, "
+                   << server->rows_copied_in() - before << " rows in "
+                   << absl::FormatDuration(absl::Now() - start);
+      // The scheduler refuses copies made against a map older than its
+      // own when a source died since (after the check above).
+      failed = po->SendCaughtUp(version, options.map_timeout);
+      if (failed.ok()) break;
+      failed = absl::Status(failed.code(),
+                            absl::StrCat(who, me, ": ", failed.message()));
+      // An added server's share is fixed by its admission: no next map.
+      if (added || !absl::IsUnavailable(failed)) return failed;
+    }
     if (!options.install_overwrites || round >= options.max_rounds) {
       return failed;
     }
@@ -98,10 +116,7 @@ absl::Status CatchUpReplacement(Postoffice* po, KVServer<float>* server,
           absl::FormatDuration(options.map_timeout)));
     }
   }
-  LOG(WARNING) << who << me << " caught up: " << ranges
-               << " key ranges, " << server->rows_copied_in() - before
-               << " rows in " << absl::FormatDuration(absl::Now() - start);
-  return po->SendCaughtUp();
+  return absl::OkStatus();
 }
 
 }  // namespace petrel

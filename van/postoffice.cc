@@ -375,6 +375,15 @@ void Postoffice::HandleControl(Message&& msg) {
     case pb::COMMAND_NODE_BACK:
       HandleNodeBack(control);
       break;
+    case pb::COMMAND_CAUGHT_UP: {  // the answer to this node's CAUGHT_UP
+      absl::MutexLock lock(&mu_);
+      caught_up_answer_ =
+          control.reason().empty()
+              ? absl::OkStatus()
+              : absl::UnavailableError(absl::StrCat(
+                    "the scheduler refused its CAUGHT_UP: ", control.reason()));
+      break;
+    }
     case pb::COMMAND_HEARTBEAT:  // the answer to a heartbeat: heard above
       break;
     default:

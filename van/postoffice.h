@@ -198,9 +198,12 @@ class Postoffice {
   void SetReplicaMap(ReplicaMap map) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
  public:
-  // A replacement server tells the scheduler it holds its copy of every
-  // range (COMMAND_CAUGHT_UP).
-  absl::Status SendCaughtUp();
+  // A replacement or added server tells the scheduler it holds its copy of
+  // every range, made against key-range map `version` (COMMAND_CAUGHT_UP),
+  // and waits up to `timeout` for the answer: OK when it is a replica,
+  // Unavailable with the scheduler's reason when it refused (a source of
+  // the copies died since that map), DeadlineExceeded without an answer.
+  absl::Status SendCaughtUp(uint64_t version, absl::Duration timeout);
   // Elastic servers (postoffice_elastic.cc). A server added to a running
   // job: one more server in the table and the ring (the scheduler's, and a
   // node's on NODE_BACK of an unknown server id).
@@ -259,6 +262,8 @@ class Postoffice {
   std::atomic<uint64_t> map_version_{0};
   bool joined_ ABSL_GUARDED_BY(mu_) = false;
   bool joined_as_added_ ABSL_GUARDED_BY(mu_) = false;
+  // The scheduler's answer to this node's CAUGHT_UP (empty: none yet).
+  std::optional<absl::Status> caught_up_answer_ ABSL_GUARDED_BY(mu_);
   // Appends an unknown server to nodes_ and grows num_servers_; false when
   // the id is known.
   bool AddServerLocked(const pb::Node& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

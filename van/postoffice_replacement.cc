@@ -69,12 +69,29 @@ void Postoffice::HandleNodeBack(const pb::Control& control) {
                << node.port() << " (a replacement)";
 }
 
-absl::Status Postoffice::SendCaughtUp() {
+absl::Status Postoffice::SendCaughtUp(uint64_t version,
+                                      absl::Duration timeout) {
+  {
+    absl::MutexLock lock(&mu_);
+    caught_up_answer_.reset();
+  }
   Message msg;
   msg.meta.set_recipient(kSchedulerId);
   msg.meta.set_request(true);
   msg.meta.mutable_control()->set_cmd(pb::COMMAND_CAUGHT_UP);
-  return Send(std::move(msg));
+  msg.meta.mutable_control()->set_map_version(version);
+  if (absl::Status s = Send(std::move(msg)); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  auto answered = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) -> bool {
+    return caught_up_answer_.has_value() || terminated_.has_value();
+  };
+  if (!mu_.AwaitWithTimeout(absl::Condition(&answered), timeout)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("no answer from the scheduler to CAUGHT_UP within ",
+                     absl::FormatDuration(timeout)));
+  }
+  if (caught_up_answer_.has_value()) return *caught_up_answer_;
+  return *terminated_;
 }
 
 }  // namespace petrel

@@ -10,7 +10,9 @@
 // run with the same seed. A second case (R = 3) kills the source of the
 // replacement's copy while it copies (stopped first, and killed once the
 // replacement asked it, so that the copy is pending): the replacement
-// copies again from the next map's primaries.
+// copies again from the next map's primaries. A third adds a 4th server
+// (--add_server) mid-training and kills server 0, one of its copy sources,
+// once it holds its share.
 // One worker: with two, the order in which a
 // server applies their pushes alone moves this model's logloss by ~2%
 // between undisturbed runs.
@@ -94,6 +96,9 @@ class ReplacementTrainingTest : public ::testing::Test {
     // kills server 1 once the scheduler admitted it: its copy from server
     // 1 fails and it copies again from the next map's primaries (R = 3).
     kSourceDiesDuringTheCopy,
+    // Adds a 4th server (petrel-server --add_server) once training is
+    // under way, and kills server 0 once it holds its share.
+    kAddServer,
   };
 
   // Runs the job; returns the final test logloss (-1 when the job failed).
@@ -132,7 +137,27 @@ class ReplacementTrainingTest : public ::testing::Test {
       workers.push_back(*worker);
     }
     Subprocess* fresh = nullptr;
-    if (replace) {
+    if (mode == Mode::kAddServer) {
+      EXPECT_TRUE(WaitForOutput(workers[0], "progress worker=0"))
+          << cluster.Output();
+      absl::StatusOr<Subprocess*> started =
+          cluster.StartNode("petrel-server", {"--add_server"});
+      EXPECT_TRUE(started.ok()) << started.status();
+      if (!started.ok()) return -1;
+      fresh = *started;
+      EXPECT_TRUE(WaitForOutput(cluster.scheduler(), "was added after"))
+          << cluster.Output();
+      // Server 0 is one of the primaries it copied its share from (its
+      // output may reach us after the scheduler's).
+      EXPECT_TRUE(
+          WaitForOutput(fresh, "from server 0 (round 1)", absl::Seconds(10)))
+          << fresh->Output();
+      EXPECT_FALSE(workers[0]->Wait(absl::ZeroDuration()).ok())
+          << "the job ended before the kill: raise epochs\n"
+          << cluster.Output();
+      servers[0]->Signal(SIGKILL);
+    }
+    if (replace && mode != Mode::kAddServer) {
       Subprocess* sched = cluster.scheduler();
       for (int rank = 0; rank < kWorkers; ++rank) {
         EXPECT_TRUE(WaitForOutput(workers[rank],
@@ -178,12 +203,19 @@ class ReplacementTrainingTest : public ::testing::Test {
     if (!codes.ok()) return -1;
     int failed = 0;
     for (const auto& [name, code] : *codes) failed += code != 0;
-    EXPECT_EQ(failed, replace ? 2 : 0) << *output;  // the killed servers
+    const int kills = mode == Mode::kAddServer ? 1 : replace ? 2 : 0;
+    EXPECT_EQ(failed, kills) << *output;  // the killed servers
     if (replace) {
-      EXPECT_EQ(Count(cluster.scheduler()->Output(), "fail over to"), 2)
+      EXPECT_EQ(Count(cluster.scheduler()->Output(), "fail over to"), kills)
           << *output;
       for (absl::string_view line : absl::StrSplit(fresh->Output(), '\n')) {
         if (absl::StrContains(line, "caught up")) std::cout << line << "\n";
+      }
+      for (absl::string_view line :
+           absl::StrSplit(cluster.scheduler()->Output(), '\n')) {
+        if (absl::StrContains(line, "was added after")) {
+          std::cout << line << "\n";
+        }
       }
     }
     std::string out;
@@ -223,6 +255,27 @@ TEST_F(ReplacementTrainingTest, SourceDyingDuringTheCopyIsSurvived) {
       << "undisturbed " << plain << ", source died during the copy " << loss;
   std::fprintf(stderr, "test logloss: undisturbed %.5f, source died %.5f\n",
                plain, loss);
+}
+
+}  // namespace
+}  // namespace petrel
+
+namespace petrel {
+namespace {
+
+// Elastic servers (docs/failures.md, "Elastic servers") in a training job:
+// a 4th server added mid-training copies its share of the rows with their
+// optimizer state, then server 0, whose ranges it shares, is killed.
+TEST_F(ReplacementTrainingTest, AddedServerCarriesTheNextFailover) {
+  std::string plain_out, out;
+  const double plain = Run(Mode::kUndisturbed, &plain_out);
+  ASSERT_GT(plain, 0) << plain_out;
+  const double loss = Run(Mode::kAddServer, &out);
+  ASSERT_GT(loss, 0) << out;
+  EXPECT_LT(std::abs(loss - plain), 0.01 * plain)
+      << "undisturbed " << plain << ", with a server added " << loss;
+  std::fprintf(stderr, "test logloss: undisturbed %.5f, added %.5f\n", plain,
+               loss);
 }
 
 }  // namespace
