@@ -148,6 +148,10 @@ class KVServer {
   // Replacements this server forwards to besides the map's backups (node
   // ids); handler thread only.
   std::vector<int> copy_targets_;
+  // The map version when the last copy target was added: a target the map
+  // lists as live (a server that gains ranges in a drain) stays one until
+  // the map moves on.
+  uint64_t copy_targets_version_ = 0;  // handler thread only
   std::atomic<int64_t> rows_copied_in_{0};
 
   using AnswerKey = std::tuple<int, int, int, int>;

@@ -107,6 +107,7 @@ void KVServer<Val>::ProcessCopyRequest(const Message& msg, const KVMeta& meta,
       copy_targets_.end()) {
     copy_targets_.push_back(to);
   }
+  copy_targets_version_ = po->map_version();
   backups_version_ = ~uint64_t{0};
   replicating_.store(true);
   LOG(INFO) << "node " << po->my_id() << ": copying " << data.keys.size()
@@ -191,7 +192,28 @@ void KVStoreHandler<Val>::EnableRangeCopy(KVServer<Val>* server) {
         return store_.Export(keep);
       },
       [this](const KVPairs<Val>& rows) {
-        return store_.Push(rows.keys, rows.vals, rows.lens);
+        if (store_.mode() != Mode::kSum) {
+          return store_.Push(rows.keys, rows.vals, rows.lens);
+        }
+        // A copy sets the rows: a server that gains a range when another
+        // is drained may hold rows of it already (the whole pushes a
+        // primary forwards to it for the ranges it backs), so it adds the
+        // copy less what it holds.
+        SArray<Val> vals(rows.vals.size());
+        const size_t n = rows.keys.size();
+        const size_t width = n == 0 ? 0 : rows.vals.size() / n;
+        size_t at = 0;
+        for (size_t i = 0; i < n; ++i) {
+          const size_t w =
+              rows.lens.empty() ? width : static_cast<size_t>(rows.lens[i]);
+          const std::vector<Val> held = store_.Get(rows.keys[i]);
+          for (size_t j = 0; j < w; ++j) {
+            vals[at + j] =
+                rows.vals[at + j] - (held.size() == w ? held[j] : Val{});
+          }
+          at += w;
+        }
+        return store_.Push(rows.keys, vals, rows.lens);
       });
 }
 

@@ -112,6 +112,15 @@ TEST(KVServerRangeCopyTest, CopyWhilePushingLosesAndRepeatsNothing) {
   }
   EXPECT_GT(checked, kKeys / 4);
   EXPECT_GT(servers[1]->rows_copied_in(), 0);
+  // A copy sets the rows it brings: copied again, they are not added to
+  // those held (a server gaining a range in a drain may hold rows of it).
+  ASSERT_TRUE(
+      servers[1]->CopyRangesFrom(ServerRankToId(0), ranges, kTimeout).ok());
+  for (int k = 0; k < kKeys; ++k) {
+    if (map.OwnerOf(k) != 0) continue;
+    ASSERT_EQ(stores[1]->store().Get(k), std::vector<float>({2.0f * kRounds}))
+        << "key " << k;
+  }
   // A source without a range copy says so.
   KVServer<float> plain(1, cluster.server(0));
   plain.set_request_handler(

@@ -74,14 +74,18 @@ const std::vector<int>& KVServer<Val>::Backups() {
       // A replacement the map lists as live is a backup like the others
       // (when it holds a range this server leads); one still dead is not
       // there yet and stays a copy target (kv_server_range_copy.cc).
-      copy_targets_.erase(
-          std::remove_if(copy_targets_.begin(), copy_targets_.end(),
-                         [&map](int id) {
-                           const int rank = (id - ServerRankToId(0)) / 2;
-                           return rank < map.ranges().num_servers() &&
-                                  !map.dead(rank);
-                         }),
-          copy_targets_.end());
+      // A server that was live already when it asked for a copy (a drain)
+      // stays a copy target until the map after that.
+      if (version > copy_targets_version_) {
+        copy_targets_.erase(
+            std::remove_if(copy_targets_.begin(), copy_targets_.end(),
+                           [&map](int id) {
+                             const int rank = (id - ServerRankToId(0)) / 2;
+                             return rank < map.ranges().num_servers() &&
+                                    !map.dead(rank);
+                           }),
+            copy_targets_.end());
+      }
     }
     for (int id : copy_targets_) {
       if (std::find(backups_.begin(), backups_.end(), id) == backups_.end()) {

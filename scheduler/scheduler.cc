@@ -180,7 +180,17 @@ void Scheduler::HandleControl(Message&& msg) {
       HandleWorkerDone(sender);
       break;
     case pb::COMMAND_CAUGHT_UP:
-      HandleCaughtUp(sender, msg.meta.control().map_version());
+      // A server that copied for a drain is answered at once; a
+      // replacement's or an added server's CAUGHT_UP is checked against
+      // the map its copies were made by.
+      if (HandleDrainCaughtUp(sender)) {
+        AnswerCaughtUp(sender, "");
+      } else {
+        HandleCaughtUp(sender, msg.meta.control().map_version());
+      }
+      break;
+    case pb::COMMAND_DRAIN_DONE:
+      HandleDrainDone(sender, msg.meta.control());
       break;
     case pb::COMMAND_HEARTBEAT: {
       if (formed_ && msg.meta.control().has_stats()) {
@@ -488,13 +498,14 @@ void Scheduler::TerminateAll(bool failed, const std::string& reason) {
 void Scheduler::OnTick(absl::Time now) {
   absl::MutexLock lock(&mu_);
   ExportClusterMetrics();
+  if (formed_ && !result_.has_value()) QueryDrain();
   if (!formed_ || result_.has_value() ||
       options_.heartbeat_timeout <= absl::ZeroDuration()) {
     return;
   }
   for (const pb::Node& n : table_) {
     if (n.id() == kSchedulerId || done_workers_.contains(n.id()) ||
-        lost_workers_.contains(n.id())) {
+        lost_workers_.contains(n.id()) || drained_.contains(n.id())) {
       continue;
     }
     absl::Duration silent = now - last_seen_[n.id()];

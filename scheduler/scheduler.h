@@ -209,6 +209,24 @@ class Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The added server holds its share: publishes the map.
   void HandleAddedCaughtUp() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Draining a server (scheduler_drain.cc). Starts removing server `id`
+  // (petrelctl drain-server), or says why it may not. Takes mu_.
+  absl::Status RequestDrain(int id);
+  // A server that gains copies in the drain holds them; false when
+  // `sender` is none of those (a replacement's or added server's CAUGHT_UP).
+  bool HandleDrainCaughtUp(int sender) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every copy is made: publishes the map without the drained server.
+  void PublishDrainedMap() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The live nodes that must confirm the drained map (not the drained
+  // server, dead or lost nodes, finished workers).
+  std::vector<int> DrainWaitsFor() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Asks the nodes that did not confirm this round yet (each tick); before
+  // the map is published, abandons a drain whose copies take too long.
+  void QueryDrain() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HandleDrainDone(int sender, const pb::Control& control)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every node confirmed twice: tells the drained server to stop.
+  void FinishDrain() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The replication factor the job runs with (options_.replicas resolved,
   // at most the number of servers).
   int ResolvedReplicas() const;
@@ -264,6 +282,22 @@ class Scheduler {
     ReplicaMap target;
   };
   std::optional<AddingServer> adding_ ABSL_GUARDED_BY(mu_);
+  // A server being drained (one at a time): the map without it, the
+  // servers still copying their new ranges, and, once the map is
+  // published, the nodes that confirmed it in this round (of two).
+  struct DrainingServer {
+    int id;
+    int rank;
+    absl::Time since;
+    ReplicaMap target;
+    absl::flat_hash_set<int> copying;
+    bool published;
+    int round;
+    absl::flat_hash_set<int> confirmed;
+  };
+  std::optional<DrainingServer> draining_ ABSL_GUARDED_BY(mu_);
+  // Servers drained out of the job (told to stop; their exit is no death).
+  absl::flat_hash_set<int> drained_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Status> result_ ABSL_GUARDED_BY(mu_);
   // The last heartbeat stats of each node, and its requests per second
   // between its last two heartbeats.

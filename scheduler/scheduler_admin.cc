@@ -42,6 +42,8 @@ const char* CommandLabel(pb::AdminCommand command) {
       return "checkpoint";
     case pb::ADMIN_COMMAND_STOP:
       return "stop";
+    case pb::ADMIN_COMMAND_DRAIN_SERVER:
+      return "drain_server";
     default:
       return "unknown";
   }
@@ -114,6 +116,15 @@ void Scheduler::HandleAdmin(const Message& msg) {
         Interrupt("stop requested by petrelctl");
       }
       break;
+    case pb::ADMIN_COMMAND_DRAIN_SERVER:
+      LOG(INFO) << "drain of node " << req.node_id()
+                << " requested by petrelctl from " << req.client().host();
+      result = RequestDrain(req.node_id());
+      if (!result.ok()) {
+        LOG(WARNING) << "refused to drain node " << req.node_id() << ": "
+                     << result.message();
+      }
+      break;
     default:
       result = absl::InvalidArgumentError(
           absl::StrCat("unknown admin command ", req.command()));
@@ -160,6 +171,7 @@ void Scheduler::FillStatus(pb::AdminReply* reply) const {
         std::any_of(dead_.begin(), dead_.end(),
                     [&n](const DeadNode& d) { return d.node.id() == n.id(); });
     s->set_state(lost_workers_.contains(n.id())   ? "lost"
+                 : drained_.contains(n.id())      ? "drained"
                  : dead                           ? "dead"
                  : done_workers_.contains(n.id()) ? "finished"
                                                   : "alive");

@@ -24,6 +24,10 @@ absl::StatusOr<int> Scheduler::AddedServerRank() const {
     return absl::FailedPreconditionError(
         "a replacement server is still copying its key ranges");
   }
+  if (draining_.has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        Describe(draining_->id), " is being drained; add after it stopped"));
+  }
   absl::StatusOr<ReplicaMap> next = replica_map_->WithServerAdded();
   if (!next.ok()) return next.status();
   return postoffice_->num_servers();

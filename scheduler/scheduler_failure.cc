@@ -13,7 +13,7 @@ void Scheduler::OnConnectionLost(int id, const std::string& reason) {
   // Before the cluster formed nobody depends on the node (a join that went
   // away is caught by the join timeout); after the job ended, nodes leave.
   if (!formed_ || result_.has_value() || id == kSchedulerId ||
-      done_workers_.contains(id)) {
+      done_workers_.contains(id) || drained_.contains(id)) {
     return;
   }
   for (const pb::Node& n : table_) {

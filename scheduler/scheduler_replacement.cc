@@ -24,7 +24,8 @@ absl::StatusOr<int> Scheduler::ReplacementRank(const pb::Node& node) const {
   if (node.add_server()) return AddedServerRank();
   const int n = postoffice_->num_servers();
   auto free = [&](int r) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    return replica_map_->dead(r) && !replacing_.contains(ServerRankToId(r));
+    return replica_map_->dead(r) && !replacing_.contains(ServerRankToId(r)) &&
+           !drained_.contains(ServerRankToId(r));
   };
   if (node.requested_rank() >= 0) {
     if (node.requested_rank() < n && free(node.requested_rank())) {

@@ -119,4 +119,28 @@ absl::Status CatchUpReplacement(Postoffice* po, KVServer<float>* server,
   return absl::OkStatus();
 }
 
+absl::Status CopyForDrain(
+    Postoffice* po, KVServer<float>* server,
+    const std::vector<std::pair<int, std::vector<int>>>& sources,
+    absl::Duration timeout) {
+  const absl::Time start = absl::Now();
+  const int64_t before = server->rows_copied_in();
+  size_t ranges = 0;
+  for (const auto& [source, wanted] : sources) {
+    absl::Status s =
+        server->CopyRangesFrom(ServerRankToId(source), wanted, timeout);
+    if (!s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("server ", po->my_rank(),
+                                                 ": drain copy from server ",
+                                                 source, ": ", s.message()));
+    }
+    ranges += wanted.size();
+  }
+  LOG(WARNING) << "server " << po->my_rank() << " copied " << ranges
+               << " key range(s) for a drain: "
+               << server->rows_copied_in() - before << " rows in "
+               << absl::FormatDuration(absl::Now() - start);
+  return po->SendCaughtUp(po->map_version(), timeout);
+}
+
 }  // namespace petrel

@@ -4,6 +4,9 @@
 #ifndef PETREL_SERVER_REPLACEMENT_CATCH_UP_H_
 #define PETREL_SERVER_REPLACEMENT_CATCH_UP_H_
 
+#include <utility>
+#include <vector>
+
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 
@@ -35,6 +38,18 @@ struct CatchUpOptions {
 // otherwise, or after max_rounds, Unavailable naming the source and why.
 absl::Status CatchUpReplacement(Postoffice* po, KVServer<float>* server,
                                 const CatchUpOptions& options);
+
+// Draining another server (docs/failures.md, "Elastic servers"): copies
+// the ranges the scheduler's DRAIN_COPY lists, each from its source rank
+// (which forwards every later push here), then sends CAUGHT_UP and waits
+// for the scheduler's answer (up to `timeout`). The
+// KV store's install sets the rows, so rows of a range held already (from
+// whole forwarded pushes) do not count twice. An error names the source;
+// the scheduler then abandons the drain after its timeout.
+absl::Status CopyForDrain(
+    Postoffice* po, KVServer<float>* server,
+    const std::vector<std::pair<int, std::vector<int>>>& sources,
+    absl::Duration timeout);
 
 }  // namespace petrel
 

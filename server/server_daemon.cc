@@ -5,9 +5,12 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "glog/logging.h"
 
 #include "base/config_file.h"
@@ -31,6 +34,7 @@ using Handler = KVStoreHandler<float>;
 class ServerDaemon : public NodeDaemon {
  public:
   explicit ServerDaemon(const ServerDaemonOptions& options) : opts_(options) {}
+  ~ServerDaemon() override { JoinDrainCopies(); }
   bool tunes_allocator() const override { return true; }
   // Reads --config (when given) and makes its cluster sizes the defaults of
   // the node flags.
@@ -157,6 +161,18 @@ class ServerDaemon : public NodeDaemon {
     }
     if (status.ok()) status = server_->Start();
     if (status.ok()) status = typed_->Start();
+    // Another server's drain: copy what the scheduler asks, off the van
+    // thread.
+    runtime.postoffice()->set_drain_copy_hook(
+        [this, po = runtime.postoffice()](
+            std::vector<std::pair<int, std::vector<int>>> sources) {
+          absl::MutexLock lock(&drain_mu_);
+          drain_copies_.emplace_back([this, po, sources = std::move(sources)] {
+            absl::Status s = CopyForDrain(po, server_.get(), sources,
+                                          CatchUpOptions().copy_timeout);
+            if (!s.ok()) LOG(ERROR) << s;
+          });
+        });
     if (status.ok()) status = runtime.Start();
     if (status.ok() && !load_.dir.empty()) status = Load(runtime);
     if (status.ok()) status = CatchUp(runtime.postoffice());
@@ -183,6 +199,7 @@ class ServerDaemon : public NodeDaemon {
   }
   // The runtime stopped: no request runs while the model is written.
   absl::Status Finish(NodeRuntime& runtime, absl::Status status) override {
+    JoinDrainCopies();
     const int rank = runtime.postoffice()->my_rank();
     const int num_servers = runtime.postoffice()->num_servers();
     if (status.ok() && tables_ != nullptr &&
@@ -206,6 +223,14 @@ class ServerDaemon : public NodeDaemon {
   }
 
  private:
+  void JoinDrainCopies() {
+    std::vector<std::thread> copies;
+    {
+      absl::MutexLock lock(&drain_mu_);
+      copies.swap(drain_copies_);
+    }
+    for (std::thread& t : copies) t.join();
+  }
   // A replacement for a dead server, or an added one (elastic), copies its
   // ranges, then tells the scheduler (server/replacement_catch_up.h).
   // Training tables' installs
@@ -280,6 +305,9 @@ class ServerDaemon : public NodeDaemon {
   std::unique_ptr<TableServer> tables_;
   std::unique_ptr<KVServer<float>> server_;
   std::unique_ptr<KVTypedStores> typed_;  // values of other types
+  // Copies for another server's drain (joined in Finish).
+  absl::Mutex drain_mu_;
+  std::vector<std::thread> drain_copies_ ABSL_GUARDED_BY(drain_mu_);
 };
 
 }  // namespace

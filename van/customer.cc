@@ -368,6 +368,16 @@ void Customer::FailRequestsTo(int node_id, const absl::Status& status) {
       status);
 }
 
+bool Customer::HasPendingTo(int node_id) {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [ts, p] : pending_) {
+    for (uint64_t key : p.waiting) {
+      if (static_cast<int>(key >> 32) == node_id) return true;
+    }
+  }
+  return false;
+}
+
 size_t Customer::FailAll(const absl::Status& status) {
   return FailWhere([](int, const Pending&) { return true; }, status);
 }

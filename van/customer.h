@@ -139,6 +139,9 @@ class Customer {
   // FailAll returns how many requests it failed.
   void FailRequestsTo(int node_id, const absl::Status& status);
   size_t FailAll(const absl::Status& status);
+  // Whether a pending request still waits for an answer from `node_id`
+  // (draining a server: docs/failures.md, "Elastic servers").
+  bool HasPendingTo(int node_id);
 
   // Replicated servers (docs/failures.md): what becomes of a pending
   // message to a server that died while a replica took over its ranges.

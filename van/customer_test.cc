@@ -219,6 +219,22 @@ TEST(CustomerTest, RequestInPartsCompletesWhenEveryPartIsAnswered) {
   EXPECT_TRUE(c.Wait(ts, absl::ZeroDuration()).ok());
 }
 
+TEST(CustomerTest, HasPendingToNamesNodesThatStillOweAnAnswer) {
+  OfflineNode node;
+  Customer c(kApp, 0, &node.po);
+  EXPECT_FALSE(c.HasPendingTo(10));
+  // Pending from the moment the request is made (before it is sent).
+  int ts = c.NewRequest({8, 10});
+  EXPECT_TRUE(c.HasPendingTo(8));
+  EXPECT_TRUE(c.HasPendingTo(10));
+  EXPECT_FALSE(c.HasPendingTo(12));
+  c.Accept(Response(10, ts));
+  EXPECT_FALSE(c.HasPendingTo(10));
+  EXPECT_TRUE(c.HasPendingTo(8));
+  c.Accept(Response(8, ts));
+  EXPECT_FALSE(c.HasPendingTo(8));
+}
+
 TEST(CustomerTest, RequestWithoutRecipientsCompletesAtOnce) {
   OfflineNode node;
   Customer c(kApp, 0, &node.po);

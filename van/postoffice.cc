@@ -365,6 +365,9 @@ void Postoffice::HandleControl(Message&& msg) {
       break;
     }
     case pb::COMMAND_TERMINATE:
+      if (!control.failed() && !control.reason().empty()) {
+        LOG(WARNING) << "node " << my_id() << ": " << control.reason();
+      }
       Terminate(control.failed() ? absl::AbortedError(absl::StrCat(
                                        "the job failed: ", control.reason()))
                                  : absl::OkStatus());
@@ -384,6 +387,12 @@ void Postoffice::HandleControl(Message&& msg) {
                     "the scheduler refused its CAUGHT_UP: ", control.reason()));
       break;
     }
+    case pb::COMMAND_DRAIN_COPY:
+      HandleDrainCopy(control);
+      break;
+    case pb::COMMAND_DRAIN_QUERY:
+      HandleDrainQuery(control);
+      break;
     case pb::COMMAND_HEARTBEAT:  // the answer to a heartbeat: heard above
       break;
     default:

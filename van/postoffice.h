@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -211,8 +212,20 @@ class Postoffice {
   // Whether this server joined a running job as an added server (its join
   // reply's map is the one in which it holds its share, still to copy).
   bool joined_as_added() const;
+  // Draining a server: the ranges a DRAIN_COPY asks this server to copy,
+  // as (source rank, ranges) pairs ascending by source. The hook runs on
+  // the van thread and must not block (it hands the copy to a thread,
+  // which sends CAUGHT_UP when done). Set before Start.
+  using DrainCopyHook = std::function<void(
+      std::vector<std::pair<int, std::vector<int>>> sources)>;
+  void set_drain_copy_hook(DrainCopyHook hook) {
+    drain_copy_hook_ = std::move(hook);
+  }
 
  private:
+  // COMMAND_DRAIN_COPY and COMMAND_DRAIN_QUERY (postoffice_elastic.cc).
+  void HandleDrainCopy(const pb::Control& control);
+  void HandleDrainQuery(const pb::Control& control);
   // Calls `fail` on every customer (van thread).
   void ForEachCustomer(const std::function<void(Customer*)>& fail);
   // Nothing will answer any more (the job failed, a signal, the van
@@ -245,6 +258,7 @@ class Postoffice {
   MetricsRegistry* const metrics_;
   ControlHandler control_handler_;
   TickHook tick_hook_;
+  DrainCopyHook drain_copy_hook_;
   absl::Time last_heartbeat_;  // van thread only
   bool started_ = false;
 

@@ -2,8 +2,16 @@
 // server added to a running job is one more server of the table and of the
 // ring: every node learns it from the scheduler's NODE_BACK, connects to
 // it, and routes by the map that gives it its share once it holds it.
+// Draining a server: a server that gains copies under the drained map copies
+// them when the scheduler asks (DRAIN_COPY); every live node answers the
+// scheduler's DRAIN_QUERY once it routes by the drained map and waits for
+// no answer from the drained server.
 #include <algorithm>
+#include <map>
 
+#include "glog/logging.h"
+
+#include "van/customer.h"
 #include "van/postoffice.h"
 
 namespace petrel {
@@ -25,6 +33,41 @@ void Postoffice::AddServer(const pb::Node& node) {
 bool Postoffice::joined_as_added() const {
   absl::MutexLock lock(&mu_);
   return joined_as_added_;
+}
+
+void Postoffice::HandleDrainCopy(const pb::Control& control) {
+  if (control.drain_sources_size() != control.drain_ranges_size() ||
+      !drain_copy_hook_) {
+    LOG(ERROR) << "node " << my_id() << ": ignoring a DRAIN_COPY ("
+               << (drain_copy_hook_ ? "malformed"
+                                    : "this node copies no "
+                                      "ranges")
+               << ")";
+    return;
+  }
+  std::map<int, std::vector<int>> by_source;
+  for (int i = 0; i < control.drain_sources_size(); ++i) {
+    by_source[control.drain_sources(i)].push_back(control.drain_ranges(i));
+  }
+  drain_copy_hook_({by_source.begin(), by_source.end()});
+}
+
+void Postoffice::HandleDrainQuery(const pb::Control& control) {
+  if (map_version() < control.map_version()) return;
+  const int drained = control.drained_node();
+  bool waiting = false;
+  ForEachCustomer([&waiting, drained](Customer* c) {
+    waiting = waiting || c->HasPendingTo(drained);
+  });
+  if (waiting) return;  // the scheduler asks again
+  Message msg;
+  msg.meta.set_recipient(kSchedulerId);
+  msg.meta.set_request(true);
+  pb::Control* done = msg.meta.mutable_control();
+  done->set_cmd(pb::COMMAND_DRAIN_DONE);
+  done->set_drained_node(drained);
+  done->set_map_version(control.map_version());
+  Send(std::move(msg)).IgnoreError();
 }
 
 }  // namespace petrel

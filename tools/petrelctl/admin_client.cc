@@ -72,6 +72,7 @@ absl::StatusOr<pb::AdminReply> AdminCall(const AdminClientOptions& options,
   req->set_command(command);
   req->set_auth_token(options.auth_token);
   req->set_nonce(nonce);
+  req->set_node_id(options.node_id);
   pb::Node* client = req->mutable_client();
   client->set_host(host);
   client->set_port(van.port());

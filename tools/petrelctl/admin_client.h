@@ -28,6 +28,8 @@ struct AdminClientOptions {
   // Address this client listens on for the reply, which the scheduler must
   // reach; empty: the local address that routes to the scheduler.
   std::string bind_host;
+  // ADMIN_COMMAND_DRAIN_SERVER: the server's node id. Default -1.
+  int node_id = -1;
   // Longest wait for the reply. Default 10 s.
   absl::Duration timeout = absl::Seconds(10);
   // The client's CURVE keys (an admin key), the authorized-keys file that

@@ -7,7 +7,11 @@
 //   petrelctl --scheduler=HOST:PORT tables       rows and memory per table
 //   petrelctl --scheduler=HOST:PORT checkpoint   take a checkpoint now
 //   petrelctl --scheduler=HOST:PORT stop         stop the job cleanly
-//   petrelctl ... drain | add-server             not supported yet
+//   petrelctl --scheduler=HOST:PORT drain-server --node=ID
+//                                                remove a server from a
+//                                                running replicated job
+//   petrelctl ... add-server                     not here: start one more
+//                                                petrel-server --add_server
 //
 // --json prints the scheduler's reply as JSON instead of a table.
 // When the cluster has CURVE keys, petrelctl needs an admin key: the same
@@ -53,6 +57,9 @@ DEFINE_string(scheduler_public_key, "",
               "The scheduler's CURVE public key (Z85, or a file holding it). "
               "Default: PETREL_SCHEDULER_PUBLIC_KEY, else the one key with "
               "role scheduler in --authorized_keys.");
+DEFINE_int32(node, -1,
+             "drain-server: the node id of the server to drain (as "
+             "`petrelctl status` lists it). Required there.");
 DEFINE_string(bind, "",
               "Local address the scheduler sends the answer to. Default: the "
               "address that routes to the scheduler.");
@@ -61,7 +68,8 @@ namespace {
 
 constexpr char kUsage[] =
     "shows and controls a running Petrel job.\n"
-    "  petrelctl --scheduler=HOST:PORT [--json] status|tables|checkpoint|stop";
+    "  petrelctl --scheduler=HOST:PORT [--json] status|tables|checkpoint|stop\n"
+    "  petrelctl --scheduler=HOST:PORT drain-server --node=ID";
 
 int Usage(const std::string& why) {
   std::fprintf(stderr, "petrelctl: %s (see --help)\n", why.c_str());
@@ -100,13 +108,17 @@ int main(int argc, char** argv) {
     return code;
   }
   if (argc != 2)
-    return Usage("give one command: status, tables, checkpoint or stop");
+    return Usage(
+        "give one command: status, tables, checkpoint, stop or drain-server");
   const std::string command = argv[1];
   if (command == "drain" || command == "add-server") {
     std::fprintf(stderr,
-                 "petrelctl: %s: not supported yet: the servers of a job are "
-                 "fixed when it starts (no elastic servers)\n",
-                 command.c_str());
+                 "petrelctl: %s: not supported yet as a petrelctl command: "
+                 "%s\n",
+                 command.c_str(),
+                 command == "drain"
+                     ? "use drain-server --node=ID"
+                     : "start one more petrel-server with --add_server");
     return 2;
   }
   petrel::pb::AdminCommand admin;
@@ -116,6 +128,9 @@ int main(int argc, char** argv) {
     admin = petrel::pb::ADMIN_COMMAND_CHECKPOINT;
   } else if (command == "stop") {
     admin = petrel::pb::ADMIN_COMMAND_STOP;
+  } else if (command == "drain-server") {
+    admin = petrel::pb::ADMIN_COMMAND_DRAIN_SERVER;
+    if (FLAGS_node < 0) return Usage("drain-server needs --node=ID");
   } else {
     return Usage(absl::StrCat("unknown command '", command,
                               "'; use status, tables, checkpoint or stop"));
@@ -139,6 +154,7 @@ int main(int argc, char** argv) {
   options.auth_token = FLAGS_auth_token;
   options.bind_host = FLAGS_bind;
   options.timeout = absl::Seconds(FLAGS_timeout_s);
+  options.node_id = FLAGS_node;
   absl::StatusOr<petrel::pb::AdminReply> reply =
       petrel::AdminCall(options, admin);
   if (!reply.ok()) {
@@ -155,6 +171,10 @@ int main(int argc, char** argv) {
     out = petrel::FormatTables(*reply);
   } else if (command == "checkpoint") {
     out = "checkpoint requested\n";
+  } else if (command == "drain-server") {
+    out = absl::StrCat("drain of node ", FLAGS_node,
+                       " started: its key ranges are copied to the other "
+                       "servers, then it stops (see the scheduler's log)\n");
   } else {
     out =
         "stop requested: the job checkpoints (when it has a directory) and "

@@ -1,0 +1,240 @@
+// The scheduler's side of draining a server (docs/failures.md, "Elastic
+// servers"): `petrelctl drain-server --node=ID` asks it to remove a live
+// server from a running replicated job. It computes the map without the
+// server (ReplicaMap::WithServerDrained) and asks each server that gains
+// copies there to copy them from their current primaries (DRAIN_COPY; the
+// primaries forward later pushes to them). Once all of them report
+// CAUGHT_UP it publishes the map (version + 1); the drained server still
+// applies and forwards the requests that arrive by the old map. When every
+// live node answered DRAIN_QUERY twice (it routes by the new map and waits
+// for no answer from the drained server; the second round covers a request
+// sliced by the old map just before) it sends the drained server TERMINATE.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+
+#include "scheduler/scheduler.h"
+
+namespace petrel {
+namespace {
+
+// A drain whose copies did not all arrive within this long is abandoned
+// (the map is not published; the server stays).
+constexpr absl::Duration kDrainCopyTimeout = absl::Minutes(5);
+
+}  // namespace
+
+absl::Status Scheduler::RequestDrain(int id) {
+  absl::MutexLock lock(&mu_);
+  if (!formed_ || result_.has_value()) {
+    return absl::FailedPreconditionError("the job is not running");
+  }
+  const pb::Node* node = nullptr;
+  for (const pb::Node& n : table_) {
+    if (n.id() == id) node = &n;
+  }
+  if (node == nullptr) {
+    return absl::NotFoundError(absl::StrCat("node ", id, " is not in the job"));
+  }
+  if (node->role() != pb::ROLE_SERVER) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", id, " is a ",
+                     node->role() == pb::ROLE_WORKER ? "worker" : "scheduler",
+                     ", not a server"));
+  }
+  const int rank = node->rank();
+  if (drained_.contains(id)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(Describe(id), " was drained already"));
+  }
+  const bool dead =
+      std::any_of(dead_.begin(), dead_.end(),
+                  [id](const DeadNode& d) { return d.node.id() == id; });
+  if (dead || (replica_map_.has_value() && replica_map_->dead(rank))) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(Describe(id), " is dead, not a live server"));
+  }
+  if (!replica_map_.has_value() || replica_map_->replicas() < 2) {
+    return absl::FailedPreconditionError(
+        "the job's servers are not replicated (--replicas=1): a drained "
+        "server's key ranges would have no other copy");
+  }
+  if (draining_.has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        Describe(draining_->id), " is being drained; drain one at a time"));
+  }
+  if (adding_.has_value()) {
+    return absl::FailedPreconditionError(
+        "a server is being added; drain after it caught up");
+  }
+  if (!replacing_.empty()) {
+    return absl::FailedPreconditionError(
+        "a replacement server is still copying its key ranges");
+  }
+  absl::StatusOr<ReplicaMap> target = replica_map_->WithServerDrained(rank);
+  if (!target.ok()) return target.status();
+  DrainingServer drain{id, rank, absl::Now(), *target, {}, false, 0, {}};
+  int64_t copies = 0;
+  for (int r = 0; r < postoffice_->num_servers(); ++r) {
+    if (r == rank || target->dead(r)) continue;
+    const auto sources = target->NewCopiesOf(*replica_map_, r);
+    if (sources.empty()) continue;
+    pb::Control copy;
+    copy.set_cmd(pb::COMMAND_DRAIN_COPY);
+    copy.set_drained_node(id);
+    copy.set_map_version(target->version());
+    for (const auto& [source, ranges] : sources) {
+      for (int range : ranges) {
+        copy.add_drain_sources(source);
+        copy.add_drain_ranges(range);
+        ++copies;
+      }
+    }
+    drain.copying.insert(ServerRankToId(r));
+    SendControl(ServerRankToId(r), std::move(copy));
+  }
+  LOG(WARNING) << "draining " << Describe(id) << ": " << copies
+               << " key-range copies go to " << drain.copying.size()
+               << " other server(s) while the job goes on";
+  const bool none = drain.copying.empty();
+  draining_ = std::move(drain);
+  if (none) PublishDrainedMap();
+  return absl::OkStatus();
+}
+
+bool Scheduler::HandleDrainCaughtUp(int sender) {
+  if (!draining_.has_value() || draining_->published ||
+      !draining_->copying.contains(sender)) {
+    return false;
+  }
+  draining_->copying.erase(sender);
+  LOG(INFO) << Describe(sender) << " holds its new copies for the drain of "
+            << Describe(draining_->id);
+  if (draining_->copying.empty()) PublishDrainedMap();
+  return true;
+}
+
+void Scheduler::PublishDrainedMap() {
+  if (draining_->target.version() != replica_map_->version() + 1) {
+    // A failover or replacement moved the map on meanwhile.
+    LOG(ERROR) << "the drain of " << Describe(draining_->id)
+               << " is abandoned: the key-range map moved to version "
+               << replica_map_->version() << " during its copies";
+    draining_.reset();
+    return;
+  }
+  replica_map_ = draining_->target;
+  draining_->published = true;
+  draining_->round = 1;
+  postoffice_->metrics()
+      ->GetGauge("petrel_key_range_map_version",
+                 "Version of the key-range map this node routes by (bumped "
+                 "by each server failover).")
+      ->Set(static_cast<double>(replica_map_->version()));
+  LOG(WARNING) << "drain of " << Describe(draining_->id)
+               << ": its copies are made after "
+               << absl::FormatDuration(absl::Now() - draining_->since)
+               << "; key-range map version " << replica_map_->version()
+               << " without it (" << replica_map_->live_servers()
+               << " live servers); waiting for every node to route by it";
+  pb::Control back;
+  back.set_cmd(pb::COMMAND_NODE_BACK);
+  for (const pb::Node& n : table_) {
+    if (n.id() == draining_->id) *back.add_nodes() = n;
+  }
+  replica_map_->ToControl(&back);
+  for (const pb::Node& n : table_) {
+    if (n.id() == kSchedulerId) continue;
+    bool dead = false;
+    for (const DeadNode& d : dead_) dead = dead || d.node.id() == n.id();
+    if (!dead) SendControl(n.id(), back);
+  }
+  QueryDrain();
+}
+
+std::vector<int> Scheduler::DrainWaitsFor() const {
+  std::vector<int> out;
+  for (const pb::Node& n : table_) {
+    const int id = n.id();
+    if (id == kSchedulerId || id == draining_->id || drained_.contains(id) ||
+        lost_workers_.contains(id) || lost_servers_.contains(id) ||
+        done_workers_.contains(id)) {
+      continue;
+    }
+    bool dead = false;
+    for (const DeadNode& d : dead_) dead = dead || d.node.id() == id;
+    if (!dead) out.push_back(id);
+  }
+  return out;
+}
+
+void Scheduler::QueryDrain() {
+  if (!draining_.has_value()) return;
+  if (!draining_->published) {
+    if (absl::Now() - draining_->since > kDrainCopyTimeout) {
+      LOG(ERROR) << "the drain of " << Describe(draining_->id)
+                 << " is abandoned: " << draining_->copying.size()
+                 << " server(s) did not copy their ranges within "
+                 << absl::FormatDuration(kDrainCopyTimeout);
+      draining_.reset();
+    }
+    return;
+  }
+  pb::Control query;
+  query.set_cmd(pb::COMMAND_DRAIN_QUERY);
+  query.set_drained_node(draining_->id);
+  query.set_map_version(draining_->target.version());
+  for (int id : DrainWaitsFor()) {
+    if (!draining_->confirmed.contains(id)) SendControl(id, query);
+  }
+}
+
+void Scheduler::HandleDrainDone(int sender, const pb::Control& control) {
+  if (!draining_.has_value() || !draining_->published ||
+      control.drained_node() != draining_->id ||
+      control.map_version() != draining_->target.version()) {
+    return;
+  }
+  draining_->confirmed.insert(sender);
+  for (int id : DrainWaitsFor()) {
+    if (!draining_->confirmed.contains(id)) return;
+  }
+  if (draining_->round == 1) {
+    draining_->round = 2;
+    draining_->confirmed.clear();
+    QueryDrain();
+    return;
+  }
+  FinishDrain();
+}
+
+void Scheduler::FinishDrain() {
+  const int id = draining_->id;
+  const absl::Duration took = absl::Now() - draining_->since;
+  pb::Control stop;
+  stop.set_cmd(pb::COMMAND_TERMINATE);
+  stop.set_reason(absl::StrCat("server ", draining_->rank,
+                               " was drained: its key ranges are on the "
+                               "other servers (key-range map version ",
+                               draining_->target.version(), ")"));
+  SendControl(id, std::move(stop));
+  drained_.insert(id);
+  lost_servers_.insert(id);
+  postoffice_->metrics()
+      ->GetCounter("petrel_scheduler_servers_drained_total",
+                   "Servers drained out of the running job (elastic).")
+      ->Increment();
+  LOG(WARNING) << Describe(id) << " was drained after "
+               << absl::FormatDuration(took) << ": key-range map version "
+               << replica_map_->version() << ", "
+               << replica_map_->live_servers()
+               << " live servers; it was told to stop";
+  draining_.reset();
+  // Barriers that waited for it pass without it.
+  std::vector<int> groups;
+  for (const auto& entry : barriers_) groups.push_back(entry.first.first);
+  for (int group : groups) PassBarriers(group);
+}
+
+}  // namespace petrel
