@@ -157,6 +157,38 @@ void Scheduler::SendControl(int recipient, pb::Control control) {
   if (!s.ok()) LOG(WARNING) << "control to node " << recipient << ": " << s;
 }
 
+bool Scheduler::IsDead(int id) const {
+  for (const DeadNode& d : dead_) {
+    if (d.node.id() == id) return true;
+  }
+  return false;
+}
+
+void Scheduler::SendToLiveNodes(const pb::Control& control, int except) {
+  for (const pb::Node& n : table_) {
+    if (n.id() == kSchedulerId || n.id() == except || IsDead(n.id())) continue;
+    SendControl(n.id(), control);
+  }
+}
+
+pb::Control Scheduler::NodeBackWithMap(int id) const {
+  pb::Control back;
+  back.set_cmd(pb::COMMAND_NODE_BACK);
+  for (const pb::Node& n : table_) {
+    if (n.id() == id) *back.add_nodes() = n;
+  }
+  replica_map_->ToControl(&back);
+  return back;
+}
+
+void Scheduler::SetMapVersionGauge() {
+  postoffice_->metrics()
+      ->GetGauge("petrel_key_range_map_version",
+                 "Version of the key-range map this node routes by (bumped "
+                 "by each server failover).")
+      ->Set(static_cast<double>(replica_map_->version()));
+}
+
 void Scheduler::HandleControl(Message&& msg) {
   if (msg.meta.control().cmd() == pb::COMMAND_ADMIN) {
     HandleAdmin(msg);

@@ -241,6 +241,17 @@ class Scheduler {
   absl::Status CheckClusterSize(const pb::Node& node) const;
   void FormCluster() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SendControl(int recipient, pb::Control control);
+  // Sends `control` to every node of the table that is not dead, except the
+  // scheduler and `except` (-1: none).
+  void SendToLiveNodes(const pb::Control& control, int except)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool IsDead(int id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // NODE_BACK naming node `id` (from the table) with the current key-range
+  // map: a replacement or an added server that is a replica now, or a
+  // drained server's map without it.
+  pb::Control NodeBackWithMap(int id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets petrel_key_range_map_version to the current map's version.
+  void SetMapVersionGauge() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TerminateAll(bool failed, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string DescribeMissing() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -127,29 +127,14 @@ void Scheduler::PublishDrainedMap() {
   replica_map_ = draining_->target;
   draining_->published = true;
   draining_->round = 1;
-  postoffice_->metrics()
-      ->GetGauge("petrel_key_range_map_version",
-                 "Version of the key-range map this node routes by (bumped "
-                 "by each server failover).")
-      ->Set(static_cast<double>(replica_map_->version()));
+  SetMapVersionGauge();
   LOG(WARNING) << "drain of " << Describe(draining_->id)
                << ": its copies are made after "
                << absl::FormatDuration(absl::Now() - draining_->since)
                << "; key-range map version " << replica_map_->version()
                << " without it (" << replica_map_->live_servers()
                << " live servers); waiting for every node to route by it";
-  pb::Control back;
-  back.set_cmd(pb::COMMAND_NODE_BACK);
-  for (const pb::Node& n : table_) {
-    if (n.id() == draining_->id) *back.add_nodes() = n;
-  }
-  replica_map_->ToControl(&back);
-  for (const pb::Node& n : table_) {
-    if (n.id() == kSchedulerId) continue;
-    bool dead = false;
-    for (const DeadNode& d : dead_) dead = dead || d.node.id() == n.id();
-    if (!dead) SendControl(n.id(), back);
-  }
+  SendToLiveNodes(NodeBackWithMap(draining_->id), -1);
   QueryDrain();
 }
 
@@ -162,9 +147,7 @@ std::vector<int> Scheduler::DrainWaitsFor() const {
         done_workers_.contains(id)) {
       continue;
     }
-    bool dead = false;
-    for (const DeadNode& d : dead_) dead = dead || d.node.id() == id;
-    if (!dead) out.push_back(id);
+    if (!IsDead(id)) out.push_back(id);
   }
   return out;
 }

@@ -58,12 +58,7 @@ void Scheduler::AdmitAddedServer(pb::Node node, int rank) {
   pb::Control back;
   back.set_cmd(pb::COMMAND_NODE_BACK);
   *back.add_nodes() = node;
-  for (const pb::Node& n : table_) {
-    if (n.id() == kSchedulerId || n.id() == id) continue;
-    bool dead = false;
-    for (const DeadNode& d : dead_) dead = dead || d.node.id() == n.id();
-    if (!dead) SendControl(n.id(), back);
-  }
+  SendToLiveNodes(back, id);
   pb::Control reply;
   reply.set_cmd(pb::COMMAND_ADD_NODE);
   for (const pb::Node& n : table_) *reply.add_nodes() = n;
@@ -96,11 +91,7 @@ void Scheduler::HandleAddedCaughtUp() {
   }
   replica_map_ = std::move(added.target);
   MetricsRegistry* metrics = postoffice_->metrics();
-  metrics
-      ->GetGauge("petrel_key_range_map_version",
-                 "Version of the key-range map this node routes by (bumped "
-                 "by each server failover).")
-      ->Set(static_cast<double>(replica_map_->version()));
+  SetMapVersionGauge();
   metrics
       ->GetCounter("petrel_scheduler_servers_added_total",
                    "Servers added to the running job (elastic).")
@@ -116,18 +107,7 @@ void Scheduler::HandleAddedCaughtUp() {
                << replica_map_->ranges().owners().size() << " ranges and leads "
                << moved << " (moved to it); " << replica_map_->live_servers()
                << " live servers";
-  pb::Control back;
-  back.set_cmd(pb::COMMAND_NODE_BACK);
-  for (const pb::Node& n : table_) {
-    if (n.id() == added.id) *back.add_nodes() = n;
-  }
-  replica_map_->ToControl(&back);
-  for (const pb::Node& n : table_) {
-    if (n.id() == kSchedulerId) continue;
-    bool dead = false;
-    for (const DeadNode& d : dead_) dead = dead || d.node.id() == n.id();
-    if (!dead) SendControl(n.id(), back);
-  }
+  SendToLiveNodes(NodeBackWithMap(added.id), -1);
   AnswerCaughtUp(added.id, "");
 }
 

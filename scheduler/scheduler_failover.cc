@@ -36,11 +36,7 @@ bool Scheduler::FailOverServer(const pb::Node& node, pb::Control* notice) {
                    "Servers declared dead whose key ranges a replica took "
                    "over (the job went on).")
       ->Increment();
-  metrics
-      ->GetGauge("petrel_key_range_map_version",
-                 "Version of the key-range map this node routes by (bumped "
-                 "by each server failover).")
-      ->Set(static_cast<double>(replica_map_->version()));
+  SetMapVersionGauge();
   const int64_t under = replica_map_->under_replicated_ranges();
   metrics
       ->GetGauge("petrel_scheduler_under_replicated_ranges",

@@ -49,12 +49,7 @@ void Scheduler::DeclareDead(const pb::Node& node, const std::string& reason,
   notice.set_reason(what);
   const bool failed_over =
       node.role() == pb::ROLE_SERVER && FailOverServer(node, &notice);
-  for (const pb::Node& n : table_) {
-    if (n.id() == kSchedulerId || n.id() == node.id()) continue;
-    bool dead = false;
-    for (const DeadNode& d : dead_) dead = dead || d.node.id() == n.id();
-    if (!dead) SendControl(n.id(), notice);
-  }
+  SendToLiveNodes(notice, node.id());
   if (failed_over) return;
   // A training worker's death is survived when the job can hand its data to
   // the live workers (worker_recovery); anything else fails the job.

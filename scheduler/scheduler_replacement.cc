@@ -72,12 +72,7 @@ void Scheduler::AdmitReplacement(pb::Node node, int rank) {
   pb::Control back;
   back.set_cmd(pb::COMMAND_NODE_BACK);
   *back.add_nodes() = node;
-  for (const pb::Node& n : table_) {
-    if (n.id() == kSchedulerId || n.id() == id) continue;
-    bool dead = false;
-    for (const DeadNode& d : dead_) dead = dead || d.node.id() == n.id();
-    if (!dead) SendControl(n.id(), back);
-  }
+  SendToLiveNodes(back, id);
   pb::Control reply;
   reply.set_cmd(pb::COMMAND_ADD_NODE);
   for (const pb::Node& n : table_) *reply.add_nodes() = n;
@@ -146,11 +141,7 @@ void Scheduler::HandleCaughtUp(int sender, uint64_t version) {
   lost_servers_.erase(sender);
   const int64_t under = replica_map_->under_replicated_ranges();
   MetricsRegistry* metrics = postoffice_->metrics();
-  metrics
-      ->GetGauge("petrel_key_range_map_version",
-                 "Version of the key-range map this node routes by (bumped "
-                 "by each server failover).")
-      ->Set(static_cast<double>(replica_map_->version()));
+  SetMapVersionGauge();
   metrics
       ->GetGauge("petrel_scheduler_under_replicated_ranges",
                  "Key ranges with fewer live copies than the job's "
@@ -169,18 +160,7 @@ void Scheduler::HandleCaughtUp(int sender, uint64_t version) {
                << " ranges have fewer than " << replica_map_->replicas()
                << " live copies (" << replica_map_->live_servers()
                << " live servers)";
-  pb::Control back;
-  back.set_cmd(pb::COMMAND_NODE_BACK);
-  for (const pb::Node& n : table_) {
-    if (n.id() == sender) *back.add_nodes() = n;
-  }
-  replica_map_->ToControl(&back);
-  for (const pb::Node& n : table_) {
-    if (n.id() == kSchedulerId) continue;
-    bool dead = false;
-    for (const DeadNode& d : dead_) dead = dead || d.node.id() == n.id();
-    if (!dead) SendControl(n.id(), back);
-  }
+  SendToLiveNodes(NodeBackWithMap(sender), -1);
   AnswerCaughtUp(sender, "");
 }
 
