@@ -181,7 +181,8 @@ class ReplacementTrainingTest : public ::testing::Test {
       }
       EXPECT_TRUE(WaitForOutput(sched, "is a replica again"))
           << cluster.Output();
-      EXPECT_TRUE(absl::StrContains(fresh->Output(), "caught up"))
+      // Its own line may reach us after the scheduler's.
+      EXPECT_TRUE(WaitForOutput(fresh, "caught up", absl::Seconds(10)))
           << fresh->Output();
       if (source_dies) {
         EXPECT_TRUE(
