@@ -19,23 +19,13 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 
+#include "tests/fault/fault_waits.h"
 #include "tests/harness/daemon_cluster.h"
 
 namespace petrel {
 namespace {
 
 constexpr absl::Duration kJobTimeout = absl::Seconds(120);
-
-DaemonCluster::Options JobOptions(int servers) {
-  DaemonCluster::Options o;
-  o.bin_dir = PETREL_BIN_DIR;
-  o.num_servers = servers;
-  o.num_workers = 2;
-  o.flags = {"--join_timeout_s=30", "--heartbeat_interval_ms=200",
-             "--metrics_port=0"};
-  o.scheduler_flags = {"--replicas=2", "--heartbeat_timeout_s=60"};
-  return o;
-}
 
 struct Ran {
   int code = -1;
@@ -54,20 +44,6 @@ Ran Petrelctl(const std::vector<std::string>& args) {
   return r;
 }
 
-// Waits until the server answered at least `n` pushes (its /metrics).
-void WaitForPushes(const Announce& server, double n) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (absl::Now() < deadline) {
-    absl::StatusOr<std::string> text = HttpGet(server.metrics_port, "/metrics");
-    if (text.ok() && SumMetric(*text, "petrel_server_request_seconds_count",
-                               "op")["push"] >= n) {
-      return;
-    }
-    absl::SleepFor(absl::Milliseconds(20));  // polling, with a deadline
-  }
-  FAIL() << "server " << server.rank << " did not answer " << n << " pushes";
-}
-
 struct Job {
   std::unique_ptr<DaemonCluster> cluster;
   std::vector<Subprocess*> servers;
@@ -77,7 +53,8 @@ struct Job {
 };
 
 void StartJob(int num_servers, int rounds, Job* job) {
-  job->cluster = std::make_unique<DaemonCluster>(JobOptions(num_servers));
+  job->cluster =
+      std::make_unique<DaemonCluster>(ReplicatedJobOptions(num_servers, 2, 60));
   DaemonCluster& cluster = *job->cluster;
   ASSERT_TRUE(cluster.StartScheduler().ok()) << cluster.Output();
   for (int i = 0; i < num_servers; ++i) {

@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 
+#include "tests/fault/fault_waits.h"
 #include "tests/harness/daemon_cluster.h"
 
 namespace petrel {
@@ -23,44 +24,8 @@ namespace {
 
 constexpr absl::Duration kJobTimeout = absl::Seconds(120);
 
-DaemonCluster::Options JobOptions() {
-  DaemonCluster::Options o;
-  o.bin_dir = PETREL_BIN_DIR;
-  o.num_servers = 3;
-  o.num_workers = 2;
-  o.flags = {"--join_timeout_s=30", "--heartbeat_interval_ms=200",
-             "--metrics_port=0"};
-  o.scheduler_flags = {"--replicas=2", "--heartbeat_timeout_s=60"};
-  return o;
-}
-
-// Waits until `proc`'s output holds `text` (polling, with a deadline).
-bool WaitForOutput(Subprocess* proc, const std::string& text,
-                   absl::Duration timeout = absl::Seconds(60)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (absl::StrContains(proc->Output(), text)) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return false;
-}
-
-// Waits until the server answered at least `n` pushes (its /metrics).
-void WaitForPushes(const Announce& server, double n) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (absl::Now() < deadline) {
-    absl::StatusOr<std::string> text = HttpGet(server.metrics_port, "/metrics");
-    if (text.ok() && SumMetric(*text, "petrel_server_request_seconds_count",
-                               "op")["push"] >= n) {
-      return;
-    }
-    absl::SleepFor(absl::Milliseconds(20));  // polling, with a deadline
-  }
-  FAIL() << "server " << server.rank << " did not answer " << n << " pushes";
-}
-
 TEST(ElasticTest, AddedServerTakesItsShareWhileWorkersPush) {
-  DaemonCluster cluster(JobOptions());
+  DaemonCluster cluster(ReplicatedJobOptions(3, 2, 60));
   ASSERT_TRUE(cluster.StartScheduler().ok()) << cluster.Output();
   std::vector<Announce> ready;
   std::vector<Subprocess*> servers;

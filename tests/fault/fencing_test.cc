@@ -13,22 +13,12 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
+#include "tests/fault/fault_waits.h"
 #include "tests/fault/replicated_job.h"
 #include "tests/harness/daemon_cluster.h"
 
 namespace petrel {
 namespace {
-
-// Polls `p`'s output for `text` until the deadline.
-bool WaitForOutput(Subprocess* p, const std::string& text,
-                   absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (absl::StrContains(p->Output(), text)) return true;
-    absl::SleepFor(absl::Milliseconds(20));  // polling, with a deadline
-  }
-  return false;
-}
 
 TEST(FencingTest, ServerContinuedAfterBeingDeclaredDeadIsFencedAndStops) {
   // A 5 s heartbeat timeout: a loaded machine that stalls every process

@@ -32,6 +32,7 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 
+#include "tests/fault/fault_waits.h"
 #include "tests/harness/daemon_cluster.h"
 #include "tests/harness/lr_job.h"
 
@@ -41,17 +42,6 @@ namespace {
 constexpr absl::Duration kTimeout = absl::Seconds(120);
 constexpr int kServers = 3;
 constexpr int kWorkers = 1;
-
-// Waits until `proc`'s output holds `text` (polling, with a deadline).
-bool WaitForOutput(Subprocess* proc, const std::string& text,
-                   absl::Duration timeout = absl::Seconds(60)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (absl::StrContains(proc->Output(), text)) return true;
-    absl::SleepFor(absl::Milliseconds(20));  // polling, with a deadline
-  }
-  return false;
-}
 
 // How many times `text` occurs in `s`.
 int Count(const std::string& s, const std::string& text) {
