@@ -21,6 +21,10 @@ absl::StatusOr<MlpLayout> MlpLayoutFromJob(const pb::JobConfig& job) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model.embedding_dim: ", model.embedding_dim(), " is not in 1..1024"));
   }
+  if (!(model.dropout() >= 0.0f && model.dropout() < 1.0f)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.dropout: ", model.dropout(), " is not in [0, 1)"));
+  }
   const std::vector<int> hidden = HiddenWidths(model);
   if (hidden.size() > 16) {
     return absl::InvalidArgumentError(absl::StrCat(

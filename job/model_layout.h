@@ -60,8 +60,8 @@ std::vector<int> HiddenWidths(const pb::ModelConfig& model);
 
 // The layout of an MLP job (model.kind KIND_MLP). InvalidArgument naming the
 // field when embedding_dim is not in 1..1024, a hidden width not in
-// 1..65536, there are more than 16 hidden layers, or the weights would not
-// fit in 2^31 floats.
+// 1..65536, there are more than 16 hidden layers, the weights would not
+// fit in 2^31 floats, or dropout is not in [0, 1).
 absl::StatusOr<MlpLayout> MlpLayoutFromJob(const pb::JobConfig& job);
 
 }  // namespace petrel

@@ -48,7 +48,9 @@ TEST(MlpLayoutTest, LibsvmHasOneFieldAndNoNumericFeatures) {
 TEST(MlpLayoutTest, RejectsOutOfRangeValuesNamingTheField) {
   for (const char* text :
        {"model { embedding_dim: 2000 }", "model { hidden: 0 }",
-        "model { hidden: [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1] }"}) {
+        "model { hidden: [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1] }",
+        "model { dropout: 1 }", "model { dropout: -0.1 }",
+        "model { dropout: nan }"}) {
     absl::StatusOr<MlpLayout> l = MlpLayoutFromJob(Job(text));
     ASSERT_FALSE(l.ok()) << text;
     EXPECT_NE(l.status().message().find("model."), std::string::npos)

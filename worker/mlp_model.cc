@@ -11,6 +11,7 @@
 #include "kernels/device_memory.h"
 #include "kernels/embedding.h"
 #include "kernels/sigmoid_cross_entropy.h"
+#include "worker/dropout_mask.h"
 
 namespace petrel {
 namespace {
@@ -49,7 +50,8 @@ class MlpModel : public Model {
   // Checks the batch and the rows against the layout and stages both.
   absl::Status Stage(const ModelBatch& batch,
                      const std::vector<absl::Span<const float>>& rows);
-  absl::Status Forward();
+  // With `train`, applies the dropout masks of batch step_.
+  absl::Status Forward(bool train);
   absl::Status Backward();
   absl::Status Loss(bool with_grad);
   // Copies a device span to `*out` (now on the CPU; after Synchronize on
@@ -66,6 +68,8 @@ class MlpModel : public Model {
   const Pooling pooling_;
   const bool deterministic_;
   const bool wide_;
+  const float dropout_;
+  const uint64_t dropout_seed_;
   const Device device_;
   std::vector<ModelTable> tables_;
   size_t emb_index_ = 0;  // index of each table in tables_ / rows
@@ -86,6 +90,10 @@ class MlpModel : public Model {
   // logits and dlogits.
   DeviceArray<float> pooled_, dpooled_;
   std::vector<DeviceArray<float>> acts_, dacts_;
+  // Per hidden layer, the dropout mask of the last training batch (host
+  // memory: dropout runs on the CPU only).
+  std::vector<std::vector<float>> masks_;
+  uint64_t step_ = 0;  // training batches seen
   DeviceArray<float> probs_, losses_;
   DeviceArray<float> grad_params_, grad_emb_, grad_wide_;
   std::vector<PinnedArray<float>> fetch_buffers_;
@@ -101,6 +109,8 @@ MlpModel::MlpModel(const MlpLayout& layout, const pb::ModelConfig& config,
                    : Pooling::kSum),
       deterministic_(config.deterministic()),
       wide_(config.wide()),
+      dropout_(config.dropout()),
+      dropout_seed_(config.dropout_seed()),
       device_(device),
       zero_fields_(device),
       pooled_(device),
@@ -132,6 +142,7 @@ MlpModel::MlpModel(const MlpLayout& layout, const pb::ModelConfig& config,
     acts_.emplace_back(device);
     dacts_.emplace_back(device);
   }
+  masks_.resize(layout.layers.size());
 }
 
 template <typename T>
@@ -198,7 +209,7 @@ absl::Status MlpModel::Stage(const ModelBatch& batch,
   return absl::OkStatus();
 }
 
-absl::Status MlpModel::Forward() {
+absl::Status MlpModel::Forward(bool train) {
   const size_t n = n_;
   const size_t d = static_cast<size_t>(layout_.embedding_dim);
   const size_t emb_in = static_cast<size_t>(layout_.num_fields) * d;
@@ -242,6 +253,14 @@ absl::Status MlpModel::Forward() {
                                    d_params_.subspan(layer.b_offset, layer.out),
                                    y.span()));
     if (layer.relu) PETREL_RETURN_IF_ERROR(Relu(device_, y.span()));
+    if (train && dropout_ > 0.0f && l < last) {
+      // CreateMlpModel refuses dropout on CUDA, so y is host memory.
+      std::vector<float>& mask = masks_[l];
+      mask.resize(y.size());
+      FillDropoutMask(dropout_seed_, step_, l, dropout_, absl::MakeSpan(mask));
+      float* out = y.data();
+      for (size_t i = 0; i < mask.size(); ++i) out[i] *= mask[i];
+    }
   }
   return absl::OkStatus();
 }
@@ -274,6 +293,12 @@ absl::Status MlpModel::Backward() {
   for (size_t l = last + 1; l-- > 0;) {
     const DenseLayerLayout& layer = layout_.layers[l];
     absl::Span<float> dy = dacts_[l].span();
+    if (dropout_ > 0.0f && l < last) {
+      // Dropped units' outputs are 0, so ReluBackward below zeroes their
+      // gradient; the kept ones carry the mask's scale.
+      const std::vector<float>& mask = masks_[l];
+      for (size_t i = 0; i < dy.size(); ++i) dy[i] *= mask[i];
+    }
     if (layer.relu) {
       PETREL_RETURN_IF_ERROR(ReluBackward(device_, acts_[l].span(), dy));
     }
@@ -349,9 +374,10 @@ absl::StatusOr<double> MlpModel::ForwardBackward(
     std::vector<float>* probs, std::vector<std::vector<float>>* grads) {
   downloads_.clear();
   PETREL_RETURN_IF_ERROR(Stage(batch, rows));
-  PETREL_RETURN_IF_ERROR(Forward());
+  PETREL_RETURN_IF_ERROR(Forward(true));
   PETREL_RETURN_IF_ERROR(Loss(true));
   PETREL_RETURN_IF_ERROR(Backward());
+  ++step_;
   grads->resize(tables_.size());
   PETREL_RETURN_IF_ERROR(Fetch(probs_.span(), 0, probs));
   PETREL_RETURN_IF_ERROR(Fetch(losses_.span(), 1, &host_losses_));
@@ -371,7 +397,7 @@ absl::Status MlpModel::Predict(const ModelBatch& batch,
                                std::vector<float>* probs) {
   downloads_.clear();
   PETREL_RETURN_IF_ERROR(Stage(batch, rows));
-  PETREL_RETURN_IF_ERROR(Forward());
+  PETREL_RETURN_IF_ERROR(Forward(false));
   PETREL_RETURN_IF_ERROR(Loss(false));
   PETREL_RETURN_IF_ERROR(Fetch(probs_.span(), 0, probs));
   return FinishFetches();
@@ -382,6 +408,11 @@ absl::Status MlpModel::Predict(const ModelBatch& batch,
 absl::StatusOr<std::unique_ptr<Model>> CreateMlpModel(const pb::JobConfig& job,
                                                       const Device& device) {
   PETREL_ASSIGN_OR_RETURN(MlpLayout layout, MlpLayoutFromJob(job));
+  if (job.model().dropout() > 0.0f && device.is_cuda()) {
+    return absl::InvalidArgumentError(
+        "model.dropout: dropout runs on the CPU only; set it to 0 or train "
+        "with --device=cpu");
+  }
   return std::unique_ptr<Model>(
       std::make_unique<MlpModel>(layout, job.model(), device));
 }

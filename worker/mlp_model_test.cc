@@ -203,6 +203,128 @@ TEST(MlpModelTest, RejectsBatchesThatDoNotFitTheModel) {
   }
 }
 
+struct Outputs {
+  double loss = 0;
+  std::vector<float> probs;
+  std::vector<std::vector<float>> grads;
+};
+
+// The first training batch of a new model built from `model`.
+Outputs FirstBatch(const std::string& model, const Inputs& in) {
+  Outputs out;
+  auto m = CreateMlpModel(Job(model), Device::Cpu());
+  EXPECT_TRUE(m.ok()) << m.status();
+  if (!m.ok()) return out;
+  absl::StatusOr<double> loss =
+      (*m)->ForwardBackward(in.batch(), in.spans(), &out.probs, &out.grads);
+  EXPECT_TRUE(loss.ok()) << loss.status();
+  out.loss = loss.ok() ? *loss : 0;
+  return out;
+}
+
+constexpr char kDropout[] =
+    "embedding_dim: 3 hidden: [6, 5] wide: true dropout: 0.4 dropout_seed: 8";
+
+// A new model's first batch has the same mask for the same seed, so the
+// gradients of that batch can be checked by finite differences, each
+// evaluation on a new model: they are the gradients of the masked network.
+TEST(MlpModelTest, DropoutGradientsMatchFiniteDifferencesOfTheMaskedLoss) {
+  pb::JobConfig job = Job(kDropout);
+  absl::StatusOr<MlpLayout> layout = MlpLayoutFromJob(job);
+  ASSERT_TRUE(layout.ok());
+  auto model = CreateMlpModel(job, Device::Cpu());
+  ASSERT_TRUE(model.ok());
+  Inputs in = RandomInputs(**model, *layout, 6, 9, 17);
+  const Outputs base = FirstBatch(kDropout, in);
+  ASSERT_EQ(base.grads.size(), in.rows.size());
+  std::mt19937 rng(3);
+  int significant = 0;
+  size_t zero_dense = 0;  // hidden weights of dropped units get 0
+  for (size_t t = 0; t < in.rows.size(); ++t) {
+    const bool dense = (*model)->tables()[t].dense_keys > 0;
+    for (int s = 0; s < 60; ++s) {
+      size_t i = dense ? rng() % layout->num_params : rng() % in.rows[t].size();
+      const float saved = in.rows[t][i];
+      const float eps = 1e-2f;
+      in.rows[t][i] = saved + eps;
+      double up = FirstBatch(kDropout, in).loss;
+      in.rows[t][i] = saved - eps;
+      double down = FirstBatch(kDropout, in).loss;
+      in.rows[t][i] = saved;
+      double numeric = (up - down) / (2 * eps);
+      EXPECT_NEAR(base.grads[t][i], numeric, 2e-4 + 1e-2 * std::abs(numeric))
+          << "table " << (*model)->tables()[t].id << " index " << i;
+      if (std::abs(numeric) > 1e-2) ++significant;
+    }
+    if (dense) {
+      for (size_t i = 0; i < layout->num_params; ++i) {
+        zero_dense += base.grads[t][i] == 0.0f;
+      }
+    }
+  }
+  EXPECT_GE(significant, 40);
+  // At rate 0.4 some units of the 6 x 6-example first layer are dropped for
+  // every example, and their incoming weights get no gradient.
+  EXPECT_GT(zero_dense, 0u);
+}
+
+TEST(MlpModelTest, DropoutMasksRepeatPerSeedAndChangePerBatch) {
+  pb::JobConfig job = Job(kDropout);
+  absl::StatusOr<MlpLayout> layout = MlpLayoutFromJob(job);
+  ASSERT_TRUE(layout.ok());
+  auto model = CreateMlpModel(job, Device::Cpu());
+  ASSERT_TRUE(model.ok());
+  Inputs in = RandomInputs(**model, *layout, 50, 40, 6);
+  const Outputs a = FirstBatch(kDropout, in);
+  const Outputs b = FirstBatch(kDropout, in);
+  EXPECT_EQ(a.probs, b.probs);
+  EXPECT_EQ(a.grads, b.grads);
+  const std::string other_seed =
+      "embedding_dim: 3 hidden: [6, 5] wide: true dropout: 0.4 "
+      "dropout_seed: 9";
+  EXPECT_NE(FirstBatch(other_seed, in).probs, a.probs);
+  // The same model's next batch draws a new mask.
+  Outputs first, second;
+  ASSERT_TRUE(
+      (*model)
+          ->ForwardBackward(in.batch(), in.spans(), &first.probs, &first.grads)
+          .ok());
+  ASSERT_TRUE((*model)
+                  ->ForwardBackward(in.batch(), in.spans(), &second.probs,
+                                    &second.grads)
+                  .ok());
+  EXPECT_EQ(first.probs, a.probs);
+  EXPECT_NE(second.probs, first.probs);
+}
+
+// Dropout 0 is the model without it; with dropout, training batches differ
+// from it but Predict (evaluation) uses every unit and gives its numbers.
+TEST(MlpModelTest, PredictUsesEveryUnitAndZeroDropoutIsNone) {
+  const std::string plain = "embedding_dim: 3 hidden: [6, 5] wide: true";
+  pb::JobConfig job = Job(kDropout);
+  absl::StatusOr<MlpLayout> layout = MlpLayoutFromJob(job);
+  ASSERT_TRUE(layout.ok());
+  auto model = CreateMlpModel(job, Device::Cpu());
+  ASSERT_TRUE(model.ok());
+  Inputs in = RandomInputs(**model, *layout, 30, 25, 12);
+  const Outputs none = FirstBatch(plain, in);
+  const Outputs zero = FirstBatch(plain + " dropout: 0 dropout_seed: 8", in);
+  EXPECT_EQ(zero.probs, none.probs);
+  EXPECT_EQ(zero.grads, none.grads);
+  EXPECT_NE(FirstBatch(kDropout, in).probs, none.probs);
+  std::vector<float> probs;
+  ASSERT_TRUE((*model)->Predict(in.batch(), in.spans(), &probs).ok());
+  EXPECT_EQ(probs, none.probs);
+  // Also after training batches (the mask of the last one is not reused).
+  Outputs train;
+  ASSERT_TRUE(
+      (*model)
+          ->ForwardBackward(in.batch(), in.spans(), &train.probs, &train.grads)
+          .ok());
+  ASSERT_TRUE((*model)->Predict(in.batch(), in.spans(), &probs).ok());
+  EXPECT_EQ(probs, none.probs);
+}
+
 // On a GPU, the CUDA path gives the CPU path's numbers.
 TEST(MlpModelTest, CudaMatchesCpu) {
   std::string why;

@@ -20,7 +20,10 @@ C1..C26`, as petrel-datagen --format=criteo writes it), on the CPU:
   - --embedding_initial_accumulator (Adagrad's initial accumulator) and
     --embedding_weight_decay / --mlp_weight_decay (L2 added to the gradient
     of each updated row, as Petrel's optimizer weight_decay: for the sparse
-    embeddings only on the rows the batch touches).
+    embeddings only on the rows the batch touches);
+  - --dropout p: in training, each hidden layer's output (after its ReLU) is
+    zeroed with probability p and the rest scaled by 1/(1-p) (inverted
+    dropout, as Petrel's model.dropout); none when scoring.
 Only the training loop is timed: the data is parsed and turned into tensors
 first (Petrel's examples/s includes reading and parsing the text). The test
 file, when given, is scored after training (not timed).
@@ -131,7 +134,7 @@ def make_batches(data, batch_size):
 
 class EmbeddingMlp(torch.nn.Module):
 
-    def __init__(self, rows, dim, hidden, wide):
+    def __init__(self, rows, dim, hidden, wide, dropout=0.0):
         super().__init__()
         self.dim = dim
         self.wide = None
@@ -144,6 +147,8 @@ class EmbeddingMlp(torch.nn.Module):
         layers, width = [], FIELDS * dim + INT_FIELDS
         for h in hidden:
             layers += [torch.nn.Linear(width, h), torch.nn.ReLU()]
+            if dropout > 0:
+                layers.append(torch.nn.Dropout(dropout))
             width = h
         layers.append(torch.nn.Linear(width, 1))
         self.mlp = torch.nn.Sequential(*layers)
@@ -235,6 +240,8 @@ def main():
     p.add_argument("--embedding_weight_decay", type=float, default=0)
     p.add_argument("--mlp_weight_decay", type=float, default=0)
     p.add_argument("--wide", action="store_true")
+    p.add_argument("--dropout", type=float, default=0.0,
+                   help="dropout after each hidden layer (training only)")
     p.add_argument("--ftrl_alpha", type=float, default=0.1)
     p.add_argument("--ftrl_beta", type=float, default=0.001)
     p.add_argument("--ftrl_l1", type=float, default=0)
@@ -251,7 +258,8 @@ def main():
         test_data = load_criteo(a.test, hasher)
         test = (test_data[0], make_batches(test_data, 8192))
     n = sum(len(b[3]) for b in train)
-    model = EmbeddingMlp(1 << a.index_bits, a.embedding_dim, hidden, a.wide)
+    model = EmbeddingMlp(1 << a.index_bits, a.embedding_dim, hidden, a.wide,
+                         a.dropout)
     wide_opts = []
     if a.wide:
         wide_opts = [
@@ -269,6 +277,7 @@ def main():
                                weight_decay=a.mlp_weight_decay)
     loss_fn = torch.nn.BCEWithLogitsLoss()
     start = time.perf_counter()
+    model.train()
     for _ in range(a.epochs):
         for rows, offsets, numeric, y in train:
             emb_opt.zero_grad()
@@ -283,6 +292,7 @@ def main():
     seconds = time.perf_counter() - start
     test_logloss = test_auc = float("nan")
     if test is not None:
+        model.eval()
         with torch.no_grad():
             logits = np.concatenate(
                 [model(r, o, x).numpy() for r, o, x, _ in test[1]])
