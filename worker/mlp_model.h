@@ -6,7 +6,11 @@
 // width 1 (weights and biases from dense table kMlpTable, laid out as
 // job/model_layout.h says); with `wide`, the LR logit over the same keys
 // (table kLinearTable, bias last) is added. The loss is sigmoid
-// cross-entropy; gradients are sums over the batch.
+// cross-entropy; gradients are sums over the batch. With model.dropout,
+// each training batch multiplies every hidden layer's output (after its
+// ReLU) by a mask of 0 and 1 / (1 - dropout) (worker/dropout_mask.h, a new
+// one per batch) and its gradient by the same mask; Predict uses no mask.
+// Dropout runs on the CPU only (CreateMlpModel refuses it on CUDA).
 //
 // The same code runs on the CPU and on a GPU through the device-neutral
 // kernels: on CUDA the batch and the pulled rows go through pinned host

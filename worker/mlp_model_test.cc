@@ -325,6 +325,22 @@ TEST(MlpModelTest, PredictUsesEveryUnitAndZeroDropoutIsNone) {
   EXPECT_EQ(probs, none.probs);
 }
 
+// Dropout runs on the CPU only: a CUDA model with it is refused, naming
+// the field.
+TEST(MlpModelTest, DropoutIsRefusedOnCuda) {
+  std::string why;
+  if (CudaDeviceCount(&why) == 0) {
+    GTEST_SKIP() << "no CUDA device: " << why;
+  }
+  auto gpu = ComputeDevice::Open(DeviceChoice::kCuda);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  auto model = CreateMlpModel(Job(kDropout), (*gpu)->device());
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("model.dropout"), std::string::npos)
+      << model.status();
+  EXPECT_TRUE(CreateMlpModel(Job("wide: true"), (*gpu)->device()).ok());
+}
+
 // On a GPU, the CUDA path gives the CPU path's numbers.
 TEST(MlpModelTest, CudaMatchesCpu) {
   std::string why;

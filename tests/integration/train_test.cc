@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -263,6 +264,40 @@ TEST_F(PairInteractionTrainTest, MlpDoesNotOverfitWhereLrIsBest) {
   EXPECT_LT(mlp_logloss, lr_logloss + 0.01) << "LR:\n"
                                             << lr_out << "\nMLP:\n"
                                             << mlp_out;
+}
+
+// mlp.textproto with model.dropout trains end to end on the CPU and lands
+// no worse than the shipped config (measured on these 100k examples: 0.4693
+// with dropout 0.3, 0.4717 without); a dropout of 1 is refused before
+// anything starts, naming the field.
+TEST_F(PairInteractionTrainTest, MlpWithDropoutTrainsAndOutOfRangeIsRefused) {
+  std::ifstream in(std::string(PETREL_SOURCE_DIR) +
+                   "/deploy/examples/mlp.textproto");
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  const std::string model = "wide: true }";
+  const size_t at = text.find(model);
+  ASSERT_NE(at, std::string::npos) << text;
+  std::string dropout = text;
+  dropout.replace(at, model.size(), "wide: true dropout: 0.3 }");
+  std::string out;
+  const double logloss = Train(
+      WriteConfig("dropout.textproto", dropout), &out,
+      {"--epochs=2", "--num_servers=1", "--num_workers=1", "--device=cpu"});
+  std::printf("dropout_logloss=%.4f\n", logloss);
+  EXPECT_GT(logloss, bayes_ - 0.01) << out;
+  EXPECT_LT(logloss, 0.4717 + 0.01) << out;
+  std::string refused = text;
+  refused.replace(at, model.size(), "wide: true dropout: 1 }");
+  int code = 0;
+  out = RunOrDie({Bin("petrel-launch"),
+                  "--config=" + WriteConfig("refused.textproto", refused),
+                  "--train=" + dir_ + "/train.tsv",
+                  "--test=" + dir_ + "/test.tsv", "--timeout_s=90"},
+                 &code);
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_TRUE(absl::StrContains(out, "model.dropout: 1 is not in [0, 1)"))
+      << out;
 }
 
 // Bad data paths are bad input: the worker's line names the file and what
