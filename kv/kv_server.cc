@@ -44,6 +44,11 @@ absl::Status KVServer<Val>::Start() {
       "petrel_server_replication_applied_total",
       "Copies of pushes applied here: forwarded by a primary, or resent to "
       "this server after a failover.");
+  ahead_of_map_ = metrics->GetCounter(
+      "petrel_server_pushes_ahead_of_map_total",
+      "Pushes sliced by a newer key-range map than this server routed by "
+      "when it forwarded them to its backups (none in a drain, whose map "
+      "reaches the servers before the workers).");
   copies_duplicate_ = metrics->GetCounter(
       "petrel_server_replication_duplicates_total",
       "Copies of pushes not applied again: this server had them already.");

@@ -179,6 +179,8 @@ class KVServer {
   Counter* forwarded_ = nullptr;
   Counter* copies_applied_ = nullptr;
   Counter* copies_duplicate_ = nullptr;
+  // petrel_server_pushes_ahead_of_map_total.
+  Counter* ahead_of_map_ = nullptr;
 };
 
 // A default handler: keeps a KVStore (kv/kv_store.h: rows in slabs, one

@@ -1,6 +1,7 @@
 // KVServer: primary-backup replication of pushes (docs/failures.md,
 // "Replicated servers"). Kept apart from kv_server.cc's request path.
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
@@ -106,6 +107,21 @@ void KVServer<Val>::Forward(const Message& msg, const KVMeta& meta) {
                         customer_.postoffice()->my_id(), msg.meta.seq(),
                         /*in_order=*/true);
   }
+  Postoffice* po = customer_.postoffice();
+  // A push sliced by a newer map than this server's: the backups of the
+  // older one may miss a replica of its ranges. The scheduler gives the
+  // servers a map before the workers, so none should come (counted).
+  if (msg.meta.origin_node() == 0 &&
+      msg.meta.map_version() > po->map_version()) {
+    if (ahead_of_map_ != nullptr) ahead_of_map_->Increment();
+    LOG_EVERY_T(WARNING, 1.0)
+        << "node " << po->my_id() << ": a push from node " << meta.sender
+        << " was sliced by key-range map version " << msg.meta.map_version()
+        << ", this server routes by version " << po->map_version();
+  }
+  // From the map's read until the copies are registered (a drain waits for
+  // them to be registered or routed by the new map).
+  std::optional<Postoffice::RoutingScope> routing(std::in_place, po);
   const std::vector<int>& backups = Backups();
   if (backups.empty()) return;
   const ReplyAddress to = meta.reply_address();
@@ -113,11 +129,11 @@ void KVServer<Val>::Forward(const Message& msg, const KVMeta& meta) {
     absl::MutexLock lock(&answers_mu_);
     answers_.try_emplace(KeyOf(to));
   }
-  Postoffice* po = customer_.postoffice();
   // A backup declared dead meanwhile fails its part at once: that counts
   // as done (OnForwarded runs either way).
   const int ts =
       customer_.NewRequest(backups, [this, to](int) { OnForwarded(to); });
+  routing.reset();
   for (int id : backups) {
     Message copy = ForwardCopy(msg, po->my_id(), po->map_version());
     copy.meta.set_recipient(id);

@@ -1,6 +1,7 @@
 #include "kv/kv_worker.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
@@ -172,6 +173,9 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
     return Fail(absl::InvalidArgumentError("Pull needs an output array"), cb);
   }
   Postoffice* po = customer_.postoffice();
+  // From the map's read until the request is registered (a drain waits
+  // for it to be registered or routed by the new map).
+  std::optional<Postoffice::RoutingScope> routing(std::in_place, po);
   uint64_t map_version = 0;
   absl::StatusOr<std::vector<KVSlice>> slices;
   std::vector<int> recipients;
@@ -222,6 +226,7 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
     Complete(ts);
     if (cb) cb();
   });
+  routing.reset();
   // Nothing is sent yet, so no answer can arrive before the state exists.
   std::vector<Message> msgs(slices->size());
   for (size_t i = 0; i < slices->size(); ++i) {

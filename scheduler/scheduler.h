@@ -215,17 +215,23 @@ class Scheduler {
   // A server that gains copies in the drain holds them; false when
   // `sender` is none of those (a replacement's or added server's CAUGHT_UP).
   bool HandleDrainCaughtUp(int sender) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Every copy is made: publishes the map without the drained server.
+  // Every copy is made: publishes the map without the drained server to
+  // the live servers (the drained one included); the other nodes get it
+  // once every live server confirmed it (round 0 of QueryDrain).
   void PublishDrainedMap() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The live nodes that must confirm the drained map (not the drained
-  // server, dead or lost nodes, finished workers).
+  // NODE_BACK with the drained map to the live servers, or to the other
+  // live nodes.
+  void SendDrainedMap(bool servers) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The live nodes that must confirm the drained map in this round (not
+  // the drained server, dead or lost nodes, finished workers): the
+  // servers in round 0, every node in round 1.
   std::vector<int> DrainWaitsFor() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Asks the nodes that did not confirm this round yet (each tick); before
   // the map is published, abandons a drain whose copies take too long.
   void QueryDrain() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleDrainDone(int sender, const pb::Control& control)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Every node confirmed twice: tells the drained server to stop.
+  // Every node confirmed the map: tells the drained server to stop.
   void FinishDrain() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The replication factor the job runs with (options_.replicas resolved,
   // at most the number of servers).
@@ -295,7 +301,9 @@ class Scheduler {
   std::optional<AddingServer> adding_ ABSL_GUARDED_BY(mu_);
   // A server being drained (one at a time): the map without it, the
   // servers still copying their new ranges, and, once the map is
-  // published, the nodes that confirmed it in this round (of two).
+  // published, the nodes that confirmed it in this round (0: the servers
+  // route by it; 1: every node does, and waits for nothing from the
+  // drained server).
   struct DrainingServer {
     int id;
     int rank;

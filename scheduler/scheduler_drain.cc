@@ -4,11 +4,15 @@
 // server (ReplicaMap::WithServerDrained) and asks each server that gains
 // copies there to copy them from their current primaries (DRAIN_COPY; the
 // primaries forward later pushes to them). Once all of them report
-// CAUGHT_UP it publishes the map (version + 1); the drained server still
-// applies and forwards the requests that arrive by the old map. When every
-// live node answered DRAIN_QUERY twice (it routes by the new map and waits
-// for no answer from the drained server; the second round covers a request
-// sliced by the old map just before) it sends the drained server TERMINATE.
+// CAUGHT_UP it publishes the map (version + 1), to the servers first: a
+// server that still routed by the old map when a worker's push sliced by
+// the new one reached it would forward that push to its old backups only,
+// missing the range's new replica. Once every live server answered
+// DRAIN_QUERY (it routes by the new map and waits for no answer from the
+// drained server) the workers get the map; once every live node answered
+// it too, the drained server is told to stop (TERMINATE). Until then it
+// applies the requests sliced by the old map and forwards them to the
+// ranges' replicas in the new one.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -126,16 +130,27 @@ void Scheduler::PublishDrainedMap() {
   }
   replica_map_ = draining_->target;
   draining_->published = true;
-  draining_->round = 1;
+  draining_->round = 0;
   SetMapVersionGauge();
   LOG(WARNING) << "drain of " << Describe(draining_->id)
                << ": its copies are made after "
                << absl::FormatDuration(absl::Now() - draining_->since)
                << "; key-range map version " << replica_map_->version()
                << " without it (" << replica_map_->live_servers()
-               << " live servers); waiting for every node to route by it";
-  SendToLiveNodes(NodeBackWithMap(draining_->id), -1);
+               << " live servers) goes to the servers, then to the workers";
+  SendDrainedMap(/*servers=*/true);
   QueryDrain();
+}
+
+void Scheduler::SendDrainedMap(bool servers) {
+  const pb::Control back = NodeBackWithMap(draining_->id);
+  for (const pb::Node& n : table_) {
+    if (n.id() == kSchedulerId || IsDead(n.id()) ||
+        (n.role() == pb::ROLE_SERVER) != servers) {
+      continue;
+    }
+    SendControl(n.id(), back);
+  }
 }
 
 std::vector<int> Scheduler::DrainWaitsFor() const {
@@ -144,7 +159,8 @@ std::vector<int> Scheduler::DrainWaitsFor() const {
     const int id = n.id();
     if (id == kSchedulerId || id == draining_->id || drained_.contains(id) ||
         lost_workers_.contains(id) || lost_servers_.contains(id) ||
-        done_workers_.contains(id)) {
+        done_workers_.contains(id) ||
+        (draining_->round == 0 && n.role() != pb::ROLE_SERVER)) {
       continue;
     }
     if (!IsDead(id)) out.push_back(id);
@@ -183,9 +199,15 @@ void Scheduler::HandleDrainDone(int sender, const pb::Control& control) {
   for (int id : DrainWaitsFor()) {
     if (!draining_->confirmed.contains(id)) return;
   }
-  if (draining_->round == 1) {
-    draining_->round = 2;
+  if (draining_->round == 0) {
+    // Every live server routes by the map: a push sliced by it finds its
+    // new replicas. Now the workers.
+    draining_->round = 1;
     draining_->confirmed.clear();
+    LOG(INFO) << "drain of " << Describe(draining_->id)
+              << ": every live server routes by key-range map version "
+              << draining_->target.version() << "; now the other nodes";
+    SendDrainedMap(/*servers=*/false);
     QueryDrain();
     return;
   }

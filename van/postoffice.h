@@ -221,6 +221,28 @@ class Postoffice {
   void set_drain_copy_hook(DrainCopyHook hook) {
     drain_copy_hook_ = std::move(hook);
   }
+  // A request is routed by the key-range map (a worker slices it, a
+  // primary picks the backups a push goes to) a moment before its customer
+  // registers it (Customer::NewRequest). Held from before the map is read
+  // until the request is registered, a RoutingScope keeps this node from
+  // answering a DRAIN_QUERY meanwhile: a request routed by the map before
+  // the drain may still be on its way to the drained server, and its
+  // customer does not know it yet. Cheap (one atomic counter).
+  class RoutingScope {
+   public:
+    explicit RoutingScope(Postoffice* po) : po_(po) {
+      po_->routing_.fetch_add(1, std::memory_order_seq_cst);
+      // Orders the increment before the map's read (HandleDrainQuery
+      // reads them the other way round, fenced likewise).
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+    }
+    ~RoutingScope() { po_->routing_.fetch_sub(1, std::memory_order_release); }
+    RoutingScope(const RoutingScope&) = delete;
+    RoutingScope& operator=(const RoutingScope&) = delete;
+
+   private:
+    Postoffice* const po_;
+  };
 
  private:
   // COMMAND_DRAIN_COPY and COMMAND_DRAIN_QUERY (postoffice_elastic.cc).
@@ -274,6 +296,8 @@ class Postoffice {
   std::optional<KeyRangeMap> ranges_ ABSL_GUARDED_BY(mu_);
   std::optional<ReplicaMap> replica_map_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> map_version_{0};
+  // Requests being routed now (RoutingScope).
+  std::atomic<int> routing_{0};
   bool joined_ ABSL_GUARDED_BY(mu_) = false;
   bool joined_as_added_ ABSL_GUARDED_BY(mu_) = false;
   // The scheduler's answer to this node's CAUGHT_UP (empty: none yet).

@@ -4,8 +4,9 @@
 // it, and routes by the map that gives it its share once it holds it.
 // Draining a server: a server that gains copies under the drained map copies
 // them when the scheduler asks (DRAIN_COPY); every live node answers the
-// scheduler's DRAIN_QUERY once it routes by the drained map and waits for
-// no answer from the drained server.
+// scheduler's DRAIN_QUERY once it routes by the drained map, routes no
+// request at the moment (Postoffice::RoutingScope) and waits for no answer
+// from the drained server.
 #include <algorithm>
 #include <map>
 
@@ -54,6 +55,10 @@ void Postoffice::HandleDrainCopy(const pb::Control& control) {
 
 void Postoffice::HandleDrainQuery(const pb::Control& control) {
   if (map_version() < control.map_version()) return;
+  // A request routed by the map before this one may be between its
+  // routing and its registration (RoutingScope): not yet.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (routing_.load(std::memory_order_acquire) > 0) return;
   const int drained = control.drained_node();
   bool waiting = false;
   ForEachCustomer([&waiting, drained](Customer* c) {

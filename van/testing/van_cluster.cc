@@ -42,6 +42,8 @@ void JoinResponder::HandleControl(Message&& msg) {
       Terminate(/*failed=*/false, "");
       result_ = absl::OkStatus();
     }
+  } else if (control.cmd() == pb::COMMAND_DRAIN_DONE) {
+    drain_done_.emplace_back(msg.meta.sender(), control);
   }
 }
 

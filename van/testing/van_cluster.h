@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -55,6 +56,13 @@ class JoinResponder : public ClusterControl {
   // OK once every worker finished; Aborted after Interrupt.
   absl::Status Run() override;
   void Interrupt(const std::string& reason) override;
+  // The DRAIN_DONE answers the nodes sent it (it never asks; a test
+  // does, van/postoffice_drain_test.cc), with their senders, in the order
+  // they arrived.
+  std::vector<std::pair<int, pb::Control>> drain_done() const {
+    absl::MutexLock lock(&mu_);
+    return drain_done_;
+  }
 
  private:
   void HandleControl(Message&& msg);
@@ -65,8 +73,9 @@ class JoinResponder : public ClusterControl {
   void SendControl(int recipient, pb::Control control);
 
   Postoffice* const scheduler_;
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   std::vector<pb::Node> table_ ABSL_GUARDED_BY(mu_);  // the scheduler first
+  std::vector<std::pair<int, pb::Control>> drain_done_ ABSL_GUARDED_BY(mu_);
   bool formed_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_set<int> done_workers_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Status> result_ ABSL_GUARDED_BY(mu_);
