@@ -116,8 +116,12 @@ class RowIndex {
   Slot* FindInBucket(uint64_t key, size_t bucket, bool* full) const {
     Slot* b = &slots_[bucket];
     const unsigned match = Matches(b, key);
-    *full = (match | Frees(b)) == 0;
-    return match != 0 ? &b[__builtin_ctz(match)] : nullptr;
+    if (match != 0) {
+      *full = false;
+      return &b[__builtin_ctz(match)];
+    }
+    *full = Frees(b) == 0;
+    return nullptr;
   }
   // As FindInBucket, inserting the key with width 0 in the bucket's first
   // free slot when it is missing and there is one (`*inserted` says so).
