@@ -473,15 +473,20 @@ void KVStore<Val>::ApplyOnePass() {
                    : reinterpret_cast<uintptr_t>(pool->Row(row)) | kCopyBit;
   };
   // Key j's row, its home bucket prefetched kPrefetchDistance keys ago and
-  // its row prefetched now. A key not in its home bucket, which is full,
-  // has the next bucket prefetched now and is looked up when applied, in
-  // order (a later copy of the key in the window is deferred as well).
+  // its row prefetched now. A key kept in its slot that is not in its
+  // home bucket, which is full, has the next bucket prefetched now and is
+  // looked up when applied, in order (a later copy of the key in the
+  // window is deferred as well). A slab row is looked up at once: deferred,
+  // its apply would wait on the row's miss instead of the bucket's.
   auto resolve = [&](size_t j) ABSL_ATTRIBUTE_ALWAYS_INLINE {
     const size_t home = homes.Next(j);
     bool inserted;
     RowIndex::Slot* slot =
         index_.FindOrInsertInBucket(keys_[j], home, &inserted);
-    if (ABSL_PREDICT_FALSE(slot == nullptr)) {
+    if (ABSL_PREDICT_FALSE(slot == nullptr) && !in_slot) {
+      // A slab row: deferred, the lookup would stall on the row instead.
+      slot = index_.FindOrInsert(keys_[j], index_.NextBucket(home), &inserted);
+    } else if (ABSL_PREDICT_FALSE(slot == nullptr)) {
       probe[j % kPrefetchDistance] = index_.NextBucket(home);
       index_.Prefetch(probe[j % kPrefetchDistance]);
       ring[j % kPrefetchDistance] = 0;
@@ -496,10 +501,12 @@ void KVStore<Val>::ApplyOnePass() {
   };
   auto apply = [&](size_t i) ABSL_ATTRIBUTE_ALWAYS_INLINE {
     uintptr_t step = ring[i % kPrefetchDistance];
-    if (ABSL_PREDICT_FALSE(step == 0)) {
-      bool inserted;
-      step = step_of(index_.FindOrInsert(keys_[i], probe[i % kPrefetchDistance],
-                                         &inserted));
+    if constexpr (in_slot) {  // only such keys are deferred
+      if (ABSL_PREDICT_FALSE(step == 0)) {
+        bool inserted;
+        step = step_of(index_.FindOrInsert(
+            keys_[i], probe[i % kPrefetchDistance], &inserted));
+      }
     }
     Val* row = reinterpret_cast<Val*>(step & ~kCopyBit);
     const Val* src = vals + i * width;
