@@ -106,6 +106,47 @@ class RowIndex {
   Slot* FindOrInsert(uint64_t key, bool* inserted) {
     return FindOrInsert(key, Home(key), inserted);
   }
+
+  // One bucket of a lookup, for callers that prefetch: the slot of `key` in
+  // the bucket at `bucket` (a Home or a NextBucket), or null. On null,
+  // `*full` says whether the key may still be in a later bucket (this one
+  // has no free slot): the caller may then prefetch NextBucket(bucket) and
+  // go on with Find or FindOrInsert from there later, rather than stall on
+  // a miss now (about 7% of the keys of an index 60% full).
+  Slot* FindInBucket(uint64_t key, size_t bucket, bool* full) const {
+    Slot* b = &slots_[bucket];
+    const unsigned match = Matches(b, key);
+    if (match != 0) {
+      *full = false;
+      return &b[__builtin_ctz(match)];
+    }
+    *full = Frees(b) == 0;
+    return nullptr;
+  }
+  // As FindInBucket, inserting the key with width 0 in the bucket's first
+  // free slot when it is missing and there is one (`*inserted` says so).
+  // REQUIRES: as FindOrInsert.
+  Slot* FindOrInsertInBucket(uint64_t key, size_t bucket, bool* inserted) {
+    Slot* b = &slots_[bucket];
+    *inserted = false;
+    const unsigned match = Matches(b, key);
+    if (match != 0) return &b[__builtin_ctz(match)];
+    const unsigned frees = Frees(b);
+    if (frees == 0) return nullptr;
+    DCHECK_LT(size_, max_size_) << "RowIndex::Reserve was not called";
+    Slot* s = &b[__builtin_ctz(frees)];
+    s->key = key;
+    s->width = 0;
+    s->row = 0;
+    ++size_;
+    *inserted = true;
+    return s;
+  }
+  // The bucket probed after `bucket`.
+  size_t NextBucket(size_t bucket) const {
+    return (bucket + kBucketSlots) & mask_;
+  }
+
   // Makes room for `n` keys in all, so that inserting up to that many moves
   // no slot. ResourceExhausted, with the index unchanged, when memory for a
   // larger table cannot be mapped. Inline and cheap when there is room, so

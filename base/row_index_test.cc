@@ -124,6 +124,54 @@ TEST(RowIndexTest, CompactDropsKeysOfWidthZeroInPlace) {
   EXPECT_EQ(empty.size(), 0u);
 }
 
+// A lookup one bucket at a time (as the stores' prefetching walks do)
+// finds what Find finds: in the home bucket, or, after a full bucket,
+// from NextBucket on; and inserts where FindOrInsert would.
+TEST(RowIndexTest, BucketAtATimeAgreesWithFind) {
+  RowIndex index;
+  ASSERT_TRUE(index.Reserve(1500).ok());  // 2,048 slots, 73% full below
+  std::mt19937_64 rng(3);
+  std::vector<uint64_t> keys(1500);
+  int past_home = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    keys[i] = rng();
+    bool inserted;
+    RowIndex::Slot* s =
+        index.FindOrInsertInBucket(keys[i], index.Home(keys[i]), &inserted);
+    if (s == nullptr) {  // the home bucket is full
+      ++past_home;
+      s = index.FindOrInsert(keys[i], index.NextBucket(index.Home(keys[i])),
+                             &inserted);
+    }
+    ASSERT_TRUE(inserted);
+    s->width = 1;
+    s->row = static_cast<uint32_t>(i);
+  }
+  EXPECT_GT(past_home, 50);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const size_t home = index.Home(keys[i]);
+    bool full;
+    RowIndex::Slot* s = index.FindInBucket(keys[i], home, &full);
+    if (s == nullptr) {
+      ASSERT_TRUE(full) << "key " << i << " is past a bucket with room";
+      s = index.Find(keys[i], index.NextBucket(home));
+    }
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s, index.Find(keys[i]));
+    EXPECT_EQ(s->row, i);
+  }
+  // A key never inserted: not found, from wherever its walk stops.
+  bool full = true;
+  const uint64_t missing = 12345;
+  if (index.Find(missing) == nullptr) {
+    size_t b = index.Home(missing);
+    while (index.FindInBucket(missing, b, &full) == nullptr && full) {
+      b = index.NextBucket(b);
+    }
+    EXPECT_FALSE(full);
+  }
+}
+
 TEST(RowIndexTest, ReserveOfTooMuchIsResourceExhausted) {
   RowIndex index;
   const absl::Status s = index.Reserve(size_t{1} << 60);

@@ -440,40 +440,59 @@ void KVStore<Val>::ApplyOnePass() {
   const size_t row_lines = std::min<size_t>(4, (width * sizeof(Val) + 63) / 64);
   const Val* const vals = vals_.data();
   HomeRing homes(index_, keys_);
-  // The rows of keys i .. i + kPrefetchDistance - 1, as steps.
+  // The rows of keys i .. i + kPrefetchDistance - 1, as steps; 0 for a key
+  // not in its home bucket, looked up from probe[] when it is applied.
   uintptr_t ring[kPrefetchDistance];
-  // Key j's row, found or made (ReserveOnePass reserved the room), its
-  // slot prefetched kPrefetchDistance keys ago and its row prefetched now.
-  auto resolve = [&](size_t j) ABSL_ATTRIBUTE_ALWAYS_INLINE {
-    bool inserted;
-    RowIndex::Slot* slot =
-        index_.FindOrInsert(keys_[j], homes.Next(j), &inserted);
-    uintptr_t step;
+  size_t probe[kPrefetchDistance];
+  // The step of a key's slot, found or inserted: its row, made when the
+  // key has none of this width (ReserveOnePass reserved the room).
+  auto step_of = [&](RowIndex::Slot* slot) ABSL_ATTRIBUTE_ALWAYS_INLINE {
     if (ABSL_PREDICT_TRUE(slot->width == width)) {
-      step = in_slot
+      return in_slot
                  ? reinterpret_cast<uintptr_t>(&slot->row) | hit_bits
                  : reinterpret_cast<uintptr_t>(pool->Row(slot->row)) | hit_bits;
-    } else {
-      DCHECK(slot->width == 0 || mode_ == Mode::kAssign);
-      uint32_t row = 0;
-      if (in_slot) {
-        // The value goes in the slot (copied below).
-      } else if (pool->free_rows.empty()) {
-        row = static_cast<uint32_t>(pool->used++);
-      } else {
-        row = pool->free_rows.back();
-        pool->free_rows.pop_back();
-      }
-      if (slot->width == 0) {
-        ++num_rows_;
-      } else {
-        FreeRow(slot->width, slot->row);  // kAssign: another width
-      }
-      slot->width = width;
-      slot->row = row;
-      step = in_slot ? reinterpret_cast<uintptr_t>(&slot->row) | kCopyBit
-                     : reinterpret_cast<uintptr_t>(pool->Row(row)) | kCopyBit;
     }
+    DCHECK(slot->width == 0 || mode_ == Mode::kAssign);
+    uint32_t row = 0;
+    if (in_slot) {
+      // The value goes in the slot (copied below).
+    } else if (pool->free_rows.empty()) {
+      row = static_cast<uint32_t>(pool->used++);
+    } else {
+      row = pool->free_rows.back();
+      pool->free_rows.pop_back();
+    }
+    if (slot->width == 0) {
+      ++num_rows_;
+    } else {
+      FreeRow(slot->width, slot->row);  // kAssign: another width
+    }
+    slot->width = width;
+    slot->row = row;
+    return in_slot ? reinterpret_cast<uintptr_t>(&slot->row) | kCopyBit
+                   : reinterpret_cast<uintptr_t>(pool->Row(row)) | kCopyBit;
+  };
+  // Key j's row, its home bucket prefetched kPrefetchDistance keys ago and
+  // its row prefetched now. A key kept in its slot that is not in its
+  // home bucket, which is full, has the next bucket prefetched now and is
+  // looked up when applied, in order (a later copy of the key in the
+  // window is deferred as well). A slab row is looked up at once: deferred,
+  // its apply would wait on the row's miss instead of the bucket's.
+  auto resolve = [&](size_t j) ABSL_ATTRIBUTE_ALWAYS_INLINE {
+    const size_t home = homes.Next(j);
+    bool inserted;
+    RowIndex::Slot* slot =
+        index_.FindOrInsertInBucket(keys_[j], home, &inserted);
+    if (ABSL_PREDICT_FALSE(slot == nullptr) && !in_slot) {
+      // A slab row: deferred, the lookup would stall on the row instead.
+      slot = index_.FindOrInsert(keys_[j], index_.NextBucket(home), &inserted);
+    } else if (ABSL_PREDICT_FALSE(slot == nullptr)) {
+      probe[j % kPrefetchDistance] = index_.NextBucket(home);
+      index_.Prefetch(probe[j % kPrefetchDistance]);
+      ring[j % kPrefetchDistance] = 0;
+      return;
+    }
+    const uintptr_t step = step_of(slot);
     if constexpr (!in_slot) {  // a slot's row is in the line just read
       const char* line = reinterpret_cast<const char*>(step & ~kCopyBit);
       for (size_t l = 0; l < row_lines; ++l) PrefetchLine(line + 64 * l);
@@ -481,7 +500,14 @@ void KVStore<Val>::ApplyOnePass() {
     ring[j % kPrefetchDistance] = step;
   };
   auto apply = [&](size_t i) ABSL_ATTRIBUTE_ALWAYS_INLINE {
-    const uintptr_t step = ring[i % kPrefetchDistance];
+    uintptr_t step = ring[i % kPrefetchDistance];
+    if constexpr (in_slot) {  // only such keys are deferred
+      if (ABSL_PREDICT_FALSE(step == 0)) {
+        bool inserted;
+        step = step_of(index_.FindOrInsert(
+            keys_[i], probe[i % kPrefetchDistance], &inserted));
+      }
+    }
     Val* row = reinterpret_cast<Val*>(step & ~kCopyBit);
     const Val* src = vals + i * width;
     if constexpr (kWidth == 1) {

@@ -25,6 +25,8 @@ constexpr size_t kPrefetchDistance = 16;
 // A pull's distance per stage (see PullOnePass): its two stages keep about
 // 2 * kPullDistance misses in flight.
 constexpr size_t kPullDistance = 16;
+// The same for rows kept in their index slot: one miss per key, not two.
+constexpr size_t kPullSlotDistance = 8;
 
 // dst = src for one row of n values.
 template <typename Val>

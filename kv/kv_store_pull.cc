@@ -15,6 +15,7 @@ using kv_store_internal::CopyRow;
 using kv_store_internal::HomeRing;
 using kv_store_internal::kPrefetchDistance;
 using kv_store_internal::kPullDistance;
+using kv_store_internal::kPullSlotDistance;
 
 template <typename Val>
 int64_t KVStore<Val>::OnlyWidth() const {
@@ -41,38 +42,54 @@ bool KVStore<Val>::PullOnePass(absl::Span<const Key> keys, uint32_t width,
   const size_t row_lines = std::min<size_t>(4, (row_bytes + 63) / 64);
   // Two stages ahead of the copy: key i + 2D's index bucket is fetched,
   // key i + D's slot is read and its row fetched, key i's row is copied.
-  constexpr size_t D = kPullDistance;
+  // A key not in its (full) home bucket has the next bucket fetched at the
+  // second stage and is looked up there at the copy, so that the walk
+  // never waits on an index miss; its row is then read without a prefetch.
+  constexpr size_t D = in_slot ? kPullSlotDistance : kPullDistance;
   size_t homes[2 * D];
   const Val* rows[D];
+  size_t probe[D];  // the bucket to go on from, when rows[] is null
   for (size_t j = 0; j < 2 * D && j < n; ++j) {
     homes[j] = index_.Home(keys[j]);
     index_.Prefetch(homes[j]);
   }
+  auto row_of = [&](const RowIndex::Slot* slot) ABSL_ATTRIBUTE_ALWAYS_INLINE {
+    if constexpr (in_slot) {
+      return reinterpret_cast<const Val*>(&slot->row);
+    } else {
+      return static_cast<const Val*>(pool->Row(slot->row));
+    }
+  };
   // Finds key j's row (its bucket prefetched 2D keys ago), prefetches it,
   // and fetches key j + 2D's bucket. False when key j has no row.
   auto resolve = [&](size_t j) ABSL_ATTRIBUTE_ALWAYS_INLINE {
-    const RowIndex::Slot* slot = index_.Find(keys[j], homes[j % (2 * D)]);
+    const size_t home = homes[j % (2 * D)];
+    bool full;
+    const RowIndex::Slot* slot = index_.FindInBucket(keys[j], home, &full);
     if (j + 2 * D < n) {
-      const size_t home = index_.Home(keys[j + 2 * D]);
-      index_.Prefetch(home);
-      homes[j % (2 * D)] = home;
+      const size_t ahead = index_.Home(keys[j + 2 * D]);
+      index_.Prefetch(ahead);
+      homes[j % (2 * D)] = ahead;
     }
-    if (ABSL_PREDICT_FALSE(slot == nullptr || slot->width != width)) {
-      return false;
+    if (ABSL_PREDICT_FALSE(slot == nullptr)) {
+      if (!full) return false;
+      probe[j % D] = index_.NextBucket(home);
+      index_.Prefetch(probe[j % D]);
+      rows[j % D] = nullptr;
+      return true;
     }
-    if constexpr (in_slot) {
-      rows[j % D] = reinterpret_cast<const Val*>(&slot->row);
-    } else {
-      const Val* row = pool->Row(slot->row);
+    if (ABSL_PREDICT_FALSE(slot->width != width)) return false;
+    const Val* row = row_of(slot);
+    if constexpr (!in_slot) {
       for (size_t l = 0; l < row_lines; ++l) {
         PrefetchLine(reinterpret_cast<const char*>(row) + 64 * l);
       }
-      rows[j % D] = row;
     }
+    rows[j % D] = row;
     return true;
   };
-  auto copy = [&](size_t i) ABSL_ATTRIBUTE_ALWAYS_INLINE {
-    const Val* row = rows[i % D];
+  // Copies key i's row out; false when it has none (a key looked up here).
+  auto copy_row = [&](size_t i, const Val* row) ABSL_ATTRIBUTE_ALWAYS_INLINE {
     if constexpr (kWidth == 1) {
       std::memcpy(out + i, row, sizeof(Val));  // maybe a slot's bits
     } else if constexpr (kWidth != 0) {
@@ -81,16 +98,55 @@ bool KVStore<Val>::PullOnePass(absl::Span<const Key> keys, uint32_t width,
       CopyRow(out + i * width, row, width);
     }
   };
+  // Keys looked up at the copy whose rows (not in the slot) were only
+  // prefetched then: copied D keys later, so that the walk does not wait
+  // on their rows either. At most D at a time (one a key).
+  size_t late_keys[D];
+  const Val* late_rows[D];
+  size_t late_begin = 0;
+  size_t late_end = 0;
+  auto copy_late = [&](size_t before) ABSL_ATTRIBUTE_ALWAYS_INLINE {
+    while (late_begin != late_end && late_keys[late_begin % D] < before) {
+      copy_row(late_keys[late_begin % D], late_rows[late_begin % D]);
+      ++late_begin;
+    }
+  };
+  // Copies key i's row out (or, for a key looked up here, queues it); false
+  // when it has none.
+  auto copy = [&](size_t i) ABSL_ATTRIBUTE_ALWAYS_INLINE {
+    const Val* row = rows[i % D];
+    if (ABSL_PREDICT_FALSE(row == nullptr)) {
+      const RowIndex::Slot* slot = index_.Find(keys[i], probe[i % D]);
+      if (slot == nullptr || slot->width != width) return false;
+      row = row_of(slot);
+      if constexpr (!in_slot) {
+        copy_late(i + 1 > D ? i + 1 - D : 0);
+        if (late_end - late_begin == D) copy_late(i);  // room for one
+        for (size_t l = 0; l < row_lines; ++l) {
+          PrefetchLine(reinterpret_cast<const char*>(row) + 64 * l);
+        }
+        late_keys[late_end % D] = i;
+        late_rows[late_end % D] = row;
+        ++late_end;
+        return true;
+      }
+    }
+    copy_row(i, row);
+    return true;
+  };
   const size_t head = std::min(n, D);
   for (size_t j = 0; j < head; ++j) {
     if (!resolve(j)) return false;
   }
   size_t i = 0;
   for (; i + D < n; ++i) {
-    copy(i);  // before its ring entry is reused
+    if (!copy(i)) return false;  // before its ring entry is reused
     if (!resolve(i + D)) return false;
   }
-  for (; i < n; ++i) copy(i);
+  for (; i < n; ++i) {
+    if (!copy(i)) return false;
+  }
+  copy_late(n);
   return true;
 }
 
