@@ -2,8 +2,7 @@
 // took over its ranges (docs/failures.md, "Replicated servers").
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
-
+#include "kv/kv_slicer.h"
 #include "kv/kv_worker.h"
 
 namespace petrel {
@@ -43,25 +42,16 @@ std::vector<Message> KVWorker<Val>::SplitMovedPull(const Message& msg,
   // A pull of keys, nothing else: a push goes whole to the successor, whose
   // duplicate detection and forwards decide (docs/failures.md).
   if (msg.meta.push() || !msg.meta.pull() || msg.data.size() != 1) return {};
-  const SArray<Key> keys(msg.data[0]);
-  if (keys.empty()) return {};
-  std::vector<uint32_t> owners(keys.size());
-  ranges.OwnersOf(keys.data(), keys.size(), owners.data());
-  // Pieces in the order their servers first appear; keys keep their order.
-  std::vector<uint32_t> ranks;
-  absl::flat_hash_map<uint32_t, std::vector<Key>> of;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    std::vector<Key>& piece = of[owners[i]];
-    if (piece.empty()) ranks.push_back(owners[i]);
-    piece.push_back(keys[i]);
-  }
+  KVSlice whole;
+  whole.keys = SArray<Key>(msg.data[0]);
+  if (whole.keys.empty()) return {};
   std::vector<Message> pieces;
-  for (uint32_t rank : ranks) {
+  for (const KVSlice& s : CutPullSlice(whole, ranges)) {
     Message piece;
     piece.meta = msg.meta;
     piece.meta.clear_data_types();  // AddData lists the one frame
-    piece.meta.set_recipient(ServerRankToId(static_cast<int>(rank)));
-    piece.AddData(SArray<Key>(std::move(of[rank])));
+    piece.meta.set_recipient(ServerRankToId(s.server_rank));
+    piece.AddData(s.keys);
     pieces.push_back(std::move(piece));
   }
   return pieces;
@@ -81,27 +71,20 @@ void KVWorker<Val>::OnSplit(int timestamp, uint64_t from,
   state.slice_of_part.erase(slice);
   const KVSlice whole = state.slices[index];
   for (size_t p = 0; p < pieces.size(); ++p) {
-    KVSlice s;
-    s.server_rank = IdToRank(pieces[p].meta.recipient());
-    s.keys = SArray<Key>(pieces[p].data[0]);
-    // A piece's keys are a subsequence of the slice's, in order.
-    s.positions = SArray<uint32_t>(s.keys.size());
-    size_t j = 0;
-    for (size_t i = 0; i < s.keys.size(); ++i) {
-      while (j < whole.keys.size() && whole.keys[j] != s.keys[i]) ++j;
-      if (j == whole.keys.size()) return;  // cannot happen: SplitMovedPull
-      s.positions[i] = whole.positions.empty()
-                           ? whole.first_position + static_cast<uint32_t>(j)
-                           : whole.positions[j];
-      ++j;
+    absl::StatusOr<KVSlice> s =
+        SubSliceOf(whole, SArray<Key>(pieces[p].data[0]),
+                   IdToRank(pieces[p].meta.recipient()));
+    if (!s.ok()) {  // SplitMovedPull cut the slice's own message: no way
+      RecordError(timestamp, s.status());
+      return;
     }
-    size_t at = index;
+    size_t at = index;  // the first piece takes the slice's place
     if (p > 0) {
       at = state.slices.size();
       state.slices.emplace_back();
       state.parts.emplace_back();
     }
-    state.slices[at] = std::move(s);
+    state.slices[at] = *std::move(s);
     state.slice_of_part[to[p]] = at;
   }
 }
