@@ -380,6 +380,57 @@ absl::Status CheckPulledPart(const KVSlice& slice, const PulledPart& part,
   return absl::OkStatus();
 }
 
+std::vector<KVSlice> CutPullSlice(const KVSlice& whole,
+                                  const KeyRangeMap& ranges) {
+  const size_t n = whole.keys.size();
+  std::vector<uint32_t> owners(n);
+  ranges.OwnersOf(whole.keys.data(), n, owners.data());
+  std::vector<uint32_t> order;  // owners as they first appear
+  std::vector<size_t> count(ranges.num_servers(), 0);
+  for (uint32_t o : owners) {
+    if (count[o]++ == 0) order.push_back(o);
+  }
+  std::vector<KVSlice> out;
+  for (uint32_t o : order) {
+    KVSlice s;
+    s.server_rank = static_cast<int>(o);
+    s.keys = SArray<Key>(count[o]);
+    s.positions = SArray<uint32_t>(count[o]);
+    size_t k = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (owners[i] != o) continue;
+      s.keys[k] = whole.keys[i];
+      s.positions[k++] = whole.positions.empty()
+                             ? whole.first_position + static_cast<uint32_t>(i)
+                             : whole.positions[i];
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+absl::StatusOr<KVSlice> SubSliceOf(const KVSlice& whole,
+                                   const SArray<Key>& keys, int rank) {
+  KVSlice s;
+  s.server_rank = rank;
+  s.keys = keys;
+  s.positions = SArray<uint32_t>(keys.size());
+  size_t j = 0;
+  for (size_t i = 0; i < keys.size(); ++i, ++j) {
+    while (j < whole.keys.size() && whole.keys[j] != keys[i]) ++j;
+    if (j == whole.keys.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("key ", keys[i], " (", i + 1, " of ", keys.size(),
+                       ") is not in the slice of server ", whole.server_rank,
+                       " in its order"));
+    }
+    s.positions[i] = whole.positions.empty()
+                         ? whole.first_position + static_cast<uint32_t>(j)
+                         : whole.positions[j];
+  }
+  return s;
+}
+
 absl::Status MergePulled(const std::vector<KVSlice>& slices,
                          const std::vector<PulledPart>& parts, size_t num_keys,
                          size_t elem_size, Buffer* vals, SArray<int>* lens) {

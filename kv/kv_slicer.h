@@ -75,6 +75,17 @@ std::vector<KVSlice> SplitPushSlices(std::vector<KVSlice> slices,
 // next one's keys and the last one's answer travel. 0 splits nothing.
 std::vector<KVSlice> SplitPullSlices(std::vector<KVSlice> slices,
                                      size_t max_keys);
+// A failover's cut of a pull slice whose server died
+// (KVWorker::SplitMovedPull): its keys grouped by their owner in `ranges`,
+// one slice per owner in the order owners first appear, each key keeping
+// its order and its position in the caller's keys.
+std::vector<KVSlice> CutPullSlice(const KVSlice& whole,
+                                  const KeyRangeMap& ranges);
+// The slice of server `rank` holding `keys`, a subsequence of `whole`'s
+// keys in their order, with the positions `whole` gave them
+// (KVWorker::OnSplit). InvalidArgument when `keys` is not one.
+absl::StatusOr<KVSlice> SubSliceOf(const KVSlice& whole,
+                                   const SArray<Key>& keys, int rank);
 // Checks that `part` can answer `slice` (elements of `elem_size` bytes):
 // without lens its values divide evenly over the slice's keys (none for a
 // slice without keys); with lens there is one non-negative length per key,

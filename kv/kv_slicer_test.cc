@@ -515,5 +515,59 @@ TEST(KVSlicerTest, MergeOfAnswersWithoutValuesIsEmpty) {
   }
 }
 
+// A failover cuts a pull slice whose server died by the new map: the pieces
+// answer what the slice did (KVWorker::SplitMovedPull and OnSplit).
+TEST(KVSlicerTest, FailoverCutOfAPullSliceMergesBackInCallerOrder) {
+  SArray<Key> keys = SomeKeys(100);
+  SArray<float> vals = TwoEach(keys.size());
+  auto slices = SliceRequest(Map(3), keys, Buffer(), sizeof(float), {});
+  ASSERT_TRUE(slices.ok());
+  ASSERT_EQ(slices->size(), 3u);
+  auto alone = SliceRequest(Map(1), keys, Buffer(), sizeof(float), {});
+  ASSERT_TRUE(alone.ok());
+  // Server 1's slice (with positions), its parts as SplitPullSlices makes
+  // them, and a one-server request's parts (first_position): cut by a map
+  // of 5 servers, so their keys go to several servers.
+  for (const auto& [request, dead] :
+       std::vector<std::pair<std::vector<KVSlice>, int>>{
+           {*slices, 1},
+           {SplitPullSlices(*slices, 7), 1},
+           {SplitPullSlices(*alone, 30), 0}}) {
+    std::vector<KVSlice> after;
+    size_t cut = 0;
+    for (const KVSlice& s : request) {
+      if (s.server_rank != dead) {
+        after.push_back(s);
+        continue;
+      }
+      std::vector<KVSlice> pieces = CutPullSlice(s, Map(5));
+      size_t n = 0;
+      for (const KVSlice& p : pieces) {
+        n += p.keys.size();
+        // What OnSplit rebuilds from a piece's keys.
+        absl::StatusOr<KVSlice> again = SubSliceOf(s, p.keys, p.server_rank);
+        ASSERT_TRUE(again.ok()) << again.status();
+        EXPECT_EQ(again->positions.ToVector(), p.positions.ToVector());
+        after.push_back(p);
+      }
+      EXPECT_EQ(n, s.keys.size());
+      cut += pieces.size();
+    }
+    EXPECT_GT(cut, 1u);
+    std::vector<PulledPart> answers;
+    for (const KVSlice& p : after) answers.push_back(AnswerOf(p, vals));
+    Buffer out;
+    ASSERT_TRUE(
+        MergePulled(after, answers, keys.size(), sizeof(float), &out, nullptr)
+            .ok());
+    EXPECT_EQ(SArray<float>(out).ToVector(), vals.ToVector());
+  }
+  // Keys that are not the slice's, in its order, are refused.
+  const KVSlice& s = (*slices)[1];
+  ASSERT_GE(s.keys.size(), 2u);
+  SArray<Key> swapped(std::vector<Key>{s.keys[1], s.keys[0]});
+  EXPECT_FALSE(SubSliceOf(s, swapped, 1).ok());
+}
+
 }  // namespace
 }  // namespace petrel

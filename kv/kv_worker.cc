@@ -57,6 +57,12 @@ absl::Status KVWorker<Val>::Start() {
   hooks.rerouted = [this](int ts, uint64_t from, uint64_t to) {
     OnRerouted(ts, from, to);
   };
+  hooks.split = &KVWorker::SplitMovedPull;
+  hooks.split_rerouted = [this](int ts, uint64_t from,
+                                const std::vector<uint64_t>& to,
+                                const std::vector<Message>& pieces) {
+    OnSplit(ts, from, to, pieces);
+  };
   customer_.set_failover_hooks(std::move(hooks));
   return customer_.Start();
 }

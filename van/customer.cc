@@ -285,14 +285,19 @@ void Customer::AcceptResponse(Message&& msg) {
   // this thread removes `part`, so the entry cannot vanish meanwhile.
   if (response_handler_) response_handler_(std::move(msg));
   CompletionHandler on_complete;
+  std::vector<Message> released;  // moved pulls this answer lets go
+  bool done;
   {
     absl::MutexLock lock(&mu_);
     auto it = pending_.find(ts);
     it->second.waiting.erase(part);
     it->second.sent.erase(part);
-    if (!it->second.waiting.empty()) return;
-    on_complete = std::move(it->second.on_complete);
+    if (!after_pushes_.empty()) released = TakeReleased();
+    done = it->second.waiting.empty();
+    if (done) on_complete = std::move(it->second.on_complete);
   }
+  SendReleased(std::move(released));
+  if (!done) return;
   // Before the entry goes: waiters must see the handler's effects.
   if (on_complete) on_complete(ts);
   postoffice_->van()->RequestClosed();
@@ -324,7 +329,9 @@ void Customer::Tick(absl::Time now) {
       }
       p.last_sent = now;
       ++p.resends;
-      for (auto& [recipient, m] : p.sent) resend.push_back(m);
+      for (auto& [key, m] : p.sent) {
+        if (!p.held_back.contains(key)) resend.push_back(m);
+      }
     }
   }
   if (!resend.empty()) {
@@ -411,6 +418,12 @@ size_t Customer::FailWhere(const std::function<bool(int, const Pending&)>& fail,
     if (failures_.size() > kMaxFailures) failures_.erase(failures_.begin());
     pending_.erase(ts);
   }
+  std::vector<Message> released;  // moved pulls waiting on a failed push
+  if (!failed.empty()) {
+    absl::MutexLock lock(&mu_);
+    released = TakeReleased();
+  }
+  SendReleased(std::move(released));
   return failed.size();
 }
 

@@ -28,6 +28,7 @@
 #include "absl/time/time.h"
 
 #include "base/metrics.h"
+#include "van/key_range_map.h"
 #include "van/message.h"
 
 namespace petrel {
@@ -155,16 +156,36 @@ class Customer {
     // Called, without the lock, for each message rerouted, before it is
     // sent: (timestamp, old PartKey, new PartKey).
     std::function<void(int timestamp, uint64_t from, uint64_t to)> rerouted;
+    // Optional. Called (with the lock held, like reroute) for each such
+    // message that only reads (no push), with the current key-range map:
+    // the pieces to send instead, each addressed (recipient set) to the
+    // live node that now leads its keys, since a dead node's ranges may
+    // have gone to several nodes and the successor may hold none of some.
+    // Empty: `reroute` decides, as for any other message.
+    std::function<std::vector<Message>(const Message& msg,
+                                       const KeyRangeMap& ranges)>
+        split;
+    // Called, without the lock, before they are sent, for the pieces of
+    // one split message: (timestamp, old PartKey, the pieces' PartKeys,
+    // the pieces).
+    std::function<void(int timestamp, uint64_t from,
+                       const std::vector<uint64_t>& to,
+                       const std::vector<Message>& pieces)>
+        split_rerouted;
   };
   // Set before Start.
   void set_failover_hooks(FailoverHooks hooks) {
     failover_hooks_ = std::move(hooks);
   }
   // Node `dead` died and node `successor` took over its ranges: each
-  // pending message to it goes where FailoverHooks::reroute says (resent
-  // unsequenced: it carries its origin for duplicate detection); without
-  // hooks, or for a message not kept for resending, its request fails with
-  // `status` as FailRequestsTo does.
+  // pending message to it goes where FailoverHooks::reroute (or split)
+  // says (resent unsequenced: it carries its origin for duplicate
+  // detection); without hooks, or for a message not kept for resending, its
+  // request fails with `status` as FailRequestsTo does. The moved pushes
+  // go at once; the other moved messages (pulls) only once every moved
+  // push is answered, so that a pull reads the pushes this sender made
+  // before it (a pull for clock t is sent before the push of clock t - 1,
+  // and the successor may know clock t already; docs/failures.md).
   void FailOver(int dead, int successor, const absl::Status& status);
   // Node `id` came back as a new process (a replacement server): forgets
   // the sequence numbers to and from the old one and its failover
@@ -192,6 +213,9 @@ class Customer {
     size_t bytes = 0;  // data bytes of the messages sent so far
     int resends = 0;
     int rerouted = 0;  // messages moved to another node (FailOver)
+    // Moved messages not sent yet (FailOver holds them until the moved
+    // pushes are answered): not resent meanwhile.
+    absl::flat_hash_set<uint64_t> held_back;
     CompletionHandler on_complete;
     absl::Status failure;  // set when the request failed
   };
@@ -217,6 +241,16 @@ class Customer {
   void SkipGap(uint64_t stream, SeqWindow& w, Ready* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Dispatch(Ready ready);
+  // Moved messages waiting for moved pushes to be answered (FailOver).
+  struct AfterPushes {
+    std::vector<std::pair<int, uint64_t>> pushes;  // (timestamp, PartKey)
+    std::vector<Message> msgs;
+  };
+  // Takes the messages of after_pushes_ whose pushes are all answered (or
+  // failed).
+  std::vector<Message> TakeReleased() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends messages TakeReleased took (without the lock).
+  void SendReleased(std::vector<Message> msgs);
   // Failover (customer_failover.cc). The live node that took over dead
   // node `id`'s ranges, following successive failovers; 0 when none.
   int MovedTo(int id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -255,6 +289,7 @@ class Customer {
   // oldest go past kMaxFailures.
   absl::btree_map<int, absl::Status> failures_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int, uint64_t> next_seq_ ABSL_GUARDED_BY(mu_);
+  std::vector<AfterPushes> after_pushes_ ABSL_GUARDED_BY(mu_);
   // Dead node -> the node that took over its ranges (FailOver).
   absl::flat_hash_map<int, int> moved_to_ ABSL_GUARDED_BY(mu_);
   // Keyed by (sender node, sending customer).

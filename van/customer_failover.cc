@@ -1,7 +1,11 @@
 // Customer::FailOver: pending requests to a server that died continue on
 // the replica that took over its ranges (docs/failures.md, "Replicated
 // servers"). Kept apart from customer.cc's sequencing and resends.
+#include <optional>
+#include <string>
+
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
 #include "van/customer.h"
@@ -71,12 +75,17 @@ void Customer::FailOver(int dead, int successor, const absl::Status& status) {
     FailRequestsTo(dead, status);
     return;
   }
+  // A message moved whole (to.size() == 1, piece unset) or split into
+  // pieces (FailoverHooks::split).
   struct Moved {
     int timestamp;
     uint64_t from;
-    uint64_t to;
-    Message msg;
+    std::vector<uint64_t> to;
+    std::vector<Message> msgs;
+    bool split = false;
   };
+  std::optional<KeyRangeMap> ranges;
+  if (failover_hooks_.split) ranges = postoffice_->key_ranges();
   std::vector<Moved> moved;
   absl::flat_hash_set<int> fail;
   std::vector<std::pair<int, CompletionHandler>> completed;
@@ -104,20 +113,47 @@ void Customer::FailOver(int dead, int successor, const absl::Status& status) {
           break;
         }
         Message msg = it->second;  // shares the data frames
-        const int to = failover_hooks_.reroute(&msg, successor);
+        std::vector<Message> pieces;
+        if (ranges.has_value() && !msg.meta.push()) {
+          pieces = failover_hooks_.split(msg, *ranges);
+        }
+        const int to = pieces.empty() ? failover_hooks_.reroute(&msg, successor)
+                                      : successor;
         if (to < 0) {
           fail.insert(ts);
           break;
         }
         p.waiting.erase(key);
         p.sent.erase(it);
+        p.held_back.erase(key);
         if (to == 0) continue;  // counts as answered
-        msg.meta.set_seq(0);    // its origin fields identify it
-        const uint64_t new_key = Reroute(p, &msg, to);
-        moved.push_back(Moved{ts, key, new_key, std::move(msg)});
+        Moved m{ts, key, {}, {}, !pieces.empty()};
+        if (pieces.empty()) {
+          msg.meta.set_recipient(to);
+          pieces.push_back(std::move(msg));
+        }
+        for (Message& piece : pieces) {
+          piece.meta.set_seq(0);  // its origin fields identify it
+          m.to.push_back(Reroute(p, &piece, piece.meta.recipient()));
+          m.msgs.push_back(std::move(piece));
+        }
+        moved.push_back(std::move(m));
       }
       if (!fail.contains(ts) && p.waiting.empty()) {
         completed.emplace_back(ts, std::move(p.on_complete));
+      }
+    }
+    // With a push moved, the other moved messages wait (below): no
+    // resending them meanwhile.
+    bool any_push = false;
+    for (const Moved& m : moved) {
+      for (const Message& msg : m.msgs) any_push |= msg.meta.push();
+    }
+    for (const Moved& m : moved) {
+      for (size_t i = 0; any_push && i < m.msgs.size(); ++i) {
+        if (m.msgs[i].meta.push()) continue;
+        auto p = pending_.find(m.timestamp);
+        if (p != pending_.end()) p->second.held_back.insert(m.to[i]);
       }
     }
   }
@@ -125,20 +161,60 @@ void Customer::FailOver(int dead, int successor, const absl::Status& status) {
     FailWhere([&fail](int ts, const Pending&) { return fail.contains(ts); },
               status);
   }
+  // The pushes first; the rest once they are answered.
+  AfterPushes later;
+  std::vector<Message> now;
+  size_t pieces = 0;
   for (Moved& m : moved) {
-    if (fail.contains(m.timestamp)) continue;
-    if (failover_hooks_.rerouted) {
-      failover_hooks_.rerouted(m.timestamp, m.from, m.to);
+    if (fail.contains(m.timestamp)) {
+      // Failed: counts as answered (TakeReleased), like its pushes.
+      for (size_t i = 0; i < m.msgs.size(); ++i) {
+        if (m.msgs[i].meta.push())
+          later.pushes.emplace_back(m.timestamp, m.to[i]);
+      }
+      continue;
     }
-    absl::Status s = postoffice_->Send(std::move(m.msg));
+    if (m.split && failover_hooks_.split_rerouted) {
+      failover_hooks_.split_rerouted(m.timestamp, m.from, m.to, m.msgs);
+    } else if (!m.split && failover_hooks_.rerouted) {
+      failover_hooks_.rerouted(m.timestamp, m.from, m.to[0]);
+    }
+    if (m.split) pieces += m.msgs.size();
+    for (size_t i = 0; i < m.msgs.size(); ++i) {
+      if (m.msgs[i].meta.push()) {
+        later.pushes.emplace_back(m.timestamp, m.to[i]);
+        now.push_back(std::move(m.msgs[i]));
+      } else {
+        later.msgs.push_back(std::move(m.msgs[i]));
+      }
+    }
+  }
+  const size_t held = later.pushes.empty() ? 0 : later.msgs.size();
+  const size_t sent = now.size() + later.msgs.size();
+  if (held > 0) {
+    absl::MutexLock lock(&mu_);
+    after_pushes_.push_back(std::move(later));
+  } else {
+    for (Message& m : later.msgs) now.push_back(std::move(m));
+  }
+  for (Message& m : now) {
+    absl::Status s = postoffice_->Send(std::move(m));
     if (!s.ok()) {
       LOG_EVERY_T(WARNING, 1.0) << "resend after failover: " << s;
     }
   }
-  if (!moved.empty()) {
+  if (sent > 0) {
     LOG(INFO) << "app " << app_id_ << " customer " << customer_id_ << ": sent "
-              << moved.size() << " message(s) for node " << dead << " to node "
-              << successor;
+              << sent << " message(s) for node " << dead << " to node "
+              << successor
+              << (pieces > 0 ? absl::StrCat(" or, for ", pieces,
+                                            " pieces of pulls, to the nodes "
+                                            "that now lead their keys")
+                             : std::string())
+              << (held > 0 ? absl::StrCat(", ", held,
+                                          " of them once the moved pushes "
+                                          "are answered")
+                           : std::string());
   }
   // Every message of these went to the dead node and needs no answer now.
   for (auto& [ts, on_complete] : completed) {
@@ -146,6 +222,52 @@ void Customer::FailOver(int dead, int successor, const absl::Status& status) {
     postoffice_->van()->RequestClosed();
     absl::MutexLock lock(&mu_);
     pending_.erase(ts);
+  }
+  std::vector<Message> released;
+  {
+    absl::MutexLock lock(&mu_);
+    released = TakeReleased();
+  }
+  SendReleased(std::move(released));
+}
+
+std::vector<Message> Customer::TakeReleased() {
+  std::vector<Message> out;
+  for (auto it = after_pushes_.begin(); it != after_pushes_.end();) {
+    bool answered = true;
+    for (const auto& [ts, key] : it->pushes) {
+      auto p = pending_.find(ts);
+      if (p != pending_.end() && p->second.failure.ok() &&
+          p->second.waiting.contains(key)) {
+        answered = false;
+        break;
+      }
+    }
+    if (!answered) {
+      ++it;
+      continue;
+    }
+    for (Message& m : it->msgs) {
+      // Still wanted: its request neither failed nor ended meanwhile.
+      auto p = pending_.find(m.meta.timestamp());
+      if (p == pending_.end() || !p->second.failure.ok()) continue;
+      const uint64_t key = PartKey(m.meta.recipient(), m.meta.part());
+      if (!p->second.held_back.erase(key) || !p->second.waiting.contains(key)) {
+        continue;
+      }
+      out.push_back(std::move(m));
+    }
+    it = after_pushes_.erase(it);
+  }
+  return out;
+}
+
+void Customer::SendReleased(std::vector<Message> msgs) {
+  for (Message& m : msgs) {
+    absl::Status s = postoffice_->Send(std::move(m));
+    if (!s.ok()) {
+      LOG_EVERY_T(WARNING, 1.0) << "resend after failover: " << s;
+    }
   }
 }
 

@@ -456,5 +456,92 @@ TEST(CustomerTest, WaitNamesServerThatNeverAnswersOverNetwork) {
   EXPECT_TRUE(cluster.Finish().ok());
 }
 
+// A server-side customer that records requests, answers pulls at once and
+// pushes only once Release is called.
+class HoldingServer {
+ public:
+  explicit HoldingServer(Postoffice* po) : customer_(kApp, 0, po) {
+    customer_.set_request_handler([this](Message&& msg, bool) {
+      absl::MutexLock lock(&mu_);
+      seen_.push_back(msg.meta.timestamp());
+      if (msg.meta.push() && !released_) {
+        held_.push_back(ReplyAddressOf(msg.meta));
+        return;
+      }
+      customer_.SendResponse(ReplyAddressOf(msg.meta), Message()).IgnoreError();
+    });
+    EXPECT_TRUE(customer_.Start().ok());
+  }
+  void Release() {
+    absl::MutexLock lock(&mu_);
+    released_ = true;
+    for (const ReplyAddress& to : held_) {
+      customer_.SendResponse(to, Message()).IgnoreError();
+    }
+    held_.clear();
+  }
+  std::vector<int> seen() {
+    absl::MutexLock lock(&mu_);
+    return seen_;
+  }
+  bool WaitForSeen(int timestamp) {
+    absl::MutexLock lock(&mu_);
+    auto there = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) -> bool {
+      return std::find(seen_.begin(), seen_.end(), timestamp) != seen_.end();
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&there), absl::Seconds(10));
+  }
+
+ private:
+  Customer customer_;
+  absl::Mutex mu_;
+  std::vector<int> seen_ ABSL_GUARDED_BY(mu_);
+  std::vector<ReplyAddress> held_ ABSL_GUARDED_BY(mu_);
+  bool released_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// A pull for clock t is sent before the push of clock t - 1; moved by a
+// failover, it must not reach the successor before that push is applied
+// there (docs/failures.md, "Replicated servers").
+TEST(CustomerTest, FailOverSendsMovedPushesFirstAndTheRestOnceAnswered) {
+  VanCluster cluster(ClusterOfSize(2, 1));
+  ASSERT_TRUE(cluster.Start().ok());
+  EchoServer dead(cluster.server(0), /*drop=*/{0, 1});
+  HoldingServer successor(cluster.server(1));
+  CustomerOptions options;
+  options.resend_timeout = absl::Hours(1);  // kept for moving, not resent
+  Customer c(kApp, 0, cluster.worker(0), options);
+  Customer::FailoverHooks hooks;
+  hooks.reroute = [](Message*, int to) { return to; };
+  c.set_failover_hooks(std::move(hooks));
+  ASSERT_TRUE(c.Start().ok());
+  auto send = [&c](int to, bool push) {
+    const int ts = c.NewRequest({to});
+    Message m;
+    m.meta.set_recipient(to);
+    m.meta.set_timestamp(ts);
+    m.meta.set_push(push);
+    m.meta.set_pull(!push);
+    EXPECT_TRUE(c.SendRequest(std::move(m)).ok());
+    return ts;
+  };
+  const int pull = send(8, /*push=*/false);
+  const int push = send(8, /*push=*/true);
+  ASSERT_TRUE(dead.WaitForSeen(2));
+  c.FailOver(8, 10, absl::UnavailableError("server 0 died"));
+  ASSERT_TRUE(successor.WaitForSeen(push));
+  c.Tick(absl::Now() + absl::Hours(2));  // resends the push, not the pull
+  // Messages to one node arrive in order: the pull would be seen before.
+  const int marker = send(10, /*push=*/false);
+  ASSERT_TRUE(c.Wait(marker, absl::Seconds(10)).ok());
+  EXPECT_EQ(successor.seen(), (std::vector<int>{push, push, marker}));
+  EXPECT_FALSE(c.IsComplete(pull));
+  successor.Release();
+  ASSERT_TRUE(c.Wait(push, absl::Seconds(10)).ok());
+  ASSERT_TRUE(c.Wait(pull, absl::Seconds(10)).ok());
+  EXPECT_EQ(successor.seen(), (std::vector<int>{push, push, marker, pull}));
+  EXPECT_TRUE(cluster.Finish().ok());
+}
+
 }  // namespace
 }  // namespace petrel

@@ -6,7 +6,7 @@
 // with their optimizer state, the admission sketch, the workers' clocks)
 // from the live primaries while training goes on, and becomes a replica;
 // then server 1 is killed, so that some ranges rely on the copy alone. The
-// job ends normally and its test logloss is within 2% (kTolerance) of an
+// job ends normally and its test logloss is within 1% (kTolerance) of an
 // undisturbed run with the same seed. A second case (R = 3) kills the source of
 // the replacement's copy while it copies (stopped first, and killed once the
 // replacement asked it, so that the copy is pending): the replacement
@@ -218,12 +218,14 @@ class ReplacementTrainingTest : public ::testing::Test {
   std::string config_;
 };
 
-// How far from the undisturbed run's test logloss a disturbed run may end.
-// The issue asks for 1%. Most runs end within 0.1% (0.52000-0.52040
-// against 0.52040), but two in about 100 under load ended 0.98% and 1.2%
-// off, not yet explained (docs/failures.md): the bound is 2% until they
-// are.
-constexpr double kTolerance = 0.02;
+// How far from the undisturbed run's test logloss a disturbed run may end:
+// the issue's 1%. With one worker and bounded delay 0 the job is
+// deterministic and every run ends at the undisturbed value (0.5204, as
+// printed, in every run since requests moved by a failover read the
+// pushes made before them; docs/failures.md); before, a pull moved by a
+// failover could be answered without the push of the clock before it, or
+// by a server that does not hold its keys, and runs ended up to 1.2% off.
+constexpr double kTolerance = 0.01;
 
 TEST_F(ReplacementTrainingTest, ReplacementCarriesTheNextFailover) {
   std::string plain_out, out;
