@@ -2,21 +2,9 @@
 
 #include <cmath>
 
+#include "worker/feature_hash.h"
+
 namespace petrel {
-namespace {
-
-// SplitMix64's finalizer: a bijection of 64-bit words whose output bits
-// each depend on every input bit.
-uint64_t Mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-
-}  // namespace
 
 void FillDropoutMask(uint64_t seed, uint64_t step, uint64_t layer, float rate,
                      absl::Span<float> mask) {
@@ -30,9 +18,9 @@ void FillDropoutMask(uint64_t seed, uint64_t step, uint64_t layer, float rate,
   const uint64_t threshold =
       static_cast<uint64_t>(std::ceil(static_cast<double>(rate) * (1 << 24)));
   const uint64_t base =
-      Mix(Mix(Mix(seed + 0x9e3779b97f4a7c15ULL) ^ step) ^ (layer + 1));
+      Mix64(Mix64(Mix64(seed + 0x9e3779b97f4a7c15ULL) ^ step) ^ (layer + 1));
   for (size_t i = 0; i < mask.size(); ++i) {
-    const uint64_t h = Mix(base + 0x9e3779b97f4a7c15ULL * (i + 1)) >> 40;
+    const uint64_t h = Mix64(base + 0x9e3779b97f4a7c15ULL * (i + 1)) >> 40;
     mask[i] = h < threshold ? 0.0f : keep;
   }
 }
