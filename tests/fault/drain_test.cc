@@ -33,21 +33,11 @@ namespace {
 
 constexpr absl::Duration kJobTimeout = absl::Seconds(120);
 
-struct Ran {
-  int code = -1;
-  std::string out;
-};
-
-Ran Petrelctl(const std::vector<std::string>& args) {
+// Runs petrelctl with `args` to its end (it has its own --timeout_s).
+ProgramRun Petrelctl(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {std::string(PETREL_BIN_DIR) + "/petrelctl"};
   argv.insert(argv.end(), args.begin(), args.end());
-  absl::StatusOr<std::unique_ptr<Subprocess>> p = StartProgram(argv);
-  Ran r;
-  if (!p.ok()) return r;
-  absl::StatusOr<int> code = (*p)->Wait(absl::Seconds(30));
-  r.code = code.ok() ? *code : -1;
-  r.out = (*p)->Output();
-  return r;
+  return RunToEnd(std::move(argv), absl::Seconds(30));
 }
 
 struct Job {
@@ -110,12 +100,12 @@ TEST(DrainTest, DrainedServerLeavesWhileWorkersPush) {
   if (HasFatalFailure()) return;
 
   // Refusals: a worker, an unknown id, no --node.
-  Ran worker = Petrelctl(
+  ProgramRun worker = Petrelctl(
       {at, "drain-server", absl::StrCat("--node=", job.worker_ready[0].id)});
   EXPECT_EQ(worker.code, 1) << worker.out;
   EXPECT_TRUE(absl::StrContains(worker.out, "is a worker, not a server"))
       << worker.out;
-  Ran unknown = Petrelctl({at, "drain-server", "--node=999"});
+  ProgramRun unknown = Petrelctl({at, "drain-server", "--node=999"});
   EXPECT_EQ(unknown.code, 1) << unknown.out;
   EXPECT_TRUE(absl::StrContains(unknown.out, "node 999 is not in the job"))
       << unknown.out;
@@ -126,7 +116,7 @@ TEST(DrainTest, DrainedServerLeavesWhileWorkersPush) {
   std::vector<int> live = {0, 1, 2, 3, 4};
   for (int i : {1, 2, 3}) {
     const std::string node = absl::StrCat("--node=", job.ready[i].id);
-    Ran drain = Petrelctl({at, "drain-server", node});
+    ProgramRun drain = Petrelctl({at, "drain-server", node});
     ASSERT_EQ(drain.code, 0) << drain.out << cluster.Output();
     EXPECT_TRUE(absl::StrContains(drain.out, "drain of node")) << drain.out;
     absl::StatusOr<int> code = job.servers[i]->Wait(kJobTimeout);
@@ -136,7 +126,7 @@ TEST(DrainTest, DrainedServerLeavesWhileWorkersPush) {
         job.servers[i]->Output(),
         absl::StrCat("server ", job.ready[i].rank, " was drained")))
         << job.servers[i]->Output();
-    Ran again = Petrelctl({at, "drain-server", node});
+    ProgramRun again = Petrelctl({at, "drain-server", node});
     EXPECT_EQ(again.code, 1) << again.out;
     EXPECT_TRUE(absl::StrContains(again.out, "was drained already"))
         << again.out;
@@ -146,7 +136,7 @@ TEST(DrainTest, DrainedServerLeavesWhileWorkersPush) {
       if (HasFatalFailure()) return;
     }
   }
-  Ran fourth =
+  ProgramRun fourth =
       Petrelctl({at, "drain-server", absl::StrCat("--node=", job.ready[4].id)});
   EXPECT_EQ(fourth.code, 1) << fourth.out;
   EXPECT_TRUE(absl::StrContains(fourth.out, "would leave 1 live server(s)"))
@@ -193,7 +183,7 @@ TEST(DrainTest, RefusesToDrainBelowTheReplicationFactor) {
   if (HasFatalFailure()) return;
   DaemonCluster& cluster = *job.cluster;
   const std::string at = "--scheduler=" + cluster.scheduler_address();
-  Ran drain =
+  ProgramRun drain =
       Petrelctl({at, "drain-server", absl::StrCat("--node=", job.ready[0].id)});
   EXPECT_EQ(drain.code, 1) << drain.out;
   EXPECT_TRUE(absl::StrContains(drain.out, "would leave 1 live server(s)"))

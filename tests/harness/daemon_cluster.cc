@@ -51,6 +51,16 @@ absl::StatusOr<std::unique_ptr<Subprocess>> StartProgram(
   return Subprocess::Start(std::move(options));
 }
 
+ProgramRun RunToEnd(std::vector<std::string> argv, absl::Duration timeout) {
+  ProgramRun run;
+  absl::StatusOr<std::unique_ptr<Subprocess>> p = StartProgram(std::move(argv));
+  if (!p.ok()) return run;
+  absl::StatusOr<int> code = (*p)->Wait(timeout);
+  run.code = code.ok() ? *code : -1;
+  run.out = (*p)->Output();
+  return run;
+}
+
 DaemonCluster::DaemonCluster(Options options) : options_(std::move(options)) {}
 
 absl::StatusOr<Subprocess*> DaemonCluster::Start(

@@ -105,6 +105,16 @@ absl::StatusOr<std::unique_ptr<Subprocess>> StartProgram(
     std::vector<std::string> argv,
     std::vector<std::pair<std::string, std::string>> env = {});
 
+// What a program run to its end left: its exit code (-1 when it could not
+// start or did not end within the timeout) and its output.
+struct ProgramRun {
+  int code = -1;
+  std::string out;
+};
+
+// Runs `argv` (argv[0] a path) to its end, waiting at most `timeout`.
+ProgramRun RunToEnd(std::vector<std::string> argv, absl::Duration timeout);
+
 // GET http://127.0.0.1:`port``path` (HTTP/1.0); returns the body of a 200
 // reply. Unavailable when the connection fails, Internal for another status.
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path,

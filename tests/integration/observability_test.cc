@@ -30,22 +30,11 @@ using ::testing::HasSubstr;
 
 constexpr absl::Duration kTimeout = absl::Seconds(60);
 
-struct Ran {
-  int code = -1;
-  std::string out;
-};
-
 // Runs petrelctl with `args` to its end (it has its own --timeout_s).
-Ran Petrelctl(const std::vector<std::string>& args) {
+ProgramRun Petrelctl(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {std::string(PETREL_BIN_DIR) + "/petrelctl"};
   argv.insert(argv.end(), args.begin(), args.end());
-  absl::StatusOr<std::unique_ptr<Subprocess>> p = StartProgram(argv);
-  Ran r;
-  if (!p.ok()) return r;
-  absl::StatusOr<int> code = (*p)->Wait(absl::Seconds(30));
-  r.code = code.ok() ? *code : -1;
-  r.out = (*p)->Output();
-  return r;
+  return RunToEnd(std::move(argv), absl::Seconds(30));
 }
 
 // The metric families `text` declares ("# TYPE name type"), name -> type.
@@ -178,7 +167,7 @@ TEST_F(ObservabilityTest, MetricsPetrelctlAndDashboardOnLiveJob) {
 
   const std::string at = "--scheduler=" + cluster.scheduler_address();
   // status: every node, alive, with table rows once heartbeats carried them.
-  Ran status;
+  ProgramRun status;
   for (absl::Time end = absl::Now() + kTimeout; absl::Now() < end;) {
     status = Petrelctl({at, "--auth_token=obs-secret", "--json", "status"});
     if (status.code != 0 || absl::StrContains(status.out, "\"rows\"")) break;
@@ -188,20 +177,21 @@ TEST_F(ObservabilityTest, MetricsPetrelctlAndDashboardOnLiveJob) {
   EXPECT_THAT(status.out, HasSubstr("\"job_state\":\"running\""));
   EXPECT_THAT(status.out, HasSubstr("\"state\":\"alive\""));
   EXPECT_THAT(status.out, HasSubstr("\"rows\""));
-  Ran table = Petrelctl({at, "--auth_token=obs-secret", "status"});
+  ProgramRun table = Petrelctl({at, "--auth_token=obs-secret", "status"});
   ASSERT_EQ(table.code, 0) << table.out;
   EXPECT_THAT(table.out, HasSubstr("2/2 servers and 1/1 workers alive"));
   EXPECT_THAT(table.out, HasSubstr("ROLE"));
   EXPECT_THAT(table.out, HasSubstr("server"));
   EXPECT_THAT(table.out, HasSubstr("worker"));
-  Ran tables = Petrelctl({at, "--auth_token=obs-secret", "tables"});
+  ProgramRun tables = Petrelctl({at, "--auth_token=obs-secret", "tables"});
   ASSERT_EQ(tables.code, 0) << tables.out;
   EXPECT_THAT(tables.out, HasSubstr("TABLE"));
   EXPECT_THAT(tables.out, HasSubstr("all"));
 
   // Refusals: a wrong token gets no answer (and is counted); elastic
   // commands say they are not supported; a bad command is a usage error.
-  Ran wrong = Petrelctl({at, "--auth_token=nope", "--timeout_s=2", "status"});
+  ProgramRun wrong =
+      Petrelctl({at, "--auth_token=nope", "--timeout_s=2", "status"});
   EXPECT_EQ(wrong.code, 1) << wrong.out;
   EXPECT_THAT(wrong.out, HasSubstr("no answer from the scheduler"));
   for (absl::Time end = absl::Now() + kTimeout; absl::Now() < end;) {
@@ -217,7 +207,7 @@ TEST_F(ObservabilityTest, MetricsPetrelctlAndDashboardOnLiveJob) {
   EXPECT_THAT(*HttpGet(scheduler_port, "/metrics"),
               HasSubstr("petrel_scheduler_admin_requests_total{command=\"any\","
                         "result=\"refused\"} 1"));
-  Ran drain = Petrelctl({at, "drain"});
+  ProgramRun drain = Petrelctl({at, "drain"});
   EXPECT_EQ(drain.code, 2);
   EXPECT_THAT(drain.out, HasSubstr("not supported yet"));
   EXPECT_EQ(Petrelctl({at, "frobnicate"}).code, 2);
@@ -244,12 +234,12 @@ TEST_F(ObservabilityTest, MetricsPetrelctlAndDashboardOnLiveJob) {
   }
 
   // checkpoint, then stop: the job checkpoints and ends.
-  Ran ckpt = Petrelctl({at, "--auth_token=obs-secret", "checkpoint"});
+  ProgramRun ckpt = Petrelctl({at, "--auth_token=obs-secret", "checkpoint"});
   ASSERT_EQ(ckpt.code, 0) << ckpt.out;
   absl::StatusOr<std::string> done =
       cluster.scheduler()->WaitForLine("checkpoint 1 (", kTimeout);
   EXPECT_TRUE(done.ok()) << done.status() << cluster.Output();
-  Ran stop = Petrelctl({at, "--auth_token=obs-secret", "stop"});
+  ProgramRun stop = Petrelctl({at, "--auth_token=obs-secret", "stop"});
   ASSERT_EQ(stop.code, 0) << stop.out;
   absl::StatusOr<std::map<std::string, int>> codes = cluster.WaitAll(kTimeout);
   ASSERT_TRUE(codes.ok()) << codes.status() << cluster.Output();
