@@ -1,6 +1,7 @@
 // Customer::FailOver: pending requests to a server that died continue on
 // the replica that took over its ranges (docs/failures.md, "Replicated
 // servers"). Kept apart from customer.cc's sequencing and resends.
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -30,6 +31,10 @@ uint64_t Customer::Reroute(Pending& p, Message* msg, int to) {
   const int part = kReroutedPartBase + p.rerouted++;
   msg->meta.set_recipient(to);
   msg->meta.set_part(part);
+  // Sent by the map that moved it: a server still on an older one holds it
+  // until that map arrives (postoffice_map_hold.cc).
+  msg->meta.set_map_version(
+      std::max(msg->meta.map_version(), postoffice_->map_version()));
   const uint64_t key = PartKey(to, part);
   p.waiting.insert(key);
   if (options_.resend_timeout > absl::ZeroDuration()) p.sent[key] = *msg;

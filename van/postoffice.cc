@@ -266,8 +266,14 @@ void Postoffice::HandleMessage(Message&& msg) {
       return;
     }
     HandleControl(std::move(msg));
+    ReleaseHeldRequests(absl::Now());  // a map may have come
     return;
   }
+  if (HoldIfAheadOfMap(msg, absl::Now())) return;
+  DispatchData(std::move(msg));
+}
+
+void Postoffice::DispatchData(Message&& msg) {
   absl::MutexLock dispatch(&dispatch_mu_);
   Customer* customer = nullptr;
   {
@@ -565,6 +571,7 @@ void Postoffice::OnTick() {
     }
     for (Customer* c : customers) c->Tick(now);
   }
+  ReleaseHeldRequests(now);
   if (watch != SchedulerWatch::Action::kNone) OnSchedulerWatch(watch, now);
   if (send_heartbeat) {
     last_heartbeat_ = now;

@@ -13,6 +13,7 @@
 #define PETREL_VAN_POSTOFFICE_H_
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -178,6 +179,16 @@ class Postoffice {
  private:
   void HandleMessage(Message&& msg);
   void HandleControl(Message&& msg);
+  // Hands a data message to its customer (fencing, customer lookup).
+  void DispatchData(Message&& msg);
+  // A server holds a worker's request sliced by a newer key-range map than
+  // its own until that map arrives, so that it forwards the request by the
+  // map its sender used (postoffice_map_hold.cc; docs/failures.md, "The
+  // order in which nodes learn a map"). True when `msg` was taken.
+  bool HoldIfAheadOfMap(Message& msg, absl::Time now);
+  // Dispatches the held requests that the map now covers, or that waited
+  // longer than kMaxMapHold, in the order they came (van thread).
+  void ReleaseHeldRequests(absl::Time now);
   void HandleJoinReply(const pb::Control& control);
   // COMMAND_NODE_DEAD: remembers the node as dead and fails the
   // customers' requests waiting for it.
@@ -282,6 +293,12 @@ class Postoffice {
   TickHook tick_hook_;
   DrainCopyHook drain_copy_hook_;
   absl::Time last_heartbeat_;  // van thread only
+  struct HeldRequest {
+    absl::Time since;
+    Message msg;
+  };
+  // Van thread only (deliveries and ticks are serialised by the van).
+  std::deque<HeldRequest> held_for_map_;
   bool started_ = false;
 
   // Held by the van thread while it calls into customers (Accept, Tick), so
