@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
+#include "tests/fault/fault_waits.h"
 #include "tests/harness/daemon_cluster.h"
 
 namespace petrel {
@@ -25,16 +26,10 @@ struct ReplicatedJob {
   ReplicatedJob(int servers, int replicas, int heartbeat_timeout_s,
                 const std::string& config = "")
       : num_servers(servers), cluster([&] {
-          DaemonCluster::Options o;
-          o.bin_dir = PETREL_BIN_DIR;
-          o.num_servers = servers;
-          o.num_workers = 2;
-          o.flags = {"--join_timeout_s=30", "--heartbeat_interval_ms=200",
-                     "--metrics_port=0"};
-          o.scheduler_flags = {
-              config.empty() ? absl::StrCat("--replicas=", replicas)
-                             : "--config=" + config,
-              absl::StrCat("--heartbeat_timeout_s=", heartbeat_timeout_s)};
+          DaemonCluster::Options o =
+              ReplicatedJobOptions(servers, replicas, heartbeat_timeout_s);
+          // The config replaces --replicas, the first scheduler flag.
+          if (!config.empty()) o.scheduler_flags[0] = "--config=" + config;
           return o;
         }()) {}
 
