@@ -106,7 +106,11 @@ void KVServer<Val>::Process(Message&& msg, bool duplicate) {
   // own backups, which may have missed it when the dead primary fell.
   bool copy_seen = false;
   if (meta.push && msg.meta.origin_node() != 0 && !duplicate) {
-    duplicate = copy_seen = SeenAsResentCopy(msg);
+    KVPairs<Val> part;
+    duplicate = copy_seen = SeenAsResentCopy(msg, data, &part);
+    // A push-pull answers every key asked: applied whole (a partial
+    // overlap is not expected at all; SeenOrRecordPiece logs it).
+    if (!part.keys.empty() && !meta.pull) data = std::move(part);
   }
   if (duplicate && meta.push && replicating_.load(std::memory_order_relaxed) &&
       AnswerPending(meta.reply_address())) {

@@ -120,8 +120,18 @@ class KVServer {
   void ProcessForwarded(const Message& msg, const KVMeta& meta,
                         const KVPairs<Val>& data, bool duplicate);
   // Whether push `msg` was applied before as a copy resent after a
-  // failover (it names its origin); records it otherwise.
-  bool SeenAsResentCopy(const Message& msg);
+  // failover (it names its origin); records it otherwise. A piece some of
+  // whose key ranges were applied under its number before leaves the
+  // others' pairs in `*part` (else untouched: apply `data`).
+  bool SeenAsResentCopy(const Message& msg, const KVPairs<Val>& data,
+                        KVPairs<Val>* part);
+  // The duplicate check of a push named by its origin (forwarded, or
+  // resent after a failover) from stream (sender, customer, origin node):
+  // in order, by number; out of order, by number and key ranges
+  // (ReplicaDedup), with `*part` as for SeenAsResentCopy.
+  bool SeenOrRecordPiece(int sender, int customer, const Message& msg,
+                         const KVPairs<Val>& data, bool in_order,
+                         KVPairs<Val>* part);
   // Primary: sends the copies of push `msg` to the backups; its answer then
   // waits for them (DeferResponse).
   void Forward(const Message& msg, const KVMeta& meta);

@@ -2,6 +2,7 @@
 // "Replicated servers"). Kept apart from kv_server.cc's request path.
 #include <algorithm>
 #include <optional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
@@ -16,15 +17,77 @@ std::tuple<int, int, int, int> KeyOf(const ReplyAddress& to) {
   return std::make_tuple(to.sender, to.customer_id, to.timestamp, to.part);
 }
 
+// The pairs of `data` whose keys fall in the ranges `keep` (ascending).
+template <typename Val>
+KVPairs<Val> KeepRangesOf(const KVPairs<Val>& data, const KeyRangeMap& map,
+                          const ReplicaDedup::Ranges& keep) {
+  KVPairs<Val> out;
+  const size_t n = data.keys.size();
+  if (n == 0) return out;
+  const size_t width = data.lens.empty() ? data.vals.size() / n : 0;
+  std::vector<Key> keys;
+  std::vector<Val> vals;
+  std::vector<int> lens;
+  size_t offset = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t count =
+        data.lens.empty() ? width : static_cast<size_t>(data.lens[i]);
+    const uint32_t range = static_cast<uint32_t>(map.RangeOf(data.keys[i]));
+    if (std::binary_search(keep.begin(), keep.end(), range)) {
+      keys.push_back(data.keys[i]);
+      vals.insert(vals.end(), data.vals.data() + offset,
+                  data.vals.data() + offset + count);
+      if (!data.lens.empty()) lens.push_back(data.lens[i]);
+    }
+    offset += count;
+  }
+  out.keys = SArray<Key>::CopyOf(keys);
+  out.vals = SArray<Val>::CopyOf(vals);
+  if (!data.lens.empty()) out.lens = SArray<int>::CopyOf(lens);
+  return out;
+}
+
 }  // namespace
+
+template <typename Val>
+bool KVServer<Val>::SeenOrRecordPiece(int sender, int customer,
+                                      const Message& msg,
+                                      const KVPairs<Val>& data, bool in_order,
+                                      KVPairs<Val>* part) {
+  const pb::Meta& m = msg.meta;
+  if (in_order) {
+    return dedup_.SeenOrRecord(sender, customer, m.origin_node(),
+                               m.origin_seq(), /*in_order=*/true);
+  }
+  // Resent after a failover: a piece of the push, cut by a map; applied
+  // once per key range (kv_replication.h).
+  const KeyRangeMap map = customer_.postoffice()->key_ranges();
+  const ReplicaDedup::Ranges ranges = RangesOfKeys(map, data.keys);
+  ReplicaDedup::Ranges fresh;
+  if (dedup_.SeenOrRecord(sender, customer, m.origin_node(), m.origin_seq(),
+                          /*in_order=*/false, &ranges, &fresh)) {
+    return true;
+  }
+  if (fresh.size() < ranges.size()) {
+    // Some of its ranges were applied under this number before: only the
+    // others' keys now.
+    LOG_EVERY_T(WARNING, 1.0)
+        << "push " << m.origin_seq() << " of node " << sender
+        << " (first sent to node " << m.origin_node() << "): " << fresh.size()
+        << " of its " << ranges.size()
+        << " key ranges are new here; applying only those";
+    *part = KeepRangesOf(data, map, fresh);
+  }
+  return false;
+}
 
 template <typename Val>
 void KVServer<Val>::ProcessForwarded(const Message& msg, const KVMeta& meta,
                                      const KVPairs<Val>& data, bool duplicate) {
   const pb::Meta& m = msg.meta;
-  if (duplicate || dedup_.SeenOrRecord(m.origin_sender(), m.origin_customer(),
-                                       m.origin_node(), m.origin_seq(),
-                                       m.origin_in_order())) {
+  KVPairs<Val> part;
+  if (duplicate || SeenOrRecordPiece(m.origin_sender(), m.origin_customer(),
+                                     msg, data, m.origin_in_order(), &part)) {
     if (copies_duplicate_ != nullptr) copies_duplicate_->Increment();
     Response(meta).IgnoreError();
     return;
@@ -32,14 +95,16 @@ void KVServer<Val>::ProcessForwarded(const Message& msg, const KVMeta& meta,
   if (copies_applied_ != nullptr) copies_applied_->Increment();
   // The handler applies it as the primary did (same data, same order per
   // key) and answers the primary.
-  handler_(meta, data, this);
+  handler_(meta, part.keys.empty() ? data : part, this);
 }
 
 template <typename Val>
-bool KVServer<Val>::SeenAsResentCopy(const Message& msg) {
-  const bool seen = dedup_.SeenOrRecord(
-      msg.meta.sender(), msg.meta.customer_id(), msg.meta.origin_node(),
-      msg.meta.origin_seq(), /*in_order=*/false);
+bool KVServer<Val>::SeenAsResentCopy(const Message& msg,
+                                     const KVPairs<Val>& data,
+                                     KVPairs<Val>* part) {
+  const bool seen =
+      SeenOrRecordPiece(msg.meta.sender(), msg.meta.customer_id(), msg, data,
+                        /*in_order=*/false, part);
   Counter* c = seen ? copies_duplicate_ : copies_applied_;
   if (c != nullptr) c->Increment();
   return seen;

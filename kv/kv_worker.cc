@@ -57,7 +57,7 @@ absl::Status KVWorker<Val>::Start() {
   hooks.rerouted = [this](int ts, uint64_t from, uint64_t to) {
     OnRerouted(ts, from, to);
   };
-  hooks.split = &KVWorker::SplitMovedPull;
+  hooks.split = &KVWorker::SplitMoved;
   hooks.split_rerouted = [this](int ts, uint64_t from,
                                 const std::vector<uint64_t>& to,
                                 const std::vector<Message>& pieces) {

@@ -182,10 +182,11 @@ class KVWorker {
   // to the one that took over its ranges, naming the original.
   static int Reroute(Message* msg, int successor);
   void OnRerouted(int timestamp, uint64_t from, uint64_t to);
-  // A pull's message to a dead server, cut by the current map: one piece
-  // per server that now leads some of its keys (Customer::FailoverHooks).
-  static std::vector<Message> SplitMovedPull(const Message& msg,
-                                             const KeyRangeMap& ranges);
+  // A push's or pull's message to a dead server, cut by the current map:
+  // one piece per server that now leads some of its keys
+  // (Customer::FailoverHooks).
+  static std::vector<Message> SplitMoved(const Message& msg,
+                                         const KeyRangeMap& ranges);
   // The slice of `from` becomes one slice per piece.
   void OnSplit(int timestamp, uint64_t from, const std::vector<uint64_t>& to,
                const std::vector<Message>& pieces);

@@ -2,6 +2,8 @@
 // took over its ranges (docs/failures.md, "Replicated servers").
 #include <vector>
 
+#include "absl/status/statusor.h"
+
 #include "kv/kv_slicer.h"
 #include "kv/kv_worker.h"
 
@@ -37,21 +39,58 @@ void KVWorker<Val>::OnRerouted(int timestamp, uint64_t from, uint64_t to) {
 }
 
 template <typename Val>
-std::vector<Message> KVWorker<Val>::SplitMovedPull(const Message& msg,
-                                                   const KeyRangeMap& ranges) {
-  // A pull of keys, nothing else: a push goes whole to the successor, whose
-  // duplicate detection and forwards decide (docs/failures.md).
-  if (msg.meta.push() || !msg.meta.pull() || msg.data.size() != 1) return {};
+std::vector<Message> KVWorker<Val>::SplitMoved(const Message& msg,
+                                               const KeyRangeMap& ranges) {
+  // Pushes and pulls of keys; a clock goes by Reroute.
+  if ((!msg.meta.push() && !msg.meta.pull()) || msg.data.empty()) return {};
   KVSlice whole;
   whole.keys = SArray<Key>(msg.data[0]);
   if (whole.keys.empty()) return {};
-  std::vector<Message> pieces;
-  for (const KVSlice& s : CutPullSlice(whole, ranges)) {
+  // Named by its origin as Reroute names a message moved whole.
+  pb::Meta meta = msg.meta;
+  if (meta.origin_node() == 0) {
+    meta.set_origin_node(meta.recipient());
+    meta.set_origin_seq(meta.seq());
+  }
+  auto piece_of = [&meta](int rank) {
     Message piece;
-    piece.meta = msg.meta;
-    piece.meta.clear_data_types();  // AddData lists the one frame
-    piece.meta.set_recipient(ServerRankToId(s.server_rank));
+    piece.meta = meta;
+    piece.meta.clear_data_types();  // AddData lists the frames
+    piece.meta.set_recipient(ServerRankToId(rank));
+    return piece;
+  };
+  std::vector<Message> pieces;
+  if (!msg.meta.push()) {
+    if (msg.data.size() != 1) return {};
+    for (const KVSlice& s : CutPullSlice(whole, ranges)) {
+      Message piece = piece_of(s.server_rank);
+      piece.AddData(s.keys);
+      pieces.push_back(std::move(piece));
+    }
+    return pieces;
+  }
+  // A push (or push-pull): to the new primary of each of its keys' ranges,
+  // which applies it and forwards it to that range's backups. Each piece
+  // keeps the origin, and the servers tell its pieces apart by the key
+  // ranges they hold (ReplicaDedup). A slice of one key's values stays
+  // whole.
+  if (msg.meta.value_total() > 0 || msg.data.size() < 2) {
+    Message piece = msg;
+    piece.meta = meta;
+    piece.meta.set_recipient(ServerRankToId(ranges.OwnerOf(whole.keys[0])));
+    pieces.push_back(std::move(piece));
+    return pieces;
+  }
+  const SArray<int> lens =
+      msg.data.size() >= 3 ? SArray<int>(msg.data[2]) : SArray<int>();
+  absl::StatusOr<std::vector<KVSlice>> slices =
+      SliceRequest(ranges, whole.keys, msg.data[1], sizeof(Val), lens);
+  if (!slices.ok()) return {};  // sent so: cannot be; goes whole
+  for (const KVSlice& s : *slices) {
+    Message piece = piece_of(s.server_rank);
     piece.AddData(s.keys);
+    piece.AddData(SArray<Val>(s.vals));
+    if (!lens.empty()) piece.AddData(s.lens);
     pieces.push_back(std::move(piece));
   }
   return pieces;

@@ -1,6 +1,7 @@
 #include "van/customer.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -99,18 +100,31 @@ absl::Status Customer::SendRequest(Message msg) {
   msg.meta.set_app_id(app_id_);
   msg.meta.set_customer_id(customer_id_);
   msg.meta.set_request(true);
-  int moved_ts = 0;
-  uint64_t moved_from = 0, moved_to = 0;
-  bool moved = false;
-  {
+  MovedOnSend moved;
+  // The current map, to cut a message to a node that failed over
+  // (FailoverHooks::split); read without the lock.
+  std::optional<KeyRangeMap> ranges;
+  for (bool retry = true; retry;) {
+    retry = false;
+    if (failover_hooks_.split && !ranges.has_value() &&
+        any_moved_.load(std::memory_order_acquire)) {
+      ranges = postoffice_->key_ranges();
+    }
     absl::MutexLock lock(&mu_);
     // Addressed to a node that failed over after the request was sliced:
-    // it goes to the node that took over (FailOver).
-    moved = !moved_to_.empty() &&
-            RerouteOnSend(&msg, &moved_ts, &moved_from, &moved_to);
+    // it goes to the node that took over (FailOver), or, cut by the map,
+    // to the nodes that lead its keys now.
+    if (!moved_to_.empty() && failover_hooks_.split && !ranges.has_value() &&
+        MovedTo(msg.meta.recipient()) != 0) {
+      retry = true;  // read the map first
+      continue;
+    }
+    moved.moved = !moved_to_.empty() &&
+                  RerouteOnSend(&msg, ranges ? &*ranges : nullptr, &moved);
     const int recipient = msg.meta.recipient();
-    auto it = moved ? pending_.end() : pending_.find(msg.meta.timestamp());
-    if (moved) {
+    auto it =
+        moved.moved ? pending_.end() : pending_.find(msg.meta.timestamp());
+    if (moved.moved) {
       // RerouteOnSend numbered and kept it.
     } else if (it != pending_.end()) {
       msg.meta.set_seq(++next_seq_[recipient]);
@@ -126,8 +140,20 @@ absl::Status Customer::SendRequest(Message msg) {
       msg.meta.set_seq(++next_seq_[recipient]);
     }
   }
-  if (moved && failover_hooks_.rerouted) {
-    failover_hooks_.rerouted(moved_ts, moved_from, moved_to);
+  if (!moved.pieces.empty()) {
+    if (failover_hooks_.split_rerouted) {
+      failover_hooks_.split_rerouted(moved.timestamp, moved.from, moved.to,
+                                     moved.pieces);
+    }
+    absl::Status status;
+    for (Message& piece : moved.pieces) {
+      absl::Status s = postoffice_->Send(std::move(piece));
+      if (status.ok()) status = s;
+    }
+    return status;
+  }
+  if (moved.moved && failover_hooks_.rerouted) {
+    failover_hooks_.rerouted(moved.timestamp, moved.from, moved.to[0]);
   }
   return postoffice_->Send(std::move(msg));
 }

@@ -16,6 +16,7 @@
 #ifndef PETREL_VAN_CUSTOMER_H_
 #define PETREL_VAN_CUSTOMER_H_
 
+#include <atomic>
 #include <functional>
 #include <utility>
 #include <vector>
@@ -157,11 +158,12 @@ class Customer {
     // sent: (timestamp, old PartKey, new PartKey).
     std::function<void(int timestamp, uint64_t from, uint64_t to)> rerouted;
     // Optional. Called (with the lock held, like reroute) for each such
-    // message that only reads (no push), with the current key-range map:
-    // the pieces to send instead, each addressed (recipient set) to the
-    // live node that now leads its keys, since a dead node's ranges may
-    // have gone to several nodes and the successor may hold none of some.
-    // Empty: `reroute` decides, as for any other message.
+    // message, with the current key-range map: the pieces to send instead,
+    // each addressed (recipient set) to the live node that now leads its
+    // keys, since a dead node's ranges may have gone to several nodes and
+    // the successor may hold or back none of some. A push's pieces name
+    // its origin (the servers tell them apart by their key ranges). Empty:
+    // `reroute` decides.
     std::function<std::vector<Message>(const Message& msg,
                                        const KeyRangeMap& ranges)>
         split;
@@ -258,10 +260,21 @@ class Customer {
   // `to` (see FailOver); returns its new PartKey.
   uint64_t Reroute(Pending& p, Message* msg, int to)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // SendRequest of a message to a node that failed over: moves it first.
-  // Returns false when it is not such a message.
-  bool RerouteOnSend(Message* msg, int* timestamp, uint64_t* from, uint64_t* to)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What RerouteOnSend did with a message: moved whole (to[0]) or cut
+  // into `pieces` (sent instead of it), each numbered in its recipient's
+  // stream as a new message.
+  struct MovedOnSend {
+    bool moved = false;
+    int timestamp = 0;
+    uint64_t from = 0;
+    std::vector<uint64_t> to;
+    std::vector<Message> pieces;
+  };
+  // SendRequest of a message to a node that failed over: moves it first,
+  // cut by `ranges` when the split hook is set and `ranges` given. Returns
+  // false when it is not such a message.
+  bool RerouteOnSend(Message* msg, const KeyRangeMap* ranges,
+                     MovedOnSend* moved) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fails the pending requests `fail` selects (see FailRequestsTo);
   // returns how many.
   size_t FailWhere(const std::function<bool(int, const Pending&)>& fail,
@@ -292,6 +305,9 @@ class Customer {
   std::vector<AfterPushes> after_pushes_ ABSL_GUARDED_BY(mu_);
   // Dead node -> the node that took over its ranges (FailOver).
   absl::flat_hash_map<int, int> moved_to_ ABSL_GUARDED_BY(mu_);
+  // Set (for good) once moved_to_ had an entry: SendRequest then reads the
+  // map before its lock, for RerouteOnSend's cut.
+  std::atomic<bool> any_moved_{false};
   // Keyed by (sender node, sending customer).
   absl::flat_hash_map<uint64_t, SeqWindow> seen_ ABSL_GUARDED_BY(mu_);
   size_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // over all windows

@@ -41,23 +41,40 @@ uint64_t Customer::Reroute(Pending& p, Message* msg, int to) {
   return key;
 }
 
-bool Customer::RerouteOnSend(Message* msg, int* timestamp, uint64_t* from,
-                             uint64_t* to) {
+bool Customer::RerouteOnSend(Message* msg, const KeyRangeMap* ranges,
+                             MovedOnSend* moved) {
   const int dead = msg->meta.recipient();
   const int successor = MovedTo(dead);
   if (successor == 0) return false;
   auto it = pending_.find(msg->meta.timestamp());
   if (it == pending_.end()) return false;
   Pending& p = it->second;
-  // Never sent to the dead node: a new message to the successor, numbered
-  // in its stream like any other (no copy of it exists anywhere).
+  // Never sent to the dead node: a new message to the successor (or, cut
+  // by the map, to each node leading some of its keys now), numbered in
+  // its stream like any other (no copy of it exists anywhere).
   const int own_part = p.parts_sent[dead]++;
-  *from = PartKey(dead, own_part);
-  if (!p.waiting.erase(*from)) return false;
-  msg->meta.set_seq(++next_seq_[successor]);
-  p.bytes += msg->DataBytes();
-  *to = Reroute(p, msg, successor);
-  *timestamp = msg->meta.timestamp();
+  moved->from = PartKey(dead, own_part);
+  if (!p.waiting.erase(moved->from)) return false;
+  moved->timestamp = msg->meta.timestamp();
+  moved->to.clear();
+  moved->pieces.clear();
+  if (ranges != nullptr && failover_hooks_.split) {
+    moved->pieces = failover_hooks_.split(*msg, *ranges);
+  }
+  for (Message& piece : moved->pieces) {
+    // A new message, not a resent one: no origin.
+    piece.meta.set_origin_node(msg->meta.origin_node());
+    piece.meta.set_origin_seq(msg->meta.origin_seq());
+    const int to = piece.meta.recipient();
+    piece.meta.set_seq(++next_seq_[to]);
+    p.bytes += piece.DataBytes();
+    moved->to.push_back(Reroute(p, &piece, to));
+  }
+  if (moved->pieces.empty()) {
+    msg->meta.set_seq(++next_seq_[successor]);
+    p.bytes += msg->DataBytes();
+    moved->to.push_back(Reroute(p, msg, successor));
+  }
   return true;
 }
 
@@ -97,6 +114,7 @@ void Customer::FailOver(int dead, int successor, const absl::Status& status) {
   {
     absl::MutexLock lock(&mu_);
     moved_to_[dead] = successor;
+    any_moved_.store(true, std::memory_order_release);
     for (auto& [ts, p] : pending_) {
       if (!p.failure.ok()) continue;
       std::vector<uint64_t> parts;
@@ -119,9 +137,7 @@ void Customer::FailOver(int dead, int successor, const absl::Status& status) {
         }
         Message msg = it->second;  // shares the data frames
         std::vector<Message> pieces;
-        if (ranges.has_value() && !msg.meta.push()) {
-          pieces = failover_hooks_.split(msg, *ranges);
-        }
+        if (ranges.has_value()) pieces = failover_hooks_.split(msg, *ranges);
         const int to = pieces.empty() ? failover_hooks_.reroute(&msg, successor)
                                       : successor;
         if (to < 0) {
@@ -213,8 +229,8 @@ void Customer::FailOver(int dead, int successor, const absl::Status& status) {
               << sent << " message(s) for node " << dead << " to node "
               << successor
               << (pieces > 0 ? absl::StrCat(" or, for ", pieces,
-                                            " pieces of pulls, to the nodes "
-                                            "that now lead their keys")
+                                            " pieces cut by the map, to the "
+                                            "nodes that now lead their keys")
                              : std::string())
               << (held > 0 ? absl::StrCat(", ", held,
                                           " of them once the moved pushes "

@@ -119,7 +119,7 @@ absl::StatusOr<KeyRangeMap> KeyRangeMap::FromRanges(
   return KeyRangeMap(std::move(begins), std::move(owners), num_servers);
 }
 
-int KeyRangeMap::OwnerOf(uint64_t key) const {
+size_t KeyRangeMap::RangeOf(uint64_t key) const {
   const uint64_t h = HashKey(key);
   size_t index;
   if (uniform_) {
@@ -130,8 +130,10 @@ int KeyRangeMap::OwnerOf(uint64_t key) const {
             begins_.begin() - 1;
   }
   DCHECK_LT(index, owners_.size());
-  return owners_[index];
+  return index;
 }
+
+int KeyRangeMap::OwnerOf(uint64_t key) const { return owners_[RangeOf(key)]; }
 
 void KeyRangeMap::OwnersOf(const uint64_t* keys, size_t n,
                            uint32_t* owners) const {

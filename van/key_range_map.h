@@ -58,6 +58,10 @@ class KeyRangeMap {
   // OwnerOf(keys[i]) into owners[i] for i in [0, n): a request's partition
   // in one loop, without a call per key.
   void OwnersOf(const uint64_t* keys, size_t n, uint32_t* owners) const;
+  // The index of the range holding HashKey(key), in [0, begins().size()).
+  // Ranges never change within a job (only their owners and replicas), so
+  // an index names the same keys in every map of it.
+  size_t RangeOf(uint64_t key) const;
 
   int num_servers() const { return num_servers_; }
   // Start of each range, sorted; begins()[0] == 0.

@@ -22,7 +22,7 @@
 namespace petrel {
 
 inline constexpr uint32_t kWireMagic = 0x4C525450;  // "PTRL" little-endian
-inline constexpr uint16_t kWireVersion = 9;
+inline constexpr uint16_t kWireVersion = 10;
 inline constexpr size_t kWirePrefixBytes = 12;  // magic, version, flags, len
 
 struct DecodeLimits {

@@ -173,34 +173,47 @@ TEST(WireCodecTest, RejectsWrongVersion) {
       ServerContext());
   EXPECT_EQ(CodeOf(r), absl::StatusCode::kInvalidArgument);
   // Version 1 had no Meta.part: its peers cannot answer pushes in parts.
-  EXPECT_THAT(r.status().message(), HasSubstr("version 1, this node speaks 9"));
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("version 1, this node speaks 10"));
   // Version 2 servers sent errors as text in `body`, not as status_code.
   r = DecodeMessage(
       RawHeader(meta, static_cast<uint32_t>(meta.size()), kWireMagic, 2), {},
       ServerContext());
-  EXPECT_THAT(r.status().message(), HasSubstr("version 2, this node speaks 9"));
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("version 2, this node speaks 10"));
   // Version 3 servers answered a pull with the keys before the values.
   r = DecodeMessage(
       RawHeader(meta, static_cast<uint32_t>(meta.size()), kWireMagic, 3), {},
       ServerContext());
-  EXPECT_THAT(r.status().message(), HasSubstr("version 3, this node speaks 9"));
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("version 3, this node speaks 10"));
   // Version 4 nodes accepted join replies from any connection.
   r = DecodeMessage(
       RawHeader(meta, static_cast<uint32_t>(meta.size()), kWireMagic, 4), {},
       ServerContext());
-  EXPECT_THAT(r.status().message(), HasSubstr("version 4, this node speaks 9"));
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("version 4, this node speaks 10"));
   // Version 7 nodes read a key-range map's chains as consecutive ranks
   // (no Control.range_replicas, the ring's size fixed).
   r = DecodeMessage(
       RawHeader(meta, static_cast<uint32_t>(meta.size()), kWireMagic, 7), {},
       ServerContext());
-  EXPECT_THAT(r.status().message(), HasSubstr("version 7, this node speaks 9"));
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("version 7, this node speaks 10"));
   // Version 8 replacements did not wait for the scheduler's answer to
   // their CAUGHT_UP, which may now refuse one made against an older map.
   r = DecodeMessage(
       RawHeader(meta, static_cast<uint32_t>(meta.size()), kWireMagic, 8), {},
       ServerContext());
-  EXPECT_THAT(r.status().message(), HasSubstr("version 8, this node speaks 9"));
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("version 8, this node speaks 10"));
+  // Version 9 workers moved a dead server's pushes whole to its successor,
+  // and servers' duplicate detection did not tell a push's pieces apart.
+  r = DecodeMessage(
+      RawHeader(meta, static_cast<uint32_t>(meta.size()), kWireMagic, 9), {},
+      ServerContext());
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("version 9, this node speaks 10"));
 }
 
 TEST(WireCodecTest, HelloFrameIsRecognisedAndNoMessage) {
