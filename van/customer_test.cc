@@ -543,5 +543,45 @@ TEST(CustomerTest, FailOverSendsMovedPushesFirstAndTheRestOnceAnswered) {
   EXPECT_TRUE(cluster.Finish().ok());
 }
 
+// A message another thread was about to send to a node that failed over is
+// cut by the split hook (as the map would cut it) and goes, as new messages
+// numbered in each recipient's stream and without an origin, to the nodes
+// that lead its keys now; the request completes once both answered.
+TEST(CustomerTest, AMessageSentAfterAFailoverIsCutBySplitIntoNewMessages) {
+  VanCluster cluster(ClusterOfSize(3, 1));
+  ASSERT_TRUE(cluster.Start().ok());
+  EchoServer s1(cluster.server(1));
+  EchoServer s2(cluster.server(2));
+  Customer c(kApp, 0, cluster.worker(0));
+  Customer::FailoverHooks hooks;
+  hooks.reroute = [](Message*, int to) { return to; };
+  hooks.split = [](const Message& msg, const KeyRangeMap&) {
+    std::vector<Message> pieces(2, msg);
+    pieces[0].meta.set_recipient(10);
+    pieces[1].meta.set_recipient(12);
+    for (Message& p : pieces) p.meta.set_origin_node(8);  // as KVWorker does
+    return pieces;
+  };
+  c.set_failover_hooks(std::move(hooks));
+  ASSERT_TRUE(c.Start().ok());
+  const int ts = c.NewRequest({8});
+  c.FailOver(8, 10, absl::UnavailableError("server 0 died"));
+  Message m;
+  m.meta.set_recipient(8);
+  m.meta.set_timestamp(ts);
+  m.meta.set_push(true);
+  ASSERT_TRUE(c.SendRequest(std::move(m)).ok());
+  ASSERT_TRUE(c.Wait(ts, absl::Seconds(10)).ok());
+  for (EchoServer* s : {&s1, &s2}) {
+    ASSERT_TRUE(s->WaitForSeen(1));
+    const std::vector<Seen> seen = s->seen();
+    ASSERT_EQ(seen.size(), 1u);
+    EXPECT_EQ(seen[0].timestamp, ts);
+    EXPECT_EQ(seen[0].seq, 1u);  // a new message of its stream
+    EXPECT_FALSE(seen[0].duplicate);
+  }
+  EXPECT_TRUE(cluster.Finish().ok());
+}
+
 }  // namespace
 }  // namespace petrel
