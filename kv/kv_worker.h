@@ -164,6 +164,17 @@ class KVWorker {
     SArray<int>* lens = nullptr;
     int64_t* min_clock = nullptr;
     int64_t min_clock_seen = -1;  // -1: no response yet
+    // A pull in several parts copies each answer to its place as it
+    // arrives (PlaceAnswer), while later parts are still on their way:
+    // into the caller's array when it has the right size, else into
+    // `merged`; `width` values per key, `placed` parts so far (placed_part
+    // marks them). `eager` turns false when a part has lens or another
+    // width, or a failover cut a slice: Complete then merges them all.
+    Buffer merged;
+    size_t width = 0;
+    size_t placed = 0;
+    std::vector<bool> placed_part;
+    bool eager = true;
   };
 
   int Send(bool push, bool pull, const SArray<Key>& keys,
@@ -174,6 +185,10 @@ class KVWorker {
   void RecordError(int timestamp, absl::Status error)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnResponse(Message&& msg);
+  // Copies the answer to slice `i` of `state` to its place (see PullState).
+  // REQUIRES: mu_ held.
+  void PlaceAnswer(PullState& state, size_t i)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts a pull answer from node `sender` that failed the KV checks
   // (petrel_van_messages_rejected_total{reason=kKvRejectReason}).
   void CountBadAnswer(int sender, const absl::Status& error);
