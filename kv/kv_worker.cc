@@ -394,7 +394,8 @@ void KVWorker<Val>::Complete(int timestamp) {
     if (errors_.contains(timestamp)) return;
   }
   // Failed (a server died, the job ended): the parts are incomplete and
-  // the caller's arrays stay as they were; Wait returns the failure.
+  // the caller's arrays are not replaced (one of the right size may hold
+  // the parts placed so far); Wait returns the failure.
   if (!customer_.RequestFailure(timestamp).ok()) return;
   if (state->min_clock != nullptr) *state->min_clock = state->min_clock_seen;
   if (state->eager && state->slices.size() > 1 &&

@@ -25,7 +25,9 @@
 // Thread safety: thread-safe; callbacks must not wait for requests nor take
 // a lock held across Wait. See docs/threading.md.
 // Output arrays of Pull must stay alive and untouched until the request
-// completes.
+// completes. A pull in several parts writes each part's values as it
+// arrives, so one that fails may leave an output array that already had
+// the right size partly written.
 #ifndef PETREL_KV_KV_WORKER_H_
 #define PETREL_KV_KV_WORKER_H_
 
@@ -136,10 +138,11 @@ class KVWorker {
   // A pull whose answer from one server should exceed this many bytes
   // goes to it as several messages of consecutive keys, so that the server
   // looks up one part while the next part's keys and the last part's
-  // answer are on their way. The answer's size is expected from the values
-  // per key of this worker's last pull answer (a first pull goes whole):
-  // parts pay off for large rows and cost a little for small ones. 0 never
-  // splits. Default kDefaultMaxPullPartBytes.
+  // answer are on their way, and this worker copies each part's answer to
+  // its place while the later ones still travel. The answer's size is expected
+  // from the values per key of this worker's last pull answer (a first pull
+  // goes whole): parts pay off for large rows and cost a little for small ones.
+  // 0 never splits. Default kDefaultMaxPullPartBytes.
   static constexpr size_t kDefaultMaxPullPartBytes = size_t{1} << 20;
   void set_max_pull_part_bytes(size_t bytes) { max_pull_part_bytes_ = bytes; }
   // Also splits one key's values over several parts when they alone exceed
