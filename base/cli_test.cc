@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/synchronization/mutex.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
 
@@ -85,6 +86,26 @@ TEST(CliTest, PositionalArgumentsStayForTheProgram) {
   EXPECT_EQ(FLAGS_cli_count, 5);
   ASSERT_EQ(argc, 2);
   EXPECT_STREQ(p[1], "command");
+}
+
+TEST(CliTest, ReleaseBuildsTurnOffMutexDeadlockDetection) {
+#ifndef NDEBUG
+  GTEST_SKIP() << "debug builds keep absl's deadlock detection";
+#else
+  EXPECT_EQ(Parse({}, Options()), -1);
+  // Two mutexes taken in both orders: with the detection on, absl reports a
+  // potential deadlock and aborts the process.
+  absl::Mutex a;
+  absl::Mutex b;
+  {
+    absl::MutexLock first(&a);
+    absl::MutexLock second(&b);
+  }
+  {
+    absl::MutexLock first(&b);
+    absl::MutexLock second(&a);
+  }
+#endif
 }
 
 }  // namespace

@@ -431,6 +431,22 @@ absl::StatusOr<KVSlice> SubSliceOf(const KVSlice& whole,
   return s;
 }
 
+void PlacePulledPart(const KVSlice& slice, const char* vals, size_t row_bytes,
+                     char* dst) {
+  const size_t n = slice.keys.size();
+  if (n == 0 || row_bytes == 0) return;
+  if (slice.positions.empty()) {  // the caller's keys, in order
+    std::memcpy(dst + slice.first_position * row_bytes, vals, n * row_bytes);
+    return;
+  }
+  const uint32_t* pos = slice.positions.data();
+  WithRowCopy(row_bytes, [&](const auto& copy) {
+    for (size_t j = 0; j < n; ++j) {
+      copy(dst + pos[j] * row_bytes, vals + j * row_bytes);
+    }
+  });
+}
+
 absl::Status MergePulled(const std::vector<KVSlice>& slices,
                          const std::vector<PulledPart>& parts, size_t num_keys,
                          size_t elem_size, Buffer* vals, SArray<int>* lens) {
@@ -470,18 +486,9 @@ absl::Status MergePulled(const std::vector<KVSlice>& slices,
   if (vals->size() != total) *vals = Buffer::Allocate(total);
   if (total == 0) return absl::OkStatus();  // keys without values
   char* dst = vals->mutable_data();
-  WithRowCopy(row, [&](const auto& copy) {
-    for (size_t i = 0; i < slices.size(); ++i) {
-      const char* src = parts[i].vals.data();
-      const uint32_t* pos = slices[i].positions.data();
-      const size_t n = slices[i].keys.size();
-      if (slices[i].positions.empty()) {  // the caller's keys, in order
-        std::memcpy(dst + slices[i].first_position * row, src, n * row);
-        continue;
-      }
-      for (size_t j = 0; j < n; ++j) copy(dst + pos[j] * row, src + j * row);
-    }
-  });
+  for (size_t i = 0; i < slices.size(); ++i) {
+    PlacePulledPart(slices[i], parts[i].vals.data(), row, dst);
+  }
   return absl::OkStatus();
 }
 

@@ -93,6 +93,12 @@ absl::StatusOr<KVSlice> SubSliceOf(const KVSlice& whole,
 absl::Status CheckPulledPart(const KVSlice& slice, const PulledPart& part,
                              size_t elem_size);
 
+// Copies `vals`, the answer to `slice` with rows of `row_bytes` bytes
+// each (checked by CheckPulledPart), to where its keys go in the caller's
+// order: `dst` holds row_bytes per key of the caller's request.
+void PlacePulledPart(const KVSlice& slice, const char* vals, size_t row_bytes,
+                     char* dst);
+
 // Merges the answers to `slices` (parts[i] answers slices[i], several
 // slices may be parts for one server) into the caller's order. Writes into
 // `*vals` when it already has the right size, else replaces it (without copying

@@ -25,7 +25,9 @@
 // Thread safety: thread-safe; callbacks must not wait for requests nor take
 // a lock held across Wait. See docs/threading.md.
 // Output arrays of Pull must stay alive and untouched until the request
-// completes.
+// completes. A pull in several parts writes each part's values as it
+// arrives, so one that fails may leave an output array that already had
+// the right size partly written.
 #ifndef PETREL_KV_KV_WORKER_H_
 #define PETREL_KV_KV_WORKER_H_
 
@@ -136,10 +138,11 @@ class KVWorker {
   // A pull whose answer from one server should exceed this many bytes
   // goes to it as several messages of consecutive keys, so that the server
   // looks up one part while the next part's keys and the last part's
-  // answer are on their way. The answer's size is expected from the values
-  // per key of this worker's last pull answer (a first pull goes whole):
-  // parts pay off for large rows and cost a little for small ones. 0 never
-  // splits. Default kDefaultMaxPullPartBytes.
+  // answer are on their way, and this worker copies each part's answer to
+  // its place while the later ones still travel. The answer's size is expected
+  // from the values per key of this worker's last pull answer (a first pull
+  // goes whole): parts pay off for large rows and cost a little for small ones.
+  // 0 never splits. Default kDefaultMaxPullPartBytes.
   static constexpr size_t kDefaultMaxPullPartBytes = size_t{1} << 20;
   void set_max_pull_part_bytes(size_t bytes) { max_pull_part_bytes_ = bytes; }
   // Also splits one key's values over several parts when they alone exceed
@@ -164,6 +167,17 @@ class KVWorker {
     SArray<int>* lens = nullptr;
     int64_t* min_clock = nullptr;
     int64_t min_clock_seen = -1;  // -1: no response yet
+    // A pull in several parts copies each answer to its place as it
+    // arrives (PlaceAnswer), while later parts are still on their way:
+    // into the caller's array when it has the right size, else into
+    // `merged`; `width` values per key, `placed` parts so far (placed_part
+    // marks them). `eager` turns false when a part has lens or another
+    // width, or a failover cut a slice: Complete then merges them all.
+    Buffer merged;
+    size_t width = 0;
+    size_t placed = 0;
+    std::vector<bool> placed_part;
+    bool eager = true;
   };
 
   int Send(bool push, bool pull, const SArray<Key>& keys,
@@ -174,6 +188,10 @@ class KVWorker {
   void RecordError(int timestamp, absl::Status error)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnResponse(Message&& msg);
+  // Copies the answer to slice `i` of `state` to its place (see PullState).
+  // REQUIRES: mu_ held.
+  void PlaceAnswer(PullState& state, size_t i)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts a pull answer from node `sender` that failed the KV checks
   // (petrel_van_messages_rejected_total{reason=kKvRejectReason}).
   void CountBadAnswer(int sender, const absl::Status& error);

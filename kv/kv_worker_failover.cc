@@ -108,6 +108,7 @@ void KVWorker<Val>::OnSplit(int timestamp, uint64_t from,
   if (slice == state.slice_of_part.end()) return;
   const size_t index = slice->second;
   state.slice_of_part.erase(slice);
+  state.eager = false;  // the slices change: Complete merges the parts
   const KVSlice whole = state.slices[index];
   for (size_t p = 0; p < pieces.size(); ++p) {
     absl::StatusOr<KVSlice> s =

@@ -343,6 +343,54 @@ TEST(KVWorkerTest, LargePullsGoInPartsAndMergeInOrder) {
   }
 }
 
+TEST(KVWorkerTest, PullPartsArePlacedAsTheyArrive) {
+  // Two servers, keys over the whole key space: parts of both servers'
+  // slices, with positions. Each answer is copied to its place on arrival.
+  KVCluster<float> c(2, 1);
+  KVWorker<float>& kv = *c.kv_workers[0];
+  std::mt19937_64 rng(11);
+  SArray<Key> narrow(64), wide(64);
+  for (Key& k : narrow) k = rng();
+  for (Key& k : wide) k = rng();
+  SArray<float> narrow_vals(2 * narrow.size()), wide_vals(3 * wide.size());
+  std::iota(narrow_vals.begin(), narrow_vals.end(), 1.0f);
+  std::iota(wide_vals.begin(), wide_vals.end(), 1000.0f);
+  ASSERT_TRUE(kv.Wait(kv.Push(narrow, narrow_vals), absl::Seconds(10)).ok());
+  ASSERT_TRUE(kv.Wait(kv.Push(wide, wide_vals), absl::Seconds(10)).ok());
+  kv.set_max_pull_part_bytes(8 * 2 * sizeof(float));  // parts of 8 keys
+  SArray<float> out;
+  ASSERT_TRUE(kv.Wait(kv.Pull(narrow, &out), absl::Seconds(10)).ok());
+  EXPECT_EQ(out.ToVector(), narrow_vals.ToVector());  // whole: width unknown
+  // Into a fresh array, then into the caller's array of the right size,
+  // which is written in place.
+  out = SArray<float>();
+  ASSERT_TRUE(kv.Wait(kv.Pull(narrow, &out), absl::Seconds(10)).ok());
+  EXPECT_EQ(out.ToVector(), narrow_vals.ToVector());
+  std::fill(out.begin(), out.end(), 0.0f);
+  const float* before = out.data();
+  SArray<int> lens;
+  ASSERT_TRUE(kv.Wait(kv.Pull(narrow, &out, &lens), absl::Seconds(10)).ok());
+  EXPECT_EQ(out.data(), before);
+  EXPECT_EQ(out.ToVector(), narrow_vals.ToVector());
+  EXPECT_EQ(lens.ToVector(), std::vector<int>(narrow.size(), 2));
+  // Parts of two widths: merged at completion, with lens...
+  SArray<Key> both(narrow.size() + wide.size());
+  std::copy(narrow.begin(), narrow.end(), both.begin());
+  std::copy(wide.begin(), wide.end(), both.begin() + narrow.size());
+  std::vector<float> want = narrow_vals.ToVector();
+  want.insert(want.end(), wide_vals.begin(), wide_vals.end());
+  std::vector<int> want_lens(narrow.size(), 2);
+  want_lens.resize(both.size(), 3);
+  out = SArray<float>();
+  ASSERT_TRUE(kv.Wait(kv.Pull(both, &out, &lens), absl::Seconds(10)).ok());
+  EXPECT_EQ(out.ToVector(), want);
+  EXPECT_EQ(lens.ToVector(), want_lens);
+  // ... and without lens, an error that says why.
+  absl::Status s = kv.Wait(kv.Pull(both, &out), absl::Seconds(10));
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_TRUE(c.cluster.Finish().ok());
+}
+
 TEST(KVWorkerTest, LargeKeysGoInSlicesAndSumExactly) {
   std::atomic<int> slices{0};
   KVCluster<float> c(2, 1, [&](KVStoreHandler<float>* store) {
