@@ -22,6 +22,10 @@ int CrossSlots(const pb::ModelConfig& model) {
                   model.crosses().pairs_size());
 }
 
+int EmbeddedCrossSlots(const pb::ModelConfig& model) {
+  return model.crosses().embed() ? CrossSlots(model) : 0;
+}
+
 bool SelectsCrosses(const pb::ModelConfig& model) {
   return model.crosses().auto_max_pairs() > 0 &&
          model.crosses().pairs().empty();

@@ -25,8 +25,10 @@ struct CrossPair {
 // The listed pairs, in order (empty before a selection fills them).
 std::vector<CrossPair> CrossPairs(const pb::ModelConfig& model);
 
-// Cross fields the model's layout reserves: max(auto_max_pairs, pairs).
+// Cross fields: max(auto_max_pairs, pairs).
 int CrossSlots(const pb::ModelConfig& model);
+// Those the MLP's layout gives embeddings: CrossSlots with `embed`, else 0.
+int EmbeddedCrossSlots(const pb::ModelConfig& model);
 
 // Whether the worker selects the pairs (auto_max_pairs > 0, none listed).
 bool SelectsCrosses(const pb::ModelConfig& model);

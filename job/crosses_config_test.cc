@@ -43,10 +43,14 @@ TEST(CrossesConfigTest, DefaultsAndSlots) {
   EXPECT_EQ(CrossSampleRows(job.model().crosses()), 200000);
   EXPECT_DOUBLE_EQ(CrossMinGain(job.model().crosses()), 3e-4);
   EXPECT_DOUBLE_EQ(CrossL2(job.model().crosses()), 10.0);
-  // The MLP gives each cross slot an embedding field.
+  // Wide only by default; with embed the MLP gives each slot a field.
+  EXPECT_EQ(MlpLayoutFromJob(job)->num_fields, 39);
+  EXPECT_EQ(EmbeddedCrossSlots(job.model()), 0);
+  job.mutable_model()->mutable_crosses()->set_embed(true);
   absl::StatusOr<MlpLayout> layout = MlpLayoutFromJob(job);
   ASSERT_TRUE(layout.ok());
   EXPECT_EQ(layout->num_fields, 39 + 16);
+  EXPECT_EQ(EmbeddedCrossSlots(job.model()), 16);
   // Filled by a selection: the slots (and so the layout) stay the same.
   AddPair(&job, 1, 20);
   EXPECT_FALSE(SelectsCrosses(job.model()));

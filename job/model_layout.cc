@@ -33,7 +33,7 @@ absl::StatusOr<MlpLayout> MlpLayoutFromJob(const pb::JobConfig& job) {
         "model.hidden: ", hidden.size(), " layers, at most 16 allowed"));
   }
   const bool criteo = job.data().format() == pb::DataConfig::FORMAT_CRITEO;
-  layout.num_fields = criteo ? kCriteoFields + CrossSlots(model) : 1;
+  layout.num_fields = criteo ? kCriteoFields + EmbeddedCrossSlots(model) : 1;
   layout.num_numeric = criteo ? kCriteoNumeric : 0;
   layout.input_dim =
       static_cast<size_t>(layout.num_fields) * layout.embedding_dim +

@@ -42,7 +42,8 @@ uint32_t PairBucket(uint32_t ia, uint32_t ib, uint64_t salt, uint64_t mask) {
 std::string Describe(const std::vector<ScoredPair>& pairs) {
   return absl::StrJoin(pairs, ", ", [](std::string* out, const ScoredPair& p) {
     absl::StrAppend(out, p.pair.a, "-", p.pair.b, " (",
-                    absl::SixDigits(p.gain * 100), "%)");
+                    absl::SixDigits(p.gain * 100), "%, z ",
+                    absl::SixDigits(p.z), ")");
   });
 }
 
@@ -91,7 +92,10 @@ CrossSelection SelectCrossPairs(const CrossSample& sample,
   size_t fit_rows = 0;
   for (size_t i = 0; i < n; ++i) fit_rows += (Mix64(i ^ kSplitSeed) & 1) == 0;
   const size_t n_eval = n - fit_rows;
-  if (fit_rows == 0 || n_eval == 0) return result;
+  if (n < static_cast<size_t>(options.min_rows) || fit_rows == 0 ||
+      n_eval == 0) {
+    return result;
+  }
   std::vector<std::vector<uint32_t>> ids(nf, std::vector<uint32_t>(n));
   std::vector<double> y(n);
   for (size_t r = 0; r < n; ++r) {
@@ -152,40 +156,50 @@ CrossSelection SelectCrossPairs(const CrossSample& sample,
   base /= static_cast<double>(n_eval);
   result.base_logloss = base;
 
-  // 3. Every pair's held-out gain.
-  std::vector<double> gs(table, 0.0), hs(table, 0.0);
+  // 3. Every pair's held-out gain. One array of (g, h) per bucket, so an
+  // update touches one cache line; the fit rows' buckets are kept to clear
+  // what was touched.
+  struct Sums {
+    double g = 0, h = 0;
+  };
+  std::vector<Sums> sums(table);
+  std::vector<uint32_t> touched;
+  touched.reserve(fit_rows);
   std::vector<ScoredPair> scored;
   for (int a = 0; a < nf; ++a) {
     for (int b = a + 1; b < nf; ++b) {
       const uint64_t salt = Mix64(static_cast<uint64_t>(a) * 256 + b + 1);
-      const std::vector<uint32_t>& ca = ids[a];
-      const std::vector<uint32_t>& cb = ids[b];
+      const uint32_t* ca = ids[a].data();
+      const uint32_t* cb = ids[b].data();
+      touched.clear();
       for (size_t r = 0; r < fit_rows; ++r) {
         if (ca[r] == CrossSample::kMissing || cb[r] == CrossSample::kMissing) {
           continue;
         }
         const uint32_t k = PairBucket(ca[r], cb[r], salt, mask);
-        gs[k] += resid[r];
-        hs[k] += curv[r];
+        sums[k].g += resid[r];
+        sums[k].h += curv[r];
+        touched.push_back(k);
       }
-      double gain = 0;
+      double gain = 0, gain_sq = 0;
       for (size_t r = fit_rows; r < n; ++r) {
         if (ca[r] == CrossSample::kMissing || cb[r] == CrossSample::kMissing) {
           continue;
         }
-        const uint32_t k = PairBucket(ca[r], cb[r], salt, mask);
-        if (hs[k] == 0) continue;
-        const double d = gs[k] / (hs[k] + l2);
-        gain += loss[r - fit_rows] - LogLoss(m[r] + d, y[r]);
+        const Sums& sk = sums[PairBucket(ca[r], cb[r], salt, mask)];
+        if (sk.h == 0) continue;
+        const double d = sk.g / (sk.h + l2);
+        const double drop = loss[r - fit_rows] - LogLoss(m[r] + d, y[r]);
+        gain += drop;
+        gain_sq += drop * drop;
       }
-      for (size_t r = 0; r < fit_rows; ++r) {  // clear what was touched
-        if (ca[r] == CrossSample::kMissing || cb[r] == CrossSample::kMissing) {
-          continue;
-        }
-        const uint32_t k = PairBucket(ca[r], cb[r], salt, mask);
-        gs[k] = hs[k] = 0;
-      }
-      scored.push_back({{a, b}, gain / static_cast<double>(n_eval) / base});
+      for (uint32_t k : touched) sums[k] = Sums{};
+      // The mean drop per eval row and its standard error.
+      const double ne = static_cast<double>(n_eval);
+      const double mean = gain / ne;
+      const double var = std::max(0.0, gain_sq / ne - mean * mean);
+      const double z = var > 0 ? mean / std::sqrt(var / ne) : 0;
+      scored.push_back({{a, b}, mean / base, z});
     }
   }
   // 4. The best pairs above the threshold.
@@ -193,7 +207,7 @@ CrossSelection SelectCrossPairs(const CrossSample& sample,
       scored.begin(), scored.end(),
       [](const ScoredPair& x, const ScoredPair& y) { return x.gain > y.gain; });
   for (const ScoredPair& s : scored) {
-    if (s.gain >= options.min_gain &&
+    if (s.gain >= options.min_gain && s.z >= options.min_z &&
         result.chosen.size() < static_cast<size_t>(options.max_pairs)) {
       result.chosen.push_back(s);
     } else if (result.runners_up.size() < kRunnersUp) {
@@ -242,12 +256,18 @@ absl::StatusOr<CrossSelection> SelectCrossesForJob(pb::JobConfig* job) {
     p->set_a(s.pair.a);
     p->set_b(s.pair.b);
   }
+  if (selection.rows < static_cast<size_t>(options.min_rows)) {
+    LOG(WARNING) << "crosses: none: " << selection.rows
+                 << " rows are too few to select from (at least "
+                 << options.min_rows << ")";
+    return selection;
+  }
   LOG(INFO) << "crosses: " << selection.chosen.size() << " pair(s) chosen of "
             << kCriteoFields * (kCriteoFields - 1) / 2 << " on "
             << selection.rows << " rows (base logloss "
             << selection.base_logloss << " on the held-out half) in "
             << absl::FormatDuration(absl::Now() - start)
-            << "; fields a-b (drop of held-out logloss): "
+            << "; fields a-b (drop of held-out logloss, its z-score): "
             << (selection.chosen.empty() ? "none" : Describe(selection.chosen))
             << "; best not chosen: " << Describe(selection.runners_up);
   return selection;

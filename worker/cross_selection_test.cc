@@ -123,6 +123,12 @@ TEST(CrossSelectionTest, TinyOrEmptySamplesChooseNothing) {
   CrossSample one(4);
   one.AddRow({1, 2, CrossSample::kMissing, 3}, 1);
   EXPECT_TRUE(SelectCrossPairs(one, {}).chosen.empty());
+  // A strong interaction, but on fewer rows than min_rows: nothing.
+  const CrossSample few = Synthetic(6, 20, 5000, {{1, 4}}, 1.5, 3);
+  EXPECT_TRUE(SelectCrossPairs(few, {}).chosen.empty());
+  CrossSelectionOptions options;
+  options.min_rows = 1000;
+  EXPECT_FALSE(SelectCrossPairs(few, options).chosen.empty());
 }
 
 TEST(CrossSelectionTest, SampleTakesEachFieldsFirstKey) {

@@ -275,11 +275,11 @@ TEST_F(PairInteractionTrainTest, MlpWithDropoutTrainsAndOutOfRangeIsRefused) {
                    "/deploy/examples/mlp.textproto");
   std::string text((std::istreambuf_iterator<char>(in)),
                    std::istreambuf_iterator<char>());
-  const std::string model = "wide: true }";
+  const std::string model = "[256, 128] wide: true";
   const size_t at = text.find(model);
   ASSERT_NE(at, std::string::npos) << text;
   std::string dropout = text;
-  dropout.replace(at, model.size(), "wide: true dropout: 0.3 }");
+  dropout.replace(at, model.size(), "[256, 128] wide: true dropout: 0.3");
   std::string out;
   const double logloss = Train(
       WriteConfig("dropout.textproto", dropout), &out,
@@ -288,7 +288,7 @@ TEST_F(PairInteractionTrainTest, MlpWithDropoutTrainsAndOutOfRangeIsRefused) {
   EXPECT_GT(logloss, bayes_ - 0.01) << out;
   EXPECT_LT(logloss, 0.4717 + 0.01) << out;
   std::string refused = text;
-  refused.replace(at, model.size(), "wide: true dropout: 1 }");
+  refused.replace(at, model.size(), "[256, 128] wide: true dropout: 1");
   int code = 0;
   out = RunOrDie({Bin("petrel-launch"),
                   "--config=" + WriteConfig("refused.textproto", refused),
