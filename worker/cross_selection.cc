@@ -115,6 +115,10 @@ CrossSelection SelectCrossPairs(const CrossSample& sample,
   std::vector<std::vector<float>> w(nf);
   for (int sweep = 0; sweep < options.sweeps; ++sweep) {
     for (int f = 0; f < nf; ++f) {
+      if (options.stopped && options.stopped()) {
+        result.stopped = true;
+        return result;
+      }
       if (w[f].empty()) w[f].assign(table, 0.0f);
       std::fill(g.begin(), g.end(), 0.0);
       std::fill(h.begin(), h.end(), 0.0);
@@ -168,6 +172,11 @@ CrossSelection SelectCrossPairs(const CrossSample& sample,
   std::vector<ScoredPair> scored;
   for (int a = 0; a < nf; ++a) {
     for (int b = a + 1; b < nf; ++b) {
+      if (options.stopped && options.stopped()) {
+        result.stopped = true;
+        result.chosen.clear();
+        return result;
+      }
       const uint64_t salt = Mix64(static_cast<uint64_t>(a) * 256 + b + 1);
       const uint32_t* ca = ids[a].data();
       const uint32_t* cb = ids[b].data();
@@ -217,7 +226,10 @@ CrossSelection SelectCrossPairs(const CrossSample& sample,
   return result;
 }
 
-absl::StatusOr<CrossSelection> SelectCrossesForJob(pb::JobConfig* job) {
+absl::StatusOr<CrossSelection> SelectCrossesForJob(
+    pb::JobConfig* job, std::function<bool()> stopped) {
+  const absl::Status aborted =
+      absl::AbortedError("model.crosses: the selection was stopped");
   if (!SelectsCrosses(job->model())) return CrossSelection{};
   if (job->data().format() != pb::DataConfig::FORMAT_CRITEO) {
     LOG(WARNING) << "model.crosses.auto_max_pairs: crosses need fields "
@@ -236,6 +248,7 @@ absl::StatusOr<CrossSelection> SelectCrossesForJob(pb::JobConfig* job) {
   CrossSample sample(kCriteoFields);
   Batch batch;
   while (sample.rows() < max_rows) {
+    if (stopped && stopped()) return aborted;
     PETREL_ASSIGN_OR_RETURN(bool more, reader->Next(4096, &batch));
     if (!more) break;
     sample.AddBatch(batch, max_rows);
@@ -249,7 +262,9 @@ absl::StatusOr<CrossSelection> SelectCrossesForJob(pb::JobConfig* job) {
   options.max_pairs = config.auto_max_pairs();
   options.min_gain = CrossMinGain(config);
   options.l2 = CrossL2(config);
+  options.stopped = stopped;
   CrossSelection selection = SelectCrossPairs(sample, options);
+  if (selection.stopped) return aborted;
   pb::CrossesConfig* crosses = job->mutable_model()->mutable_crosses();
   for (const ScoredPair& s : selection.chosen) {
     pb::CrossesConfig::Pair* p = crosses->add_pairs();

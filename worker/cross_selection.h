@@ -33,6 +33,7 @@
 #define PETREL_WORKER_CROSS_SELECTION_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -75,6 +76,9 @@ struct CrossSelectionOptions {
   double min_gain = 3e-4;  // relative drop of the eval logloss
   double min_z = 2;        // and its z-score (sample noise)
   int min_rows = 10000;    // fewer rows: no pair (too noisy)
+  // Asked before each field's sweep and each pair; true ends the selection
+  // early with CrossSelection::stopped. Default null: never.
+  std::function<bool()> stopped;
   double l2 = 10;
   int sweeps = 3;
   int table_bits = 18;
@@ -91,6 +95,7 @@ struct CrossSelection {
   std::vector<ScoredPair> runners_up;  // the best few not chosen, for logs
   double base_logloss = 0;             // the base LR's on the eval half
   size_t rows = 0;
+  bool stopped = false;  // options.stopped said so: nothing chosen
 };
 
 // Steps 1..4 above on `sample`.
@@ -101,8 +106,10 @@ CrossSelection SelectCrossPairs(const CrossSample& sample,
 // the sample, selects, writes the chosen pairs into job->model.crosses
 // .pairs and logs them with their gains, the runners-up and the time taken.
 // On other formats logs that crosses do not apply. Errors: the training
-// files' (reading), InvalidArgument when they hold no examples.
-absl::StatusOr<CrossSelection> SelectCrossesForJob(pb::JobConfig* job);
+// files' (reading), InvalidArgument when they hold no examples, Aborted
+// when `stopped` (asked between batches and pairs; may be null) says so.
+absl::StatusOr<CrossSelection> SelectCrossesForJob(
+    pb::JobConfig* job, std::function<bool()> stopped = nullptr);
 
 }  // namespace petrel
 

@@ -183,6 +183,27 @@ TEST(CrossSelectionTest, ForJobFillsThePairsFromTheTrainingFile) {
   EXPECT_EQ(job.model().crosses().pairs_size(), 1);
 }
 
+TEST(CrossSelectionTest, StopsWhenAsked) {
+  const CrossSample sample = Synthetic(6, 20, 20000, {{1, 4}}, 1.0, 3);
+  CrossSelectionOptions options;
+  int asked = 0;
+  options.stopped = [&asked] { return ++asked > 10; };
+  const CrossSelection s = SelectCrossPairs(sample, options);
+  EXPECT_TRUE(s.stopped);
+  EXPECT_TRUE(s.chosen.empty());
+  EXPECT_EQ(asked, 11);
+
+  pb::JobConfig job;
+  job.mutable_data()->set_format(pb::DataConfig::FORMAT_CRITEO);
+  job.mutable_data()->add_train(
+      WriteTempFile("train", InteractingCriteo(20000)));
+  job.mutable_model()->mutable_crosses()->set_auto_max_pairs(4);
+  absl::StatusOr<CrossSelection> r =
+      SelectCrossesForJob(&job, [] { return true; });
+  EXPECT_TRUE(absl::IsAborted(r.status())) << r.status();
+  EXPECT_EQ(job.model().crosses().pairs_size(), 0);
+}
+
 TEST(CrossSelectionTest, ForJobOnLibsvmDoesNothing) {
   pb::JobConfig job;
   job.mutable_data()->add_train(WriteTempFile("train", "1 1:1\n"));

@@ -658,7 +658,11 @@ absl::StatusOr<TrainResult> RunTrainer(const TrainerOptions& options,
   TrainerOptions resolved = options;
   PETREL_RETURN_IF_ERROR(ResolveTrainDefaults(&resolved.job));
   // Every worker selects the same crosses from the same rows.
-  PETREL_RETURN_IF_ERROR(SelectCrossesForJob(&resolved.job).status());
+  WorkerControl* control = resolved.control;
+  PETREL_RETURN_IF_ERROR(SelectCrossesForJob(&resolved.job, [control] {
+                           return control != nullptr &&
+                                  control->stop_reason().has_value();
+                         }).status());
   if (!resolved.print) {
     resolved.print = [](const std::string& line) {
       std::printf("%s\n", line.c_str());
