@@ -26,7 +26,8 @@
 // weights (4 bytes x 2^table_bits x fields, freed before step 3) and one
 // array of 2^table_bits (g, h) double pairs: about 80 MiB at 200000 rows
 // and 39 fields (the defaults), whatever the data's cardinality. Time:
-// 7-20 s at the defaults on a loaded 2-core machine (logged).
+// 7-21 s at the defaults on a shared 2-core machine, up to ~1 min at load
+// average 30 (logged).
 //
 // Thread-safe (no shared state).
 #ifndef PETREL_WORKER_CROSS_SELECTION_H_
