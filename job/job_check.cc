@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
+#include "job/crosses_config.h"
 #include "job/job_tables.h"
 #include "job/model_layout.h"
 #include "van/replica_map.h"
@@ -245,6 +246,7 @@ absl::Status CheckJobConfig(const pb::JobConfig& config, int num_servers,
     return absl::InvalidArgumentError(absl::StrCat(
         "data.max_abs_value: ", max_abs, " is not a finite value >= 0"));
   }
+  if (absl::Status s = CheckCrossesConfig(job); !s.ok()) return s;
   if (job.model().kind() == pb::ModelConfig::KIND_MLP) {
     absl::Status s = MlpLayoutFromJob(job).status();
     if (!s.ok()) return s;

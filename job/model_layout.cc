@@ -2,6 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "job/crosses_config.h"
+
 namespace petrel {
 
 int EmbeddingDim(const pb::ModelConfig& model) {
@@ -31,7 +33,7 @@ absl::StatusOr<MlpLayout> MlpLayoutFromJob(const pb::JobConfig& job) {
         "model.hidden: ", hidden.size(), " layers, at most 16 allowed"));
   }
   const bool criteo = job.data().format() == pb::DataConfig::FORMAT_CRITEO;
-  layout.num_fields = criteo ? kCriteoFields : 1;
+  layout.num_fields = criteo ? kCriteoFields + EmbeddedCrossSlots(model) : 1;
   layout.num_numeric = criteo ? kCriteoNumeric : 0;
   layout.input_dim =
       static_cast<size_t>(layout.num_fields) * layout.embedding_dim +

@@ -42,7 +42,7 @@ struct DenseLayerLayout {
 };
 
 struct MlpLayout {
-  int num_fields = 1;
+  int num_fields = 1;  // Criteo: 39 + EmbeddedCrossSlots
   int num_numeric = 0;
   int embedding_dim = 16;
   size_t input_dim = 0;  // num_fields * embedding_dim + num_numeric

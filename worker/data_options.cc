@@ -11,6 +11,8 @@
 #include "absl/strings/str_join.h"
 
 #include "base/status_macros.h"
+#include "job/criteo.h"
+#include "job/crosses_config.h"
 
 namespace petrel {
 namespace {
@@ -56,6 +58,8 @@ ReaderOptions Common(const pb::JobConfig& job, bool with_fields) {
   ro.clip_out_of_range =
       job.data().out_of_range() == pb::DataConfig::OUT_OF_RANGE_CLIP;
   ro.with_fields = ro.with_numeric = with_fields;
+  ro.crosses = CrossPairs(job.model());
+  ro.cross_base_fields = kCriteoFields;
   return ro;
 }
 

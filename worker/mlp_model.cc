@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 
 #include "base/status_macros.h"
+#include "job/crosses_config.h"
 #include "kernels/dense.h"
 #include "kernels/device_memory.h"
 #include "kernels/embedding.h"
@@ -70,6 +71,9 @@ class MlpModel : public Model {
   const bool wide_;
   const float dropout_;
   const uint64_t dropout_seed_;
+  // Cross fields (>= layout_.num_fields) that feed the wide part only: the
+  // embedding part reads the batch without them (emb_* below).
+  const uint32_t wide_only_fields_;
   const Device device_;
   std::vector<ModelTable> tables_;
   size_t emb_index_ = 0;  // index of each table in tables_ / rows
@@ -85,6 +89,13 @@ class MlpModel : public Model {
   absl::Span<const float> d_values_, d_labels_, d_numeric_, d_emb_, d_params_,
       d_wide_;
   DeviceArray<uint32_t> zero_fields_;  // the wide part's single field
+  // The embedding part's view: the whole batch, or without wide-only crosses.
+  std::vector<uint32_t> emb_offsets_, emb_inverse_, emb_fields_;
+  std::vector<float> emb_values_;
+  Staged<uint32_t> e_offsets_, e_inverse_;
+  Staged<float> e_values_;
+  absl::Span<const uint32_t> d_e_offsets_, d_e_inverse_;
+  absl::Span<const float> d_e_values_;
 
   // Activations and their gradients per layer; the last layer's are the
   // logits and dlogits.
@@ -111,6 +122,10 @@ MlpModel::MlpModel(const MlpLayout& layout, const pb::ModelConfig& config,
       wide_(config.wide()),
       dropout_(config.dropout()),
       dropout_seed_(config.dropout_seed()),
+      wide_only_fields_(static_cast<uint32_t>(
+          layout.num_fields > 1
+              ? CrossSlots(config) - EmbeddedCrossSlots(config)
+              : 0)),
       device_(device),
       zero_fields_(device),
       pooled_(device),
@@ -130,12 +145,13 @@ MlpModel::MlpModel(const MlpLayout& layout, const pb::ModelConfig& config,
   mlp_index_ = tables_.size();
   tables_.push_back(
       ModelTable{kMlpTable, kMlpRowFloats, false, layout.dense_rows});
-  for (Staged<uint32_t>* s : {&offsets_, &inverse_, &fields_}) {
+  for (Staged<uint32_t>* s :
+       {&offsets_, &inverse_, &fields_, &e_offsets_, &e_inverse_}) {
     *s = Staged<uint32_t>{PinnedArray<uint32_t>(device),
                           DeviceArray<uint32_t>(device)};
   }
-  for (Staged<float>* s :
-       {&values_, &labels_, &numeric_, &emb_rows_, &params_, &wide_rows_}) {
+  for (Staged<float>* s : {&values_, &labels_, &numeric_, &emb_rows_, &params_,
+                           &wide_rows_, &e_values_}) {
     *s = Staged<float>{PinnedArray<float>(device), DeviceArray<float>(device)};
   }
   for (size_t l = 0; l < layout.layers.size(); ++l) {
@@ -186,16 +202,48 @@ absl::Status MlpModel::Stage(const ModelBatch& batch,
                 n_ * static_cast<size_t>(layout_.num_numeric)));
   // The CUDA kernels trust indices; check them here on the host.
   PETREL_RETURN_IF_ERROR(ValidateSparseBatch(batch.sparse, unique_));
+  const uint32_t num_fields = static_cast<uint32_t>(layout_.num_fields);
   for (uint32_t f : batch.fields) {
-    if (f >= static_cast<uint32_t>(layout_.num_fields)) {
+    if (f >= num_fields + wide_only_fields_) {
       return absl::InvalidArgumentError(absl::StrCat(
           "field ", f, " is out of range for ", layout_.num_fields, " fields"));
     }
   }
   PETREL_ASSIGN_OR_RETURN(d_offsets_, Upload(batch.sparse.offsets, &offsets_));
   PETREL_ASSIGN_OR_RETURN(d_inverse_, Upload(batch.sparse.inverse, &inverse_));
-  PETREL_ASSIGN_OR_RETURN(d_fields_, Upload(batch.fields, &fields_));
   PETREL_ASSIGN_OR_RETURN(d_values_, Upload(batch.sparse.values, &values_));
+  if (wide_only_fields_ == 0) {
+    PETREL_ASSIGN_OR_RETURN(d_fields_, Upload(batch.fields, &fields_));
+    d_e_offsets_ = d_offsets_;
+    d_e_inverse_ = d_inverse_;
+    d_e_values_ = d_values_;
+  } else {
+    // The embedding part's batch: every position but the crosses'.
+    emb_offsets_.assign(1, 0);
+    emb_inverse_.clear();
+    emb_values_.clear();
+    emb_fields_.clear();
+    for (size_t i = 0; i < n_; ++i) {
+      for (uint32_t j = batch.sparse.offsets[i];
+           j < batch.sparse.offsets[i + 1]; ++j) {
+        if (batch.fields[j] >= num_fields) continue;
+        emb_inverse_.push_back(batch.sparse.inverse[j]);
+        emb_values_.push_back(batch.sparse.values[j]);
+        emb_fields_.push_back(batch.fields[j]);
+      }
+      emb_offsets_.push_back(static_cast<uint32_t>(emb_inverse_.size()));
+    }
+    PETREL_ASSIGN_OR_RETURN(
+        d_fields_, Upload(absl::Span<const uint32_t>(emb_fields_), &fields_));
+    PETREL_ASSIGN_OR_RETURN(
+        d_e_offsets_,
+        Upload(absl::Span<const uint32_t>(emb_offsets_), &e_offsets_));
+    PETREL_ASSIGN_OR_RETURN(
+        d_e_inverse_,
+        Upload(absl::Span<const uint32_t>(emb_inverse_), &e_inverse_));
+    PETREL_ASSIGN_OR_RETURN(
+        d_e_values_, Upload(absl::Span<const float>(emb_values_), &e_values_));
+  }
   PETREL_ASSIGN_OR_RETURN(d_labels_, Upload(batch.labels, &labels_));
   PETREL_ASSIGN_OR_RETURN(d_numeric_, Upload(batch.numeric, &numeric_));
   PETREL_ASSIGN_OR_RETURN(d_emb_, Upload(rows[emb_index_], &emb_rows_));
@@ -215,8 +263,9 @@ absl::Status MlpModel::Forward(bool train) {
   const size_t emb_in = static_cast<size_t>(layout_.num_fields) * d;
   const size_t num_numeric = static_cast<size_t>(layout_.num_numeric);
   PETREL_RETURN_IF_ERROR(pooled_.Resize(n * emb_in));
-  FieldBatchView fb{SparseBatchView{d_offsets_, d_inverse_, d_values_},
+  FieldBatchView fb{SparseBatchView{d_e_offsets_, d_e_inverse_, d_e_values_},
                     d_fields_, static_cast<size_t>(layout_.num_fields)};
+  const SparseBatchView all{d_offsets_, d_inverse_, d_values_};
   PETREL_RETURN_IF_ERROR(
       EmbeddingPoolForward(device_, fb, d_emb_, d, pooling_, pooled_.span()));
   const size_t last = layout_.layers.size() - 1;
@@ -228,7 +277,7 @@ absl::Status MlpModel::Forward(bool train) {
     if (l == last && wide_) {
       // The wide logit first (LR as a one-field sum pooling of dim 1); the
       // output layer then accumulates onto it.
-      FieldBatchView wb{fb.sparse, zero_fields_.span(), 1};
+      FieldBatchView wb{all, zero_fields_.span(), 1};
       PETREL_RETURN_IF_ERROR(EmbeddingPoolForward(device_, wb,
                                                   d_wide_.subspan(0, unique_),
                                                   1, Pooling::kSum, y.span()));
@@ -324,14 +373,15 @@ absl::Status MlpModel::Backward() {
              d_params_.subspan(layer.w_offset, x_cols * layer.out), 0.0f,
              dx.span()));
   }
-  FieldBatchView fb{SparseBatchView{d_offsets_, d_inverse_, d_values_},
+  FieldBatchView fb{SparseBatchView{d_e_offsets_, d_e_inverse_, d_e_values_},
                     d_fields_, static_cast<size_t>(layout_.num_fields)};
+  const SparseBatchView all{d_offsets_, d_inverse_, d_values_};
   PETREL_RETURN_IF_ERROR(grad_emb_.Resize(unique_ * d));
   PETREL_RETURN_IF_ERROR(EmbeddingPoolBackward(device_, fb, dpooled_.span(), d,
                                                pooling_, deterministic_,
                                                grad_emb_.span()));
   if (wide_) {
-    FieldBatchView wb{fb.sparse, zero_fields_.span(), 1};
+    FieldBatchView wb{all, zero_fields_.span(), 1};
     PETREL_RETURN_IF_ERROR(grad_wide_.Resize(unique_ + 1));
     absl::Span<float> gw = grad_wide_.span();
     PETREL_RETURN_IF_ERROR(EmbeddingPoolBackward(

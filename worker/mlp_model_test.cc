@@ -222,6 +222,66 @@ Outputs FirstBatch(const std::string& model, const Inputs& in) {
   return out;
 }
 
+// Example 0 of `in` (over 6 unique rows, row 5 unused) with one more
+// position: row 5 in cross field 39.
+Inputs WithCross(Inputs in) {
+  in.inverse.insert(in.inverse.begin() + in.offsets[1], 5);
+  in.values.insert(in.values.begin() + in.offsets[1], 1.0f);
+  in.fields.insert(in.fields.begin() + in.offsets[1], 39);
+  for (size_t i = 1; i < in.offsets.size(); ++i) ++in.offsets[i];
+  return in;
+}
+
+double Logit(float p) { return std::log(p / (1 - p)); }
+
+TEST(MlpModelTest, CrossesFeedTheWidePartOnlyUnlessEmbedded) {
+  const std::string wide_only =
+      "embedding_dim: 3 hidden: 4 wide: true crosses { pairs { a: 1 b: 2 } }";
+  pb::JobConfig job = Job(wide_only);
+  absl::StatusOr<MlpLayout> layout = MlpLayoutFromJob(job);
+  ASSERT_TRUE(layout.ok());
+  EXPECT_EQ(layout->num_fields, 39);
+  auto model = CreateMlpModel(job, Device::Cpu());
+  ASSERT_TRUE(model.ok());
+  Inputs plain = RandomInputs(**model, *layout, 4, 6, 3);
+  for (uint32_t& r : plain.inverse) r %= 5;  // row 5: the cross's only
+  const Inputs crossed = WithCross(plain);
+  const Outputs a = FirstBatch(wide_only, plain);
+  const Outputs b = FirstBatch(wide_only, crossed);
+  ASSERT_EQ(b.probs.size(), 4u);
+  // The cross adds its wide weight to example 0's logit, nothing else.
+  const float w = plain.rows[0][5];  // table 0 (wide) first
+  EXPECT_NEAR(Logit(b.probs[0]) - Logit(a.probs[0]), w, 1e-4);
+  for (size_t i = 1; i < 4; ++i) EXPECT_FLOAT_EQ(b.probs[i], a.probs[i]);
+  EXPECT_NE(b.grads[0][5], 0.0f);  // wide gradient
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(b.grads[1][5 * 3 + c], 0.0f);
+  // A field past the crosses is refused.
+  Inputs bad = crossed;
+  bad.fields[plain.offsets[1]] = 40;
+  std::vector<float> probs;
+  std::vector<std::vector<float>> grads;
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      (*model)
+          ->ForwardBackward(bad.batch(), bad.spans(), &probs, &grads)
+          .status()));
+
+  // With embed, field 39 is an embedding field: the row gets a gradient.
+  const std::string embedded =
+      "embedding_dim: 3 hidden: 4 wide: true crosses { pairs { a: 1 b: 2 } "
+      "embed: true }";
+  layout = MlpLayoutFromJob(Job(embedded));
+  ASSERT_TRUE(layout.ok());
+  EXPECT_EQ(layout->num_fields, 40);
+  auto emb_model = CreateMlpModel(Job(embedded), Device::Cpu());
+  ASSERT_TRUE(emb_model.ok());
+  Inputs e = RandomInputs(**emb_model, *layout, 4, 6, 3);
+  for (uint32_t& r : e.inverse) r %= 5;
+  const Outputs c = FirstBatch(embedded, WithCross(e));
+  float norm = 0;
+  for (int k = 0; k < 3; ++k) norm += std::abs(c.grads[1][5 * 3 + k]);
+  EXPECT_GT(norm, 0.0f);
+}
+
 constexpr char kDropout[] =
     "embedding_dim: 3 hidden: [6, 5] wide: true dropout: 0.4 dropout_seed: 8";
 

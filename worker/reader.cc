@@ -6,6 +6,7 @@
 
 #include "worker/caching_reader.h"
 #include "worker/criteo_reader.h"
+#include "worker/cross_features.h"
 #include "worker/libsvm_reader.h"
 
 namespace petrel {
@@ -32,7 +33,9 @@ absl::StatusOr<std::unique_ptr<Reader>> OpenTextReader(
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Reader>> OpenReader(
+namespace {
+
+absl::StatusOr<std::unique_ptr<Reader>> OpenUncrossedReader(
     const ReaderOptions& options) {
   absl::StatusOr<std::unique_ptr<Reader>> text = OpenTextReader(options);
   if (!text.ok() || options.cache.mode == CacheMode::kOff) return text;
@@ -40,6 +43,20 @@ absl::StatusOr<std::unique_ptr<Reader>> OpenReader(
       CachingReader::Open(options, std::move(*text));
   if (!cached.ok()) return cached.status();
   return std::unique_ptr<Reader>(std::move(*cached));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Reader>> OpenReader(
+    const ReaderOptions& options) {
+  if (options.crosses.empty()) return OpenUncrossedReader(options);
+  ReaderOptions inner = options;
+  inner.crosses.clear();
+  inner.with_fields = true;
+  absl::StatusOr<std::unique_ptr<Reader>> reader = OpenUncrossedReader(inner);
+  if (!reader.ok()) return reader;
+  return NewCrossingReader(std::move(*reader), options.crosses,
+                           options.cross_base_fields, options.with_fields);
 }
 
 }  // namespace petrel

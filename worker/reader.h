@@ -36,6 +36,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
+#include "job/crosses_config.h"
 #include "worker/batch.h"
 #include "worker/holdout.h"
 
@@ -90,6 +91,11 @@ struct ReaderOptions {
   // Default: every example. With a split, only the training part or only
   // the held-out part (worker/holdout.h).
   HoldoutOptions holdout;
+  // Default none: the crossed features of these field pairs are appended
+  // to every example (worker/cross_features.h), their fields numbered from
+  // cross_base_fields (Criteo: 39). The inner reader then fills fields.
+  std::vector<CrossPair> crosses;
+  int cross_base_fields = 0;
 };
 
 // Reads one worker's share of the examples, in file order.

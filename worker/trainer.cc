@@ -15,6 +15,7 @@
 #include "kv/kv_worker.h"
 #include "van/simple_app.h"
 #include "worker/batch_prefetcher.h"
+#include "worker/cross_selection.h"
 #include "worker/data_options.h"
 #include "worker/divergence_check.h"
 #include "worker/eval_metrics.h"
@@ -656,6 +657,12 @@ absl::StatusOr<TrainResult> RunTrainer(const TrainerOptions& options,
                                        Postoffice* postoffice) {
   TrainerOptions resolved = options;
   PETREL_RETURN_IF_ERROR(ResolveTrainDefaults(&resolved.job));
+  // Every worker selects the same crosses from the same rows.
+  WorkerControl* control = resolved.control;
+  PETREL_RETURN_IF_ERROR(SelectCrossesForJob(&resolved.job, [control] {
+                           return control != nullptr &&
+                                  control->stop_reason().has_value();
+                         }).status());
   if (!resolved.print) {
     resolved.print = [](const std::string& line) {
       std::printf("%s\n", line.c_str());

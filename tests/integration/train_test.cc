@@ -243,8 +243,10 @@ TEST_F(InteractionTrainTest, MlpBeatsLogisticRegression) {
 // independent weight per value pair, which embeddings cannot factor. The
 // plain MLP memorized rare values there and ended far above LR (0.52-0.54
 // against 0.4586 on 300k examples); mlp.textproto (Wide & Deep, damped
-// embedding steps) must stay close to LR. Measured on these 100k examples:
-// LR 0.4689, mlp.textproto 0.4717, the MLP config of before 0.5766.
+// embedding steps, crosses selected by held-out gain) must stay close to
+// LR. Measured on these 100k examples: LR 0.4689, mlp.textproto 0.4688
+// (4 crossed pairs selected; 0.4717 without crosses), the MLP config of
+// before 0.5766.
 class PairInteractionTrainTest : public TrainFixture {
  protected:
   void SetUp() override {
@@ -264,22 +266,26 @@ TEST_F(PairInteractionTrainTest, MlpDoesNotOverfitWhereLrIsBest) {
   EXPECT_LT(mlp_logloss, lr_logloss + 0.01) << "LR:\n"
                                             << lr_out << "\nMLP:\n"
                                             << mlp_out;
+  // The worker selected interacting pairs (the generator's) to cross.
+  EXPECT_TRUE(absl::StrContains(mlp_out, "pair(s) chosen of 741")) << mlp_out;
+  EXPECT_FALSE(absl::StrContains(mlp_out, "crosses: 0 pair(s)")) << mlp_out;
 }
 
 // mlp.textproto with model.dropout trains end to end on the CPU and lands
-// no worse than the shipped config (measured on these 100k examples: 0.4693
-// with dropout 0.3, 0.4717 without); a dropout of 1 is refused before
+// no worse than the shipped config (measured on these 100k examples before
+// the crosses: 0.4693 with dropout 0.3, 0.4717 without); a dropout of 1 is
+// refused before
 // anything starts, naming the field.
 TEST_F(PairInteractionTrainTest, MlpWithDropoutTrainsAndOutOfRangeIsRefused) {
   std::ifstream in(std::string(PETREL_SOURCE_DIR) +
                    "/deploy/examples/mlp.textproto");
   std::string text((std::istreambuf_iterator<char>(in)),
                    std::istreambuf_iterator<char>());
-  const std::string model = "wide: true }";
+  const std::string model = "[256, 128] wide: true";
   const size_t at = text.find(model);
   ASSERT_NE(at, std::string::npos) << text;
   std::string dropout = text;
-  dropout.replace(at, model.size(), "wide: true dropout: 0.3 }");
+  dropout.replace(at, model.size(), "[256, 128] wide: true dropout: 0.3");
   std::string out;
   const double logloss = Train(
       WriteConfig("dropout.textproto", dropout), &out,
@@ -288,7 +294,7 @@ TEST_F(PairInteractionTrainTest, MlpWithDropoutTrainsAndOutOfRangeIsRefused) {
   EXPECT_GT(logloss, bayes_ - 0.01) << out;
   EXPECT_LT(logloss, 0.4717 + 0.01) << out;
   std::string refused = text;
-  refused.replace(at, model.size(), "wide: true dropout: 1 }");
+  refused.replace(at, model.size(), "[256, 128] wide: true dropout: 1");
   int code = 0;
   out = RunOrDie({Bin("petrel-launch"),
                   "--config=" + WriteConfig("refused.textproto", refused),

@@ -8,9 +8,12 @@
 #include "absl/strings/str_cat.h"
 
 #include "base/status_macros.h"
+#include "job/criteo.h"
+#include "job/crosses_config.h"
 #include "kernels/device.h"
 #include "tools/predict/checkpoint_rows.h"
 #include "tools/predict/model_dir.h"
+#include "worker/cross_selection.h"
 #include "worker/model.h"
 #include "worker/reader.h"
 #include "worker/trainer.h"
@@ -27,6 +30,19 @@ absl::StatusOr<pb::JobConfig> PredictJob(const pb::JobConfig& manifest_job,
     job.mutable_data()->set_format(pb::DataConfig::FORMAT_LIBSVM);
   } else if (options.format == "criteo") {
     job.mutable_data()->set_format(pb::DataConfig::FORMAT_CRITEO);
+  }
+  // Crosses the trainer selected are not in the checkpoint: select them
+  // again, as every worker did, from the same rows of the training files.
+  if (SelectsCrosses(job.model()) &&
+      job.data().format() == pb::DataConfig::FORMAT_CRITEO) {
+    if (job.data().train().empty()) {
+      return absl::FailedPreconditionError(
+          "the checkpoint's job selects model.crosses from its training "
+          "files, but names none");
+    }
+    PETREL_RETURN_IF_ERROR(Annotate(
+        SelectCrossesForJob(&job).status(),
+        "selecting model.crosses again from the checkpoint's training files"));
   }
   // ResolveTrainDefaults checks the training files are named; scoring
   // reads none, so any name does.
@@ -48,6 +64,8 @@ ReaderOptions InputReaderOptions(const pb::JobConfig& job,
   ro.files = {input};
   ro.skip_malformed = job.data().skip_malformed();
   ro.with_fields = ro.with_numeric = with_fields;
+  ro.crosses = CrossPairs(job.model());
+  ro.cross_base_fields = kCriteoFields;
   return ro;
 }
 

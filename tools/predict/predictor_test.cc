@@ -300,6 +300,18 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"MLP",
              "data { format: FORMAT_CRITEO } model { kind: KIND_MLP "
              "embedding_dim: 4 hidden: 8 wide: true }",
+             true},
+        // The crosses' features reach the scores (listed pairs; selected
+        // ones are selected again from the training file, here none).
+        Case{"MLPCrossed",
+             "data { format: FORMAT_CRITEO } model { kind: KIND_MLP "
+             "embedding_dim: 4 hidden: 8 wide: true crosses { pairs { a: 13 "
+             "b: 14 } pairs { a: 0 b: 20 } } }",
+             true},
+        Case{"MLPSelectedCrosses",
+             "data { format: FORMAT_CRITEO } model { kind: KIND_MLP "
+             "embedding_dim: 4 hidden: 8 wide: true crosses { auto_max_pairs: "
+             "2 } }",
              true}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 

@@ -11,7 +11,14 @@ present in an example, one more feature: a hash of (a, b, row_a, row_b).
                     knows nothing of the data);
   --crosses=A-B,... the named pairs only, e.g. the generator's six true
                     pairs 13-14,15-18,16-25,1-20,30-35,4-36 (an oracle that
-                    knows which pairs interact, not their weights).
+                    knows which pairs interact, not their weights);
+  --crosses=auto    the pairs that the selection by held-out gain picks from
+                    the first --auto_sample_rows training rows, as Petrel's
+                    model.crosses.auto_max_pairs does (worker/cross_selection.h:
+                    base LR by backfitting Newton steps on a hash-split half,
+                    each pair scored by the other half's logloss drop from
+                    one shrunk Newton step per cross value; kept when the
+                    relative drop >= 3e-4 and its z-score >= 2).
 --cross_admit_after=N gives a cross a weight only once it has been seen in
 N examples (as a table's admission filter, docs/training.md): before that
 its weight stays 0 and its gradients are counted, not applied.
@@ -22,7 +29,7 @@ kernels/optimizer_formulas.h writes it (weight decay included), on the
 batch's mean gradient, batch --batch_size in file order, --epochs passes.
 
   /usr/bin/python3 tools/bench/baselines/cross_headroom.py --train=T --test=E \
-      --crosses=all
+      --crosses=all|auto
 
 Prints one line: cross_headroom crosses=C features_per_example=F
 test_logloss=L test_auc=A seconds=S epochs=E.
@@ -61,6 +68,76 @@ def pairs_from_flag(text):
         a, b = (int(x) for x in item.split("-"))
         pairs.append((a, b))
     return pairs
+
+
+def select_pairs(labels, ids, rows, max_pairs, l2=10.0, min_gain=3e-4,
+                 min_z=2.0, sweeps=3, bits=18):
+    """The selection of worker/cross_selection.h on the first `rows` rows
+    (ids [n, 39], -1 = missing); returns [(a, b)] best first and prints
+    each pair's relative gain and z-score."""
+    y = labels[:rows].astype(np.float64)
+    ids = ids[:rows]
+    n = len(y)
+    if n < 10000:
+        return []
+    mask = np.uint64((1 << bits) - 1)
+    with np.errstate(over="ignore"):
+        h = np.arange(n, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        h ^= h >> np.uint64(29)
+    fit = (h & np.uint64(1)) == 0
+    ev = ~fit
+    table = 1 << bits
+
+    def ll(z, t):
+        return np.logaddexp(0, z) - t * z
+
+    p0 = y[fit].mean()
+    m = np.full(n, np.log(p0 / (1 - p0)))
+    w = np.zeros((FIELDS, table))
+    buckets = (ids.astype(np.uint64) & mask).astype(np.int64)
+    for _ in range(sweeps):
+        for f in range(FIELDS):
+            pres = ids[:, f] >= 0
+            k = buckets[:, f]
+            p = 1 / (1 + np.exp(-m))
+            sel = fit & pres
+            g = np.bincount(k[sel], weights=(y - p)[sel], minlength=table)
+            hh = np.bincount(k[sel], weights=(p * (1 - p))[sel],
+                             minlength=table)
+            d = (g - l2 * w[f]) / (hh + l2)
+            w[f] += d
+            m = m + np.where(pres, d[k], 0)
+    base_rows = ll(m[ev], y[ev])
+    base = base_rows.mean()
+    p = 1 / (1 + np.exp(-m))
+    r, c = y - p, p * (1 - p)
+    scored = []
+    for a, b in itertools.combinations(range(FIELDS), 2):
+        pres = (ids[:, a] >= 0) & (ids[:, b] >= 0)
+        with np.errstate(over="ignore"):
+            kk = (ids[:, a].astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9)
+                  ^ ids[:, b].astype(np.uint64)
+                  ^ np.uint64(((a * 256 + b + 1) * 0x94D049BB133111EB)
+                              % (1 << 64)))
+            kk ^= kk >> np.uint64(31)
+            kk *= np.uint64(0x9E3779B97F4A7C15)
+            kk ^= kk >> np.uint64(29)
+        k = (kk & mask).astype(np.int64)
+        sel = fit & pres
+        g = np.bincount(k[sel], weights=r[sel], minlength=table)
+        hh = np.bincount(k[sel], weights=c[sel], minlength=table)
+        d = np.where(pres, g[k] / (hh[k] + l2), 0)[ev]
+        drop = base_rows - ll(m[ev] + d, y[ev])
+        mean = drop.mean()
+        se = drop.std() / np.sqrt(len(drop))
+        scored.append((mean / base, mean / se if se > 0 else 0.0, a, b))
+    scored.sort(key=lambda t: -t[0])
+    chosen = [(a, b) for g, z, a, b in scored
+              if g >= min_gain and z >= min_z][:max_pairs]
+    print("auto crosses: " + ", ".join(
+        f"{a}-{b} ({g * 100:.4f}%, z {z:.2f})" for g, z, a, b in scored[:10]),
+        file=sys.stderr)
+    return chosen
 
 
 def batch_keys(ids, pairs, bits):
@@ -133,11 +210,18 @@ def main():
     p.add_argument("--cross_admit_after", type=int, default=0)
     p.add_argument("--cross_ftrl_alpha", type=float, default=0,
                    help="the crosses' FTRL alpha; 0: --ftrl_alpha")
+    p.add_argument("--auto_max_pairs", type=int, default=16)
+    p.add_argument("--auto_sample_rows", type=int, default=200000)
     a = p.parse_args()
     torch.set_num_threads(1)
-    pairs = pairs_from_flag(a.crosses)
     hasher = torch_mlp.Hasher(a.index_bits)
     y_train, ids_train = field_rows(torch_mlp.load_criteo(a.train, hasher))
+    if a.crosses == "auto":
+        pairs = select_pairs(y_train, ids_train, a.auto_sample_rows,
+                             a.auto_max_pairs)
+        a.crosses = "auto:" + ",".join(f"{x}-{y}" for x, y in pairs)
+    else:
+        pairs = pairs_from_flag(a.crosses)
     y_test, ids_test = field_rows(torch_mlp.load_criteo(a.test, hasher))
     ftrl = Ftrl(2 << a.index_bits, a, 1 << a.index_bits)
     bias = Ftrl(1, a, 1)
@@ -176,7 +260,7 @@ def main():
                                         a.index_bits))
             out.append(z.numpy())
     loss, auc = torch_mlp.logloss_and_auc(y_test, np.concatenate(out))
-    print(f"cross_headroom crosses={a.crosses if len(a.crosses) < 40 else 'list'}"
+    print(f"cross_headroom crosses={a.crosses if len(a.crosses) < 80 else 'list'}"
           f" cross_admit_after={a.cross_admit_after}"
           f" cross_ftrl_alpha={a.cross_ftrl_alpha}"
           f" features_per_example={FIELDS + len(pairs)}"
