@@ -107,17 +107,25 @@ int KVWorker<Val>::PushPull(const SArray<Key>& keys, const SArray<Val>& vals,
 
 template <typename Val>
 int KVWorker<Val>::Clock(int64_t clock, Callback cb) {
-  const int num_servers = customer_.postoffice()->num_servers();
+  Postoffice* po = customer_.postoffice();
+  // A drained server's DRAIN_QUERY waits until the request is registered
+  // (docs/failures.md, "Elastic servers").
+  std::optional<Postoffice::RoutingScope> routing(std::in_place, po);
+  const int num_servers = po->num_servers();
   std::vector<int> recipients;
   for (int r = 0; r < num_servers; ++r) {
-    // A server that died while replicas took over needs no clock.
-    if (customer_.postoffice()->CheckAlive({ServerRankToId(r)}).ok()) {
+    // A server that died while replicas took over needs no clock, nor one
+    // drained out of the job. A server still draining gets them: it may
+    // hold a pull sent by the old map until every worker's clock came.
+    if (po->CheckAlive({ServerRankToId(r)}).ok() &&
+        !po->Retired(ServerRankToId(r))) {
       recipients.push_back(ServerRankToId(r));
     }
   }
   int ts = customer_.NewRequest(recipients, [cb](int) {
     if (cb) cb();
   });
+  routing.reset();
   for (int id : recipients) {
     KVMeta kv;
     kv.clock = clock;

@@ -311,7 +311,7 @@ class Scheduler {
     ReplicaMap target;
     absl::flat_hash_set<int> copying;
     bool published;
-    int round;
+    int round;  // DRAIN_QUERY: 0 servers, 1 every node, 2 retire it
     absl::flat_hash_set<int> confirmed;
   };
   std::optional<DrainingServer> draining_ ABSL_GUARDED_BY(mu_);

@@ -10,7 +10,10 @@
 // missing the range's new replica. Once every live server answered
 // DRAIN_QUERY (it routes by the new map and waits for no answer from the
 // drained server) the workers get the map; once every live node answered
-// it too, the drained server is told to stop (TERMINATE). Until then it
+// it too, and once more with drain_retire (from then on a worker sends the
+// drained server no clock; until then a pull it holds by the old map may
+// wait for the workers' clocks), the drained server is told to stop
+// (TERMINATE). Until then it
 // applies the requests sliced by the old map and forwards them to the
 // ranges' replicas in the new one.
 #include <algorithm>
@@ -184,6 +187,7 @@ void Scheduler::QueryDrain() {
   query.set_cmd(pb::COMMAND_DRAIN_QUERY);
   query.set_drained_node(draining_->id);
   query.set_map_version(draining_->target.version());
+  query.set_drain_retire(draining_->round == 2);
   for (int id : DrainWaitsFor()) {
     if (!draining_->confirmed.contains(id)) SendControl(id, query);
   }
@@ -192,7 +196,10 @@ void Scheduler::QueryDrain() {
 void Scheduler::HandleDrainDone(int sender, const pb::Control& control) {
   if (!draining_.has_value() || !draining_->published ||
       control.drained_node() != draining_->id ||
-      control.map_version() != draining_->target.version()) {
+      control.map_version() != draining_->target.version() ||
+      // A late answer to an earlier round (asked again at a tick) does
+      // not say that the node stopped sending the drained server clocks.
+      control.drain_retire() != (draining_->round == 2)) {
     return;
   }
   draining_->confirmed.insert(sender);
@@ -208,6 +215,16 @@ void Scheduler::HandleDrainDone(int sender, const pb::Control& control) {
               << ": every live server routes by key-range map version "
               << draining_->target.version() << "; now the other nodes";
     SendDrainedMap(/*servers=*/false);
+    QueryDrain();
+    return;
+  }
+  if (draining_->round == 1) {
+    // No node sends the drained server a request by the old map, and it
+    // holds none: a pull it held for the workers' clocks was answered.
+    // Now the nodes stop sending it clocks (they answer once none is
+    // pending there).
+    draining_->round = 2;
+    draining_->confirmed.clear();
     QueryDrain();
     return;
   }

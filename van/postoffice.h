@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -259,6 +260,14 @@ class Postoffice {
   // COMMAND_DRAIN_COPY and COMMAND_DRAIN_QUERY (postoffice_elastic.cc).
   void HandleDrainCopy(const pb::Control& control);
   void HandleDrainQuery(const pb::Control& control);
+
+ public:
+  // Whether server node `id` was drained out of the job as far as this
+  // node knows (it answered the drain's last DRAIN_QUERY): it is sent no
+  // clock. Call inside a RoutingScope.
+  bool Retired(int id) const;
+
+ private:
   // Calls `fail` on every customer (van thread).
   void ForEachCustomer(const std::function<void(Customer*)>& fail);
   // Nothing will answer any more (the job failed, a signal, the van
@@ -315,6 +324,8 @@ class Postoffice {
   std::atomic<uint64_t> map_version_{0};
   // Requests being routed now (RoutingScope).
   std::atomic<int> routing_{0};
+  // Drained servers this node sends nothing more (Retired).
+  absl::flat_hash_set<int> retired_ ABSL_GUARDED_BY(mu_);
   bool joined_ ABSL_GUARDED_BY(mu_) = false;
   bool joined_as_added_ ABSL_GUARDED_BY(mu_) = false;
   // The scheduler's answer to this node's CAUGHT_UP (empty: none yet).

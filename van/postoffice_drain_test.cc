@@ -20,13 +20,15 @@ namespace {
 
 // Asks `node` whether it is done with server `drained` under map `version`,
 // as the scheduler does.
-void Query(VanCluster& cluster, int node, int drained, uint64_t version) {
+void Query(VanCluster& cluster, int node, int drained, uint64_t version,
+           bool retire = false) {
   Message msg;
   msg.meta.set_recipient(node);
   pb::Control* query = msg.meta.mutable_control();
   query->set_cmd(pb::COMMAND_DRAIN_QUERY);
   query->set_drained_node(drained);
   query->set_map_version(version);
+  query->set_drain_retire(retire);
   ASSERT_TRUE(cluster.scheduler()->Send(std::move(msg)).ok());
 }
 
@@ -102,6 +104,44 @@ TEST(PostofficeDrainTest, AnswersOnlyWhenNothingIsRoutedOrOwedByTheServer) {
   sender.NewRequest({drained});
   ask(0);
   EXPECT_EQ(Answers(responder, me, drained), 3);
+  EXPECT_TRUE(cluster.Finish().ok());
+}
+
+// The drain's last round (drain_retire): the node retires the drained
+// server (its worker clocks skip it, Postoffice::Retired) only when it
+// answers; a query it cannot answer yet leaves it as it was.
+TEST(PostofficeDrainTest, RetiresTheServerOnlyWhenItAnswersTheLastRound) {
+  VanCluster cluster(ClusterOfSize(2, 1));
+  ASSERT_TRUE(cluster.Start().ok());
+  auto* responder = static_cast<JoinResponder*>(cluster.control());
+  Postoffice* worker = cluster.worker(0);
+  const int me = worker->my_id();
+  const int drained = ServerRankToId(0);
+  const int nobody = 999;
+  int others = 0;
+  auto ask = [&](bool retire) {
+    Query(cluster, me, drained, 0, retire);
+    Query(cluster, me, nobody, 0);
+    ++others;
+    EXPECT_TRUE(
+        WaitUntil([&] { return Answers(responder, me, nobody) == others; }));
+  };
+  ask(false);  // an earlier round: answered, not retired
+  EXPECT_EQ(Answers(responder, me, drained), 1);
+  EXPECT_FALSE(worker->Retired(drained));
+  // A request to it unanswered: likewise.
+  Customer sender(7, 0, worker);
+  ASSERT_TRUE(sender.Start().ok());
+  sender.NewRequest({drained});
+  ask(true);
+  EXPECT_EQ(Answers(responder, me, drained), 1);
+  EXPECT_FALSE(worker->Retired(drained));
+  // Nothing owed any more: answered and retired.
+  sender.FailRequestsTo(drained, absl::CancelledError("done"));
+  ask(true);
+  EXPECT_EQ(Answers(responder, me, drained), 2);
+  EXPECT_TRUE(worker->Retired(drained));
+  EXPECT_FALSE(worker->Retired(ServerRankToId(1)));
   EXPECT_TRUE(cluster.Finish().ok());
 }
 

@@ -53,18 +53,38 @@ void Postoffice::HandleDrainCopy(const pb::Control& control) {
   drain_copy_hook_({by_source.begin(), by_source.end()});
 }
 
+bool Postoffice::Retired(int id) const {
+  absl::MutexLock lock(&mu_);
+  return retired_.contains(id);
+}
+
 void Postoffice::HandleDrainQuery(const pb::Control& control) {
   if (map_version() < control.map_version()) return;
+  const int drained = control.drained_node();
+  // The last round: from the answer on, no clock goes to the drained
+  // server (a worker's clock is routed by the node table, not the map).
+  // Marked before the checks below, so that a clock routed meanwhile
+  // either sees the mark or holds a RoutingScope (checked after).
+  const bool retire = control.drain_retire();
+  if (retire) {
+    absl::MutexLock lock(&mu_);
+    retired_.insert(drained);
+  }
+  auto not_yet = [this, retire, drained] {
+    if (retire) {
+      absl::MutexLock lock(&mu_);
+      retired_.erase(drained);
+    }
+  };
   // A request routed by the map before this one may be between its
   // routing and its registration (RoutingScope): not yet.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (routing_.load(std::memory_order_acquire) > 0) return;
-  const int drained = control.drained_node();
+  if (routing_.load(std::memory_order_acquire) > 0) return not_yet();
   bool waiting = false;
   ForEachCustomer([&waiting, drained](Customer* c) {
     waiting = waiting || c->HasPendingTo(drained);
   });
-  if (waiting) return;  // the scheduler asks again
+  if (waiting) return not_yet();  // the scheduler asks again
   Message msg;
   msg.meta.set_recipient(kSchedulerId);
   msg.meta.set_request(true);
@@ -72,6 +92,7 @@ void Postoffice::HandleDrainQuery(const pb::Control& control) {
   done->set_cmd(pb::COMMAND_DRAIN_DONE);
   done->set_drained_node(drained);
   done->set_map_version(control.map_version());
+  done->set_drain_retire(retire);  // which round it answers
   Send(std::move(msg)).IgnoreError();
 }
 

@@ -56,8 +56,10 @@ class ReplicaMap {
   // server that leads (or backs) the most. A range it leads keeps its old
   // primary as its first backup (chain [new, old primary, ...]); a range it
   // backs keeps its primary. Each such range drops its last replica, so
-  // only the new server receives rows. Version + 1. FailedPrecondition when
-  // the job is not replicated or a server is dead.
+  // only the new server receives rows. The share is of the live servers: a
+  // drained rank (dead, in no chain) stays a dead slot of the ring. Version
+  // + 1. FailedPrecondition when the job is not replicated or a dead server
+  // still holds replicas (it waits for its replacement).
   absl::StatusOr<ReplicaMap> WithServerAdded() const;
   // The map without live server `rank` (a drain): in each chain that holds
   // it, it is removed (the next replica leads the ranges it led) and the
@@ -124,6 +126,9 @@ class ReplicaMap {
   int replicas() const { return replicas_; }
   uint64_t version() const { return version_; }
   bool dead(int rank) const;
+  // Whether `rank` was drained: dead and in no range's chain (a dead server
+  // waiting for its replacement is still in its ranges' chains).
+  bool drained(int rank) const { return dead(rank) && CopiesHeldBy(rank) == 0; }
   // Live servers, and how many ranges have fewer than replicas() live
   // copies.
   int live_servers() const;

@@ -38,18 +38,22 @@ absl::StatusOr<ReplicaMap> ReplicaMap::WithServerAdded() const {
         "the job's servers are not replicated (--replicas=1): a server is "
         "added by copy and handoff between replicas");
   }
+  // A dead rank that a chain still holds waits for its replacement; one
+  // that none holds was drained and stays a dead slot of the ring (the
+  // added server takes the next rank).
   for (int r = 0; r < n; ++r) {
-    if (dead_[r]) {
+    if (dead_[r] && !drained(r)) {
       return absl::FailedPreconditionError(absl::StrCat(
           "server rank ", r,
           " is dead: start a replacement for it before adding a server"));
     }
   }
   const int added = n;
+  const int live = live_servers();
   const size_t num_ranges = homes_.size();
-  const int64_t want_led = static_cast<int64_t>(num_ranges) / (n + 1);
+  const int64_t want_led = static_cast<int64_t>(num_ranges) / (live + 1);
   const int64_t want_held =
-      static_cast<int64_t>(num_ranges) * replicas_ / (n + 1);
+      static_cast<int64_t>(num_ranges) * replicas_ / (live + 1);
   std::vector<int32_t> chains = chains_;
   std::vector<bool> taken(num_ranges, false);
   std::vector<int64_t> led(n, 0), held(n, 0);
@@ -90,7 +94,8 @@ absl::StatusOr<ReplicaMap> ReplicaMap::WithServerAdded() const {
     --held[b];
     ++added_held;
   }
-  std::vector<bool> dead(n + 1, false);
+  std::vector<bool> dead = dead_;
+  dead.push_back(false);
   return WithChains(std::move(chains), n + 1, std::move(dead));
 }
 

@@ -280,5 +280,65 @@ TEST(ReplicaMapTest, ADrainedServersCopiesGoToTheLeastLoaded) {
       << s;
 }
 
+// A drained rank stays a dead slot in no chain: an add after the drain
+// takes the next rank and the fair share of the live servers, and only it
+// receives rows; a dead rank that still holds replicas (a failover) still
+// waits for its replacement.
+TEST(ReplicaMapTest, AServerAddedAfterADrainTakesTheLiveServersShare) {
+  for (int replicas : {2, 3}) {
+    SCOPED_TRACE(absl::StrCat("R = ", replicas));
+    ReplicaMap m = Make(4, 8, replicas);
+    const size_t ranges = m.ranges().owners().size();
+    absl::StatusOr<ReplicaMap> drained = m.WithServerDrained(1);
+    ASSERT_TRUE(drained.ok()) << drained.status();
+    absl::StatusOr<ReplicaMap> next = drained->WithServerAdded();
+    ASSERT_TRUE(next.ok()) << next.status();
+    const int added = 4;
+    EXPECT_EQ(next->version(), drained->version() + 1);
+    EXPECT_EQ(next->ranges().num_servers(), 5);
+    EXPECT_TRUE(next->dead(1));
+    EXPECT_EQ(next->live_servers(), 4);
+    EXPECT_EQ(next->under_replicated_ranges(), 0);
+    EXPECT_EQ(next->CopiesHeldBy(1), 0);
+    const std::vector<int64_t> led = Led(*next);
+    EXPECT_EQ(led[added], static_cast<int64_t>(ranges / 4));
+    EXPECT_EQ(next->CopiesHeldBy(added),
+              static_cast<int64_t>(ranges * replicas / 4));
+    for (int r : {0, 2, 3}) {
+      EXPECT_LE(std::abs(led[r] - led[added]), 1) << "rank " << r;
+      EXPECT_LE(std::abs(next->CopiesHeldBy(r) - next->CopiesHeldBy(added)), 1)
+          << "rank " << r;
+    }
+    for (size_t i = 0; i < ranges; ++i) {
+      for (int r : next->ChainOf(i)) {
+        if (r != added) {
+          EXPECT_TRUE(drained->ChainHolds(i, r)) << i;
+        }
+      }
+    }
+    int64_t copied = 0;
+    for (const auto& [source, list] : next->CopySourcesIn(added)) {
+      EXPECT_NE(source, 1);
+      copied += static_cast<int64_t>(list.size());
+    }
+    EXPECT_EQ(copied, next->CopiesHeldBy(added));
+    pb::Control c;
+    next->ToControl(&c);
+    absl::StatusOr<ReplicaMap> read = ReplicaMap::FromControl(c, 4);
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_TRUE(read->dead(1));
+    EXPECT_EQ(read->ranges().owners(), next->ranges().owners());
+    // The added server can be drained in turn, and its death fails over.
+    EXPECT_TRUE(next->WithServerDrained(added).ok());
+    EXPECT_TRUE(next->WithoutServer(added).ok());
+  }
+  absl::StatusOr<ReplicaMap> drained = Make(4, 8, 2).WithServerDrained(1);
+  ASSERT_TRUE(drained.ok()) << drained.status();
+  absl::StatusOr<ReplicaMap> failed = drained->WithoutServer(2);
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  absl::Status s = failed->WithServerAdded().status();
+  EXPECT_NE(s.message().find("server rank 2 is dead"), std::string::npos) << s;
+}
+
 }  // namespace
 }  // namespace petrel

@@ -177,6 +177,79 @@ TEST(DrainTest, DrainedServerLeavesWhileWorkersPush) {
   }
 }
 
+// A server added after a drain (docs/failures.md, "Elastic servers"): the
+// drained rank stays a dead slot of the ring, in no key range's chain, so
+// `petrel-server --add_server` takes the next rank and the fair share of
+// the live servers while the workers push; the check jobs' exact sums
+// prove that neither the drain nor the add lost or doubled a push.
+TEST(DrainTest, ServerAddedAfterADrain) {
+  Job job;
+  StartJob(3, 40000, 16, &job);
+  if (HasFatalFailure()) return;
+  DaemonCluster& cluster = *job.cluster;
+  Subprocess* sched = cluster.scheduler();
+  const std::string at = "--scheduler=" + cluster.scheduler_address();
+  WaitForPushes(job.ready[1], 2000);
+  if (HasFatalFailure()) return;
+  ProgramRun drain =
+      Petrelctl({at, "drain-server", absl::StrCat("--node=", job.ready[1].id)});
+  ASSERT_EQ(drain.code, 0) << drain.out << cluster.Output();
+  absl::StatusOr<int> code = job.servers[1]->Wait(kJobTimeout);
+  ASSERT_TRUE(code.ok()) << cluster.Output();
+  EXPECT_EQ(*code, 0) << job.servers[1]->Output();
+  // Exact sums need both servers' rows: draining again is refused.
+  ProgramRun again =
+      Petrelctl({at, "drain-server", absl::StrCat("--node=", job.ready[0].id)});
+  EXPECT_EQ(again.code, 1) << again.out;
+
+  absl::StatusOr<Subprocess*> added =
+      cluster.StartNode("petrel-server", {"--add_server"});
+  ASSERT_TRUE(added.ok()) << added.status();
+  absl::StatusOr<Announce> ready = cluster.WaitReady(*added);
+  ASSERT_TRUE(ready.ok()) << ready.status() << cluster.Output();
+  EXPECT_EQ(ready->rank, 3) << (*added)->Output();
+  ASSERT_TRUE(WaitForOutput(sched, "was added after")) << cluster.Output();
+  // It leads its share: it answers pushes while the workers still run.
+  WaitForPushes(*ready, 2000);
+  if (HasFatalFailure()) return;
+  for (Subprocess* w : job.workers) {
+    EXPECT_FALSE(w->Wait(absl::ZeroDuration()).ok())
+        << "the job ended before the add: raise --rounds\n"
+        << cluster.Output();
+  }
+  absl::StatusOr<std::string> metrics =
+      HttpGet(cluster.scheduler_announce().metrics_port, "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_TRUE(
+      absl::StrContains(*metrics, "petrel_scheduler_servers_drained_total 1"))
+      << *metrics;
+  EXPECT_TRUE(
+      absl::StrContains(*metrics, "petrel_scheduler_servers_added_total 1"))
+      << *metrics;
+  EXPECT_TRUE(absl::StrContains(*metrics, "petrel_key_range_map_version 3"))
+      << *metrics;
+  for (Subprocess* w : job.workers) {
+    code = w->Wait(kJobTimeout);
+    ASSERT_TRUE(code.ok()) << cluster.Output();
+    EXPECT_EQ(*code, 0) << cluster.Output();
+    EXPECT_TRUE(absl::StrContains(w->Output(), "ok=true")) << w->Output();
+  }
+  code = sched->Wait(kJobTimeout);
+  ASSERT_TRUE(code.ok()) << cluster.Output();
+  EXPECT_EQ(*code, 0) << cluster.Output();
+  code = (*added)->Wait(kJobTimeout);
+  ASSERT_TRUE(code.ok()) << cluster.Output();
+  EXPECT_EQ(*code, 0) << (*added)->Output();
+  for (const std::string& out : {sched->Output(), (*added)->Output()}) {
+    for (absl::string_view line : absl::StrSplit(out, '\n')) {
+      if (absl::StrContains(line, "drain") ||
+          absl::StrContains(line, "added")) {
+        std::cout << line << "\n";
+      }
+    }
+  }
+}
+
 TEST(DrainTest, RefusesToDrainBelowTheReplicationFactor) {
   Job job;
   StartJob(2, 20000, 8, &job);
