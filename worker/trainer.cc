@@ -290,6 +290,7 @@ absl::StatusOr<bool> Trainer::Prepare(int64_t clock, Step* step) {
     step->source = static_cast<int>(i);
     if (i == 0) epoch_ = step->prepared->epoch;
     SendModelPulls(&kv_, model_->tables(), step->prepared->unique,
+                   step->prepared->inverse, step->prepared->batch.fields,
                    in_clock_ ? clock : -1, &step->rows);
     return true;
   }

@@ -135,7 +135,8 @@ class Cluster {
     while (*(*reader)->Next(job.train().batch_size(), &batch)) {
       ASSERT_TRUE(Dedup(batch.keys, &unique, &inverse).ok());
       ModelRows rows;
-      SendModelPulls(kv(), model->tables(), unique, -1, &rows);
+      SendModelPulls(kv(), model->tables(), unique, inverse, batch.fields, -1,
+                     &rows);
       auto spans = WaitModelPulls(kv(), &rows, kTimeout);
       ASSERT_TRUE(spans.ok()) << spans.status();
       ModelBatch mb{SparseBatchView{batch.offsets, inverse, batch.values},
@@ -208,7 +209,8 @@ std::vector<float> PredictDirectly(const pb::JobConfig& job, Model* model,
   while (*(*reader)->Next(job.train().batch_size(), &batch)) {
     EXPECT_TRUE(Dedup(batch.keys, &unique, &inverse).ok());
     ModelRows rows;
-    SendModelPulls(kv, model->tables(), unique, -1, &rows);
+    SendModelPulls(kv, model->tables(), unique, inverse, batch.fields, -1,
+                   &rows);
     auto spans = WaitModelPulls(kv, &rows, kTimeout);
     EXPECT_TRUE(spans.ok());
     ModelBatch mb{SparseBatchView{batch.offsets, inverse, batch.values},
