@@ -1,5 +1,6 @@
 #include "worker/mlp_model.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -72,7 +73,9 @@ class MlpModel : public Model {
   const float dropout_;
   const uint64_t dropout_seed_;
   // Cross fields (>= layout_.num_fields) that feed the wide part only: the
-  // embedding part reads the batch without them (emb_* below).
+  // embedding part reads the batch without them (emb_* below), and the
+  // embedding table holds only the keys of fields < layout_.num_fields
+  // (ModelTable::key_fields): no row is pulled or created for a cross key.
   const uint32_t wide_only_fields_;
   const Device device_;
   std::vector<ModelTable> tables_;
@@ -83,6 +86,7 @@ class MlpModel : public Model {
   // The staged batch and rows.
   size_t n_ = 0;
   size_t unique_ = 0;
+  size_t emb_unique_ = 0;  // the embedding table's keys: unique_ or fewer
   Staged<uint32_t> offsets_, inverse_, fields_;
   Staged<float> values_, labels_, numeric_, emb_rows_, params_, wide_rows_;
   absl::Span<const uint32_t> d_offsets_, d_inverse_, d_fields_;
@@ -140,8 +144,9 @@ MlpModel::MlpModel(const MlpLayout& layout, const pb::ModelConfig& config,
     tables_.push_back(ModelTable{kLinearTable, 1, true, 0});
   }
   emb_index_ = tables_.size();
-  tables_.push_back(
-      ModelTable{kEmbeddingTable, layout.embedding_dim, false, 0});
+  tables_.push_back(ModelTable{
+      kEmbeddingTable, layout.embedding_dim, false, 0,
+      wide_only_fields_ > 0 ? static_cast<uint32_t>(layout.num_fields) : 0});
   mlp_index_ = tables_.size();
   tables_.push_back(
       ModelTable{kMlpTable, kMlpRowFloats, false, layout.dense_rows});
@@ -188,7 +193,24 @@ absl::Status MlpModel::Stage(const ModelBatch& batch,
   if (rows[emb_index_].size() % d != 0) {
     return absl::InvalidArgumentError("embedding rows are not whole rows");
   }
-  unique_ = rows[emb_index_].size() / d;
+  emb_unique_ = rows[emb_index_].size() / d;
+  unique_ = emb_unique_;
+  if (wide_only_fields_ > 0) {
+    // The embedding rows leave out the crosses' keys: the batch's unique
+    // keys are the wide rows' (less the bias), or without a wide part as
+    // many as the inverse indices reach.
+    if (wide_) {
+      if (rows[wide_index_].empty()) {
+        return absl::InvalidArgumentError("wide rows lack the bias");
+      }
+      unique_ = rows[wide_index_].size() - 1;
+    } else {
+      unique_ = 0;
+      for (uint32_t u : batch.sparse.inverse) {
+        unique_ = std::max<size_t>(unique_, size_t{u} + 1);
+      }
+    }
+  }
   PETREL_RETURN_IF_ERROR(CheckSize("MLP weights", rows[mlp_index_].size(),
                                    layout_.padded_params()));
   if (wide_) {
@@ -218,7 +240,13 @@ absl::Status MlpModel::Stage(const ModelBatch& batch,
     d_e_inverse_ = d_inverse_;
     d_e_values_ = d_values_;
   } else {
-    // The embedding part's batch: every position but the crosses'.
+    // The embedding part's batch: every position but the crosses', indexing
+    // the embedding table's keys.
+    const std::vector<uint32_t> emb_key =
+        TableKeyIndex(num_fields, unique_, batch.sparse.inverse, batch.fields);
+    size_t emb_keys = 0;
+    for (uint32_t k : emb_key) emb_keys += k != kNotInTable;
+    PETREL_RETURN_IF_ERROR(CheckSize("embedding rows", emb_unique_, emb_keys));
     emb_offsets_.assign(1, 0);
     emb_inverse_.clear();
     emb_values_.clear();
@@ -227,7 +255,7 @@ absl::Status MlpModel::Stage(const ModelBatch& batch,
       for (uint32_t j = batch.sparse.offsets[i];
            j < batch.sparse.offsets[i + 1]; ++j) {
         if (batch.fields[j] >= num_fields) continue;
-        emb_inverse_.push_back(batch.sparse.inverse[j]);
+        emb_inverse_.push_back(emb_key[batch.sparse.inverse[j]]);
         emb_values_.push_back(batch.sparse.values[j]);
         emb_fields_.push_back(batch.fields[j]);
       }
@@ -376,7 +404,7 @@ absl::Status MlpModel::Backward() {
   FieldBatchView fb{SparseBatchView{d_e_offsets_, d_e_inverse_, d_e_values_},
                     d_fields_, static_cast<size_t>(layout_.num_fields)};
   const SparseBatchView all{d_offsets_, d_inverse_, d_values_};
-  PETREL_RETURN_IF_ERROR(grad_emb_.Resize(unique_ * d));
+  PETREL_RETURN_IF_ERROR(grad_emb_.Resize(emb_unique_ * d));
   PETREL_RETURN_IF_ERROR(EmbeddingPoolBackward(device_, fb, dpooled_.span(), d,
                                                pooling_, deterministic_,
                                                grad_emb_.span()));

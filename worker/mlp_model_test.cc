@@ -243,8 +243,14 @@ TEST(MlpModelTest, CrossesFeedTheWidePartOnlyUnlessEmbedded) {
   EXPECT_EQ(layout->num_fields, 39);
   auto model = CreateMlpModel(job, Device::Cpu());
   ASSERT_TRUE(model.ok());
+  // The embedding table holds the keys of the 39 base fields only.
+  EXPECT_EQ((*model)->tables()[1].id, kEmbeddingTable);
+  EXPECT_EQ((*model)->tables()[1].key_fields, 39u);
   Inputs plain = RandomInputs(**model, *layout, 4, 6, 3);
-  for (uint32_t& r : plain.inverse) r %= 5;  // row 5: the cross's only
+  // Rows 0..4 in the base fields; row 5: the cross's only, so it has a wide
+  // row but no embedding row.
+  for (size_t j = 0; j < plain.inverse.size(); ++j) plain.inverse[j] = j % 5;
+  plain.rows[1].resize(5 * 3);
   const Inputs crossed = WithCross(plain);
   const Outputs a = FirstBatch(wide_only, plain);
   const Outputs b = FirstBatch(wide_only, crossed);
@@ -253,8 +259,19 @@ TEST(MlpModelTest, CrossesFeedTheWidePartOnlyUnlessEmbedded) {
   const float w = plain.rows[0][5];  // table 0 (wide) first
   EXPECT_NEAR(Logit(b.probs[0]) - Logit(a.probs[0]), w, 1e-4);
   for (size_t i = 1; i < 4; ++i) EXPECT_FLOAT_EQ(b.probs[i], a.probs[i]);
-  EXPECT_NE(b.grads[0][5], 0.0f);  // wide gradient
-  for (int c = 0; c < 3; ++c) EXPECT_EQ(b.grads[1][5 * 3 + c], 0.0f);
+  EXPECT_NE(b.grads[0][5], 0.0f);        // wide gradient
+  EXPECT_EQ(b.grads[1].size(), 5u * 3);  // no embedding row for the cross
+  // Embedding rows for the cross's key too are refused.
+  Inputs extra = crossed;
+  extra.rows[1].resize(6 * 3);
+  {
+    std::vector<float> p;
+    std::vector<std::vector<float>> g;
+    EXPECT_TRUE(absl::IsInvalidArgument(
+        (*model)
+            ->ForwardBackward(extra.batch(), extra.spans(), &p, &g)
+            .status()));
+  }
   // A field past the crosses is refused.
   Inputs bad = crossed;
   bad.fields[plain.offsets[1]] = 40;
@@ -274,6 +291,7 @@ TEST(MlpModelTest, CrossesFeedTheWidePartOnlyUnlessEmbedded) {
   EXPECT_EQ(layout->num_fields, 40);
   auto emb_model = CreateMlpModel(Job(embedded), Device::Cpu());
   ASSERT_TRUE(emb_model.ok());
+  EXPECT_EQ((*emb_model)->tables()[1].key_fields, 0u);  // every key
   Inputs e = RandomInputs(**emb_model, *layout, 4, 6, 3);
   for (uint32_t& r : e.inverse) r %= 5;
   const Outputs c = FirstBatch(embedded, WithCross(e));

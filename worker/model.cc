@@ -137,4 +137,34 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const pb::JobConfig& job,
   }
 }
 
+std::vector<uint32_t> TableKeyIndex(uint32_t key_fields, size_t num_unique,
+                                    absl::Span<const uint32_t> inverse,
+                                    absl::Span<const uint32_t> fields) {
+  std::vector<uint32_t> index(num_unique, kNotInTable);
+  for (size_t j = 0; j < inverse.size(); ++j) {
+    if (inverse[j] >= num_unique) continue;
+    if (j < fields.size() && fields[j] >= key_fields) continue;
+    index[inverse[j]] = 0;
+  }
+  uint32_t next = 0;
+  for (uint32_t& i : index) {
+    if (i != kNotInTable) i = next++;
+  }
+  return index;
+}
+
+std::vector<uint64_t> SparseTableKeys(const ModelTable& table,
+                                      absl::Span<const uint64_t> unique,
+                                      absl::Span<const uint32_t> inverse,
+                                      absl::Span<const uint32_t> fields) {
+  if (table.key_fields == 0) return {unique.begin(), unique.end()};
+  const std::vector<uint32_t> index =
+      TableKeyIndex(table.key_fields, unique.size(), inverse, fields);
+  std::vector<uint64_t> keys;
+  for (size_t u = 0; u < unique.size(); ++u) {
+    if (index[u] != kNotInTable) keys.push_back(unique[u]);
+  }
+  return keys;
+}
+
 }  // namespace petrel

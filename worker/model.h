@@ -34,7 +34,30 @@ struct ModelTable {
   // A dense table: pull and push keys 0 .. dense_keys-1 (all of it) instead
   // of the batch's unique keys. 0 for a sparse table.
   uint64_t dense_keys = 0;
+  // A sparse table that only holds the keys of fields 0 .. key_fields-1:
+  // its keys for a batch are those of `unique` that a position of such a
+  // field refers to (TableKeyIndex). 0: every unique key of the batch.
+  uint32_t key_fields = 0;
 };
+
+inline constexpr uint32_t kNotInTable = ~uint32_t{0};
+
+// For a table with key_fields > 0: per index of the batch's `num_unique`
+// unique keys, its index in the table's keys (which keep the unique keys'
+// order), or kNotInTable when only positions of fields >= key_fields refer
+// to it. `inverse` and `fields` are per position; positions past either's
+// end count as fields < key_fields (a batch without fields is not
+// filtered). Inverse entries >= num_unique are ignored.
+std::vector<uint32_t> TableKeyIndex(uint32_t key_fields, size_t num_unique,
+                                    absl::Span<const uint32_t> inverse,
+                                    absl::Span<const uint32_t> fields);
+
+// The keys of sparse table `table` for a batch: `unique` when
+// table.key_fields is 0, else those TableKeyIndex keeps (no bias key).
+std::vector<uint64_t> SparseTableKeys(const ModelTable& table,
+                                      absl::Span<const uint64_t> unique,
+                                      absl::Span<const uint32_t> inverse,
+                                      absl::Span<const uint32_t> fields);
 
 // What a model reads of a batch (host memory).
 struct ModelBatch {

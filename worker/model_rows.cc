@@ -8,7 +8,9 @@
 namespace petrel {
 
 void SendModelPulls(KVWorker<float>* kv, const std::vector<ModelTable>& tables,
-                    const std::vector<uint64_t>& unique, int64_t clock,
+                    const std::vector<uint64_t>& unique,
+                    absl::Span<const uint32_t> inverse,
+                    absl::Span<const uint32_t> fields, int64_t clock,
                     ModelRows* out) {
   std::vector<uint64_t> with_bias;
   with_bias.reserve(unique.size() + 1);
@@ -23,6 +25,11 @@ void SendModelPulls(KVWorker<float>* kv, const std::vector<ModelTable>& tables,
       std::vector<uint64_t> all(tables[t].dense_keys);
       std::iota(all.begin(), all.end(), uint64_t{0});
       out->keys[t] = SArray<Key>(std::move(all));
+    } else if (tables[t].key_fields > 0) {
+      std::vector<uint64_t> keys =
+          SparseTableKeys(tables[t], unique, inverse, fields);
+      if (tables[t].with_bias) keys.push_back(kBiasKey);
+      out->keys[t] = SArray<Key>(std::move(keys));
     } else {
       out->keys[t] =
           tables[t].with_bias ? keys0 : keys0.Segment(0, unique.size());
@@ -45,9 +52,9 @@ absl::StatusOr<std::vector<absl::Span<const float>>> WaitModelPulls(
 }
 
 absl::StatusOr<std::vector<absl::Span<const float>>> KVRowSource::Rows(
-    const std::vector<ModelTable>& tables,
-    const std::vector<uint64_t>& unique) {
-  SendModelPulls(kv_, tables, unique, /*clock=*/-1, &rows_);
+    const std::vector<ModelTable>& tables, const std::vector<uint64_t>& unique,
+    absl::Span<const uint32_t> inverse, absl::Span<const uint32_t> fields) {
+  SendModelPulls(kv_, tables, unique, inverse, fields, /*clock=*/-1, &rows_);
   return WaitModelPulls(kv_, &rows_, timeout_);
 }
 

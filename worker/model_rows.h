@@ -27,9 +27,13 @@ struct ModelRows {
   std::vector<int> pulls;           // timestamps
 };
 
-// Sends the pulls of `tables` for `unique` at `clock` (-1: unbounded).
+// Sends the pulls of `tables` for the batch's `unique` keys at `clock` (-1:
+// unbounded); a table with key_fields pulls only the keys of its fields
+// (SparseTableKeys over the batch's per-position `inverse` and `fields`).
 void SendModelPulls(KVWorker<float>* kv, const std::vector<ModelTable>& tables,
-                    const std::vector<uint64_t>& unique, int64_t clock,
+                    const std::vector<uint64_t>& unique,
+                    absl::Span<const uint32_t> inverse,
+                    absl::Span<const uint32_t> fields, int64_t clock,
                     ModelRows* out);
 
 // Waits for the pulls; the spans view out->rows. DeadlineExceeded naming
@@ -48,7 +52,8 @@ class KVRowSource : public RowSource {
   // a server answered with.
   absl::StatusOr<std::vector<absl::Span<const float>>> Rows(
       const std::vector<ModelTable>& tables,
-      const std::vector<uint64_t>& unique) override;
+      const std::vector<uint64_t>& unique, absl::Span<const uint32_t> inverse,
+      absl::Span<const uint32_t> fields) override;
 
  private:
   KVWorker<float>* const kv_;

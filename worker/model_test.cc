@@ -58,5 +58,22 @@ TEST(AverageOverBatchTest, EveryTableIsDividedAndAnEmptyBatchIsLeftAlone) {
   EXPECT_EQ(grads, (std::vector<std::vector<float>>{{1.0f, -2.0f}, {4.0f}}));
 }
 
+// Keys 10 and 40 only at cross positions (field 39), 30 at both a base
+// and a cross position.
+TEST(SparseTableKeysTest, KeyFieldsLeaveOutKeysOnlyOtherFieldsReferTo) {
+  const std::vector<uint64_t> unique = {10, 20, 30, 40};
+  const std::vector<uint32_t> inverse = {1, 0, 2, 2, 3};
+  const std::vector<uint32_t> fields = {0, 39, 38, 39, 39};
+  ModelTable all{kEmbeddingTable, 16, false, 0, 0};
+  EXPECT_EQ(SparseTableKeys(all, unique, inverse, fields), unique);
+  ModelTable base{kEmbeddingTable, 16, false, 0, 39};
+  EXPECT_EQ(SparseTableKeys(base, unique, inverse, fields),
+            (std::vector<uint64_t>{20, 30}));
+  EXPECT_EQ(TableKeyIndex(39, 4, inverse, fields),
+            (std::vector<uint32_t>{kNotInTable, 0, 1, kNotInTable}));
+  // A batch without fields is not filtered.
+  EXPECT_EQ(SparseTableKeys(base, unique, inverse, {}), unique);
+}
+
 }  // namespace
 }  // namespace petrel

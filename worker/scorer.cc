@@ -18,8 +18,9 @@ absl::StatusOr<EvalResult> ScoreReader(Reader* reader, int batch_size,
     PETREL_ASSIGN_OR_RETURN(bool more, reader->Next(batch_size, &batch));
     if (batch.size() > 0) {
       PETREL_RETURN_IF_ERROR(Dedup(batch.keys, &unique, &inverse));
-      PETREL_ASSIGN_OR_RETURN(std::vector<absl::Span<const float>> spans,
-                              rows->Rows(model->tables(), unique));
+      PETREL_ASSIGN_OR_RETURN(
+          std::vector<absl::Span<const float>> spans,
+          rows->Rows(model->tables(), unique, inverse, batch.fields));
       ModelBatch mb;
       mb.sparse = SparseBatchView{batch.offsets, inverse, batch.values};
       mb.labels = batch.labels;

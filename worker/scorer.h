@@ -39,13 +39,16 @@ class RowSource {
 
   // The rows of each of `tables` (Model::tables()) for the batch's sorted
   // unique keys `unique`, laid out as Model::Predict reads them: rows[t]
-  // holds table t's dim floats per key of `unique`, then the bias key's row
+  // holds table t's dim floats per key of `unique` (per key of
+  // SparseTableKeys for a table with key_fields; `inverse` and `fields` are
+  // the batch's, per position), then the bias key's row
   // when the table has one; a dense table's every row. A key without a row
   // gets the row its table's initializer gives it (server/initializer.h),
   // as a server's pull does. The spans stay valid until the next call.
   virtual absl::StatusOr<std::vector<absl::Span<const float>>> Rows(
       const std::vector<ModelTable>& tables,
-      const std::vector<uint64_t>& unique) = 0;
+      const std::vector<uint64_t>& unique, absl::Span<const uint32_t> inverse,
+      absl::Span<const uint32_t> fields) = 0;
 };
 
 // Receives each batch's labels and probabilities, in the reader's order.

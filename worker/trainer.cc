@@ -290,6 +290,7 @@ absl::StatusOr<bool> Trainer::Prepare(int64_t clock, Step* step) {
     step->source = static_cast<int>(i);
     if (i == 0) epoch_ = step->prepared->epoch;
     SendModelPulls(&kv_, model_->tables(), step->prepared->unique,
+                   step->prepared->inverse, step->prepared->batch.fields,
                    in_clock_ ? clock : -1, &step->rows);
     return true;
   }
@@ -314,6 +315,10 @@ pb::WorkerPosition Trainer::Position() const {
   p.set_input_fingerprint(pos_byte_offset_ >= 0 ? input_fingerprint_ : 0);
   p.set_clock(clock_);
   p.set_examples_trained(examples_before_ + loss_.total_examples());
+  if (options_.crosses_selected) {
+    *p.mutable_crosses()->mutable_pairs() =
+        options_.job.model().crosses().pairs();
+  }
   return p;
 }
 
@@ -658,6 +663,9 @@ absl::StatusOr<TrainResult> RunTrainer(const TrainerOptions& options,
   TrainerOptions resolved = options;
   PETREL_RETURN_IF_ERROR(ResolveTrainDefaults(&resolved.job));
   // Every worker selects the same crosses from the same rows.
+  resolved.crosses_selected =
+      SelectsCrosses(resolved.job.model()) &&
+      resolved.job.data().format() == pb::DataConfig::FORMAT_CRITEO;
   WorkerControl* control = resolved.control;
   PETREL_RETURN_IF_ERROR(SelectCrossesForJob(&resolved.job, [control] {
                            return control != nullptr &&

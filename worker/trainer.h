@@ -78,6 +78,9 @@ struct TrainerOptions {
   // first pull (they load a checkpoint first: restore or warm start).
   // Every node of the job must agree. Default false.
   bool wait_for_servers = false;
+  // Set by RunTrainer when the worker selected job.model.crosses.pairs
+  // (worker/cross_selection.h): Position() then records them.
+  bool crosses_selected = false;
 };
 
 struct TrainResult {

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
+#include "checkpoint/checkpoint_dir.h"
 #include "tests/harness/daemon_cluster.h"
 
 namespace petrel {
@@ -87,7 +88,8 @@ class TrainFixture : public ::testing::Test {
   // Two epochs of an FTRL LR and of the shipped mlp.textproto (on the CPU),
   // one server and one worker each: their test loglosses and outputs.
   void TrainLrAndShippedMlp(double* lr_logloss, std::string* lr_out,
-                            double* mlp_logloss, std::string* mlp_out) {
+                            double* mlp_logloss, std::string* mlp_out,
+                            const std::vector<std::string>& mlp_extra = {}) {
     const std::string lr = WriteConfig("lr.textproto", R"(
       num_servers: 1 num_workers: 1
       model { kind: KIND_LR }
@@ -96,10 +98,12 @@ class TrainFixture : public ::testing::Test {
       data { format: FORMAT_CRITEO }
     )");
     *lr_logloss = Train(lr, lr_out, {"--epochs=2"});
-    *mlp_logloss = Train(
-        std::string(PETREL_SOURCE_DIR) + "/deploy/examples/mlp.textproto",
-        mlp_out,
-        {"--epochs=2", "--num_servers=1", "--num_workers=1", "--device=cpu"});
+    std::vector<std::string> mlp_args = {"--epochs=2", "--num_servers=1",
+                                         "--num_workers=1", "--device=cpu"};
+    mlp_args.insert(mlp_args.end(), mlp_extra.begin(), mlp_extra.end());
+    *mlp_logloss =
+        Train(std::string(PETREL_SOURCE_DIR) + "/deploy/examples/mlp.textproto",
+              mlp_out, mlp_args);
   }
 
   // Writes `text` to DIR/NAME and returns the path.
@@ -259,7 +263,9 @@ class PairInteractionTrainTest : public TrainFixture {
 TEST_F(PairInteractionTrainTest, MlpDoesNotOverfitWhereLrIsBest) {
   std::string lr_out, mlp_out;
   double lr_logloss = 0, mlp_logloss = 0;
-  TrainLrAndShippedMlp(&lr_logloss, &lr_out, &mlp_logloss, &mlp_out);
+  const std::string ckpt = dir_ + "/ckpt";
+  TrainLrAndShippedMlp(&lr_logloss, &lr_out, &mlp_logloss, &mlp_out,
+                       {"--checkpoint_dir=" + ckpt});
   ASSERT_GT(lr_logloss, 0) << lr_out;
   ASSERT_GT(mlp_logloss, 0) << mlp_out;
   std::printf("lr_logloss=%.4f mlp_logloss=%.4f\n", lr_logloss, mlp_logloss);
@@ -269,6 +275,37 @@ TEST_F(PairInteractionTrainTest, MlpDoesNotOverfitWhereLrIsBest) {
   // The worker selected interacting pairs (the generator's) to cross.
   EXPECT_TRUE(absl::StrContains(mlp_out, "pair(s) chosen of 741")) << mlp_out;
   EXPECT_FALSE(absl::StrContains(mlp_out, "crosses: 0 pair(s)")) << mlp_out;
+
+  // The checkpoint records the chosen pairs (the worker's position), and
+  // petrel-predict scores the test file with them once the training file
+  // is gone, as the job's evaluation did.
+  absl::StatusOr<std::vector<uint64_t>> ids = ListCheckpoints(ckpt);
+  ASSERT_TRUE(ids.ok() && !ids->empty()) << ids.status();
+  absl::StatusOr<pb::CheckpointManifest> manifest =
+      ReadManifest(CheckpointPath(ckpt, ids->back()));
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  ASSERT_EQ(manifest->workers_size(), 1);
+  ASSERT_TRUE(manifest->workers(0).has_crosses());
+  const int pairs = manifest->workers(0).crosses().pairs_size();
+  EXPECT_TRUE(absl::StrContains(
+      mlp_out, absl::StrCat("crosses: ", pairs, " pair(s) chosen")))
+      << pairs << "\n"
+      << mlp_out;
+  ASSERT_EQ(std::rename((dir_ + "/train." + ext_).c_str(),
+                        (dir_ + "/gone." + ext_).c_str()),
+            0);
+  int code = 0;
+  const std::string predicted =
+      RunOrDie({Bin("petrel-predict"), "--model=" + ckpt,
+                "--input=" + dir_ + "/test." + ext_, "--device=cpu",
+                "--output=" + dir_ + "/scores.txt"},
+               &code);
+  ASSERT_EQ(code, 0) << predicted;
+  EXPECT_FALSE(absl::StrContains(predicted, "selecting them again"))
+      << predicted;
+  EXPECT_NEAR(ValueAfter(predicted, "petrel-predict:", "logloss"), mlp_logloss,
+              2e-4)
+      << predicted;
 }
 
 // mlp.textproto with model.dropout trains end to end on the CPU and lands

@@ -61,8 +61,8 @@ absl::Status CheckpointRows::Fill(int id, absl::Span<const uint64_t> keys,
 }
 
 absl::StatusOr<std::vector<absl::Span<const float>>> CheckpointRows::Rows(
-    const std::vector<ModelTable>& tables,
-    const std::vector<uint64_t>& unique) {
+    const std::vector<ModelTable>& tables, const std::vector<uint64_t>& unique,
+    absl::Span<const uint32_t> inverse, absl::Span<const uint32_t> fields) {
   rows_.resize(tables.size());
   std::vector<absl::Span<const float>> spans;
   spans.reserve(tables.size());
@@ -72,7 +72,7 @@ absl::StatusOr<std::vector<absl::Span<const float>>> CheckpointRows::Rows(
       keys_.resize(mt.dense_keys);
       std::iota(keys_.begin(), keys_.end(), uint64_t{0});
     } else {
-      keys_.assign(unique.begin(), unique.end());
+      keys_ = SparseTableKeys(mt, unique, inverse, fields);
       if (mt.with_bias) keys_.push_back(kBiasKey);
     }
     PETREL_RETURN_IF_ERROR(Fill(mt.id, keys_, &rows_[i]));

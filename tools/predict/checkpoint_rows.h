@@ -40,7 +40,8 @@ class CheckpointRows : public RowSource {
   // InvalidArgument for a dense key out of range.
   absl::StatusOr<std::vector<absl::Span<const float>>> Rows(
       const std::vector<ModelTable>& tables,
-      const std::vector<uint64_t>& unique) override;
+      const std::vector<uint64_t>& unique, absl::Span<const uint32_t> inverse,
+      absl::Span<const uint32_t> fields) override;
 
   // The loaded table `id`, or null.
   const Table* table(int id) const { return server_->table(id); }

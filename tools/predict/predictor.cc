@@ -3,9 +3,11 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "glog/logging.h"
 
 #include "base/status_macros.h"
 #include "job/criteo.h"
@@ -21,20 +23,51 @@
 namespace petrel {
 namespace {
 
+// The crosses the checkpoint's workers recorded that they selected
+// (WorkerPosition.crosses); nullopt when none did (a checkpoint from before
+// they were recorded). InvalidArgument when two workers' differ.
+absl::StatusOr<std::optional<pb::SelectedCrosses>> RecordedCrosses(
+    const pb::CheckpointManifest& manifest) {
+  std::optional<pb::SelectedCrosses> recorded;
+  int first = -1;
+  for (const pb::WorkerPosition& w : manifest.workers()) {
+    if (!w.has_crosses()) continue;
+    if (!recorded.has_value()) {
+      recorded = w.crosses();
+      first = w.rank();
+    } else if (w.crosses().SerializeAsString() !=
+               recorded->SerializeAsString()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the checkpoint's workers ", first, " and ", w.rank(),
+                       " recorded different selected crosses"));
+    }
+  }
+  return recorded;
+}
+
 // The job the checkpoint was trained with, as its trainer resolved it, with
 // the options' format.
-absl::StatusOr<pb::JobConfig> PredictJob(const pb::JobConfig& manifest_job,
+absl::StatusOr<pb::JobConfig> PredictJob(const pb::CheckpointManifest& manifest,
                                          const PredictOptions& options) {
-  pb::JobConfig job = manifest_job;
+  pb::JobConfig job = manifest.job();
   if (options.format == "libsvm") {
     job.mutable_data()->set_format(pb::DataConfig::FORMAT_LIBSVM);
   } else if (options.format == "criteo") {
     job.mutable_data()->set_format(pb::DataConfig::FORMAT_CRITEO);
   }
-  // Crosses the trainer selected are not in the checkpoint: select them
-  // again, as every worker did, from the same rows of the training files.
-  if (SelectsCrosses(job.model()) &&
-      job.data().format() == pb::DataConfig::FORMAT_CRITEO) {
+  // The crosses the workers selected, as they recorded them; a checkpoint
+  // from before they were recorded: selected again, as every worker did,
+  // from the same rows of the training files.
+  PETREL_ASSIGN_OR_RETURN(std::optional<pb::SelectedCrosses> recorded,
+                          RecordedCrosses(manifest));
+  if (SelectsCrosses(job.model()) && recorded.has_value()) {
+    *job.mutable_model()->mutable_crosses()->mutable_pairs() =
+        recorded->pairs();
+  } else if (SelectsCrosses(job.model()) &&
+             job.data().format() == pb::DataConfig::FORMAT_CRITEO) {
+    LOG(INFO) << "the checkpoint does not record the selected crosses (it "
+                 "predates that); selecting them again from its training "
+                 "files";
     if (job.data().train().empty()) {
       return absl::FailedPreconditionError(
           "the checkpoint's job selects model.crosses from its training "
@@ -99,7 +132,7 @@ absl::StatusOr<PredictResult> RunPredict(const PredictOptions& options,
   PETREL_RETURN_IF_ERROR(ValidatePredictOptions(options));
   PETREL_ASSIGN_OR_RETURN(ModelDir model_dir, OpenModelDir(options.model));
   PETREL_ASSIGN_OR_RETURN(pb::JobConfig job,
-                          PredictJob(model_dir.manifest.job(), options));
+                          PredictJob(model_dir.manifest, options));
   PETREL_ASSIGN_OR_RETURN(DeviceChoice choice,
                           ParseDeviceChoice(options.device));
   PETREL_ASSIGN_OR_RETURN(std::unique_ptr<ComputeDevice> device,

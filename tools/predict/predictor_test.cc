@@ -135,7 +135,8 @@ class Cluster {
     while (*(*reader)->Next(job.train().batch_size(), &batch)) {
       ASSERT_TRUE(Dedup(batch.keys, &unique, &inverse).ok());
       ModelRows rows;
-      SendModelPulls(kv(), model->tables(), unique, -1, &rows);
+      SendModelPulls(kv(), model->tables(), unique, inverse, batch.fields, -1,
+                     &rows);
       auto spans = WaitModelPulls(kv(), &rows, kTimeout);
       ASSERT_TRUE(spans.ok()) << spans.status();
       ModelBatch mb{SparseBatchView{batch.offsets, inverse, batch.values},
@@ -153,8 +154,10 @@ class Cluster {
     }
   }
 
-  // Writes checkpoint 1 under `root` from both servers; returns its dir.
-  std::string Checkpoint(const pb::JobConfig& job, const std::string& root) {
+  // Writes checkpoint 1 under `root` from both servers, with the worker
+  // positions `workers`; returns its dir.
+  std::string Checkpoint(const pb::JobConfig& job, const std::string& root,
+                         const std::vector<pb::WorkerPosition>& workers = {}) {
     auto dir = CreateCheckpointDir(root, 1);
     EXPECT_TRUE(dir.ok()) << dir.status();
     const KeyRangeMap ranges = cluster_.server(0)->key_ranges();
@@ -163,6 +166,7 @@ class Cluster {
     manifest.set_id(1);
     manifest.set_reason("end");
     *manifest.mutable_job() = job;
+    for (const pb::WorkerPosition& w : workers) *manifest.add_workers() = w;
     for (const pb::CheckpointTable& t : tables_[0]->CheckpointTables()) {
       *manifest.add_tables() = t;
     }
@@ -208,7 +212,8 @@ std::vector<float> PredictDirectly(const pb::JobConfig& job, Model* model,
   while (*(*reader)->Next(job.train().batch_size(), &batch)) {
     EXPECT_TRUE(Dedup(batch.keys, &unique, &inverse).ok());
     ModelRows rows;
-    SendModelPulls(kv, model->tables(), unique, -1, &rows);
+    SendModelPulls(kv, model->tables(), unique, inverse, batch.fields, -1,
+                   &rows);
     auto spans = WaitModelPulls(kv, &rows, kTimeout);
     EXPECT_TRUE(spans.ok());
     ModelBatch mb{SparseBatchView{batch.offsets, inverse, batch.values},
@@ -314,6 +319,73 @@ INSTANTIATE_TEST_SUITE_P(
              "2 } }",
              true}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// The workers selected pairs (13, 14) and (0, 20) and recorded them in
+// their positions; the manifest's job still selects (auto_max_pairs, no
+// pairs). petrel-predict crosses the recorded pairs, without the training
+// files (deleted), and its scores equal the evaluation's. Without the
+// record it must select again and fails on the missing files; workers that
+// disagree are refused.
+TEST(PredictRecordedCrossesTest, UsesTheWorkersPairsWithoutTheTrainingFiles) {
+  const std::string dir = TempDir();
+  WriteCriteo(dir + "/train.txt", 200, 20, 1);
+  WriteCriteo(dir + "/test.txt", 100, 30, 2);
+  const pb::JobConfig trained = MakeJob(
+      "data { format: FORMAT_CRITEO } model { kind: KIND_MLP "
+      "embedding_dim: 4 hidden: 8 wide: true crosses { auto_max_pairs: 2 "
+      "pairs { a: 13 b: 14 } pairs { a: 0 b: 20 } } }",
+      dir);
+  pb::JobConfig selecting = trained;
+  selecting.mutable_model()->mutable_crosses()->clear_pairs();
+  pb::WorkerPosition w0, w1;
+  w0.set_rank(0);
+  w1.set_rank(1);
+  *w0.mutable_crosses()->mutable_pairs() = trained.model().crosses().pairs();
+  *w1.mutable_crosses() = w0.crosses();
+  Cluster cluster(trained);
+  auto model = Model::Create(trained, Device::Cpu());
+  ASSERT_TRUE(model.ok()) << model.status();
+  cluster.Train(trained, model->get());
+  cluster.Checkpoint(selecting, dir + "/ckpt", {w0, w1});
+  cluster.Checkpoint(selecting, dir + "/old");  // no record
+  w1.mutable_crosses()->mutable_pairs(1)->set_b(21);
+  cluster.Checkpoint(selecting, dir + "/differ", {w0, w1});
+  auto eval = Evaluate(trained, cluster.kv(), model->get(), kTimeout);
+  ASSERT_TRUE(eval.ok()) << eval.status();
+  const std::vector<float> direct =
+      PredictDirectly(trained, model->get(), cluster.kv());
+  ASSERT_EQ(std::remove((dir + "/train.txt").c_str()), 0);
+
+  PredictOptions options;
+  options.model = dir + "/ckpt";
+  options.input = dir + "/test.txt";
+  options.device = "cpu";
+  const std::string scores_path = dir + "/scores.txt";
+  std::FILE* scores = std::fopen(scores_path.c_str(), "w");
+  ASSERT_NE(scores, nullptr);
+  auto result = RunPredict(options, scores);
+  std::fclose(scores);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->eval.examples, 100);
+  EXPECT_NEAR(result->eval.logloss, eval->logloss, 1e-6);
+  EXPECT_NEAR(result->eval.auc, eval->auc, 1e-6);
+  const std::vector<float> predicted = ReadScores(scores_path);
+  ASSERT_EQ(predicted.size(), direct.size());
+  for (size_t i = 0; i < direct.size(); ++i) {
+    EXPECT_NEAR(predicted[i], direct[i], 1e-6) << "example " << i;
+  }
+
+  options.model = dir + "/old";
+  auto old = RunPredict(options, nullptr);
+  ASSERT_FALSE(old.ok());
+  EXPECT_THAT(std::string(old.status().message()),
+              ::testing::HasSubstr("selecting model.crosses again"));
+  options.model = dir + "/differ";
+  auto differ = RunPredict(options, nullptr);
+  EXPECT_TRUE(absl::IsInvalidArgument(differ.status())) << differ.status();
+  EXPECT_THAT(std::string(differ.status().message()),
+              ::testing::HasSubstr("workers 0 and 1 recorded different"));
+}
 
 // A small LR checkpoint for the error tests.
 struct Trained {
