@@ -23,7 +23,28 @@ C1..C26`, as petrel-datagen --format=criteo writes it), on the CPU:
     embeddings only on the rows the batch touches);
   - --dropout p: in training, each hidden layer's output (after its ReLU) is
     zeroed with probability p and the rest scaled by 1/(1-p) (inverted
-    dropout, as Petrel's model.dropout); none when scoring.
+    dropout, as Petrel's model.dropout); none when scoring;
+  - --crosses (needs --wide; default none, the model above): crossed field
+    pairs in the wide part only, as Petrel's model.crosses (crosses.embed
+    off): for each pair (a, b) of fields 0..38 (0..12 the integer columns,
+    13..38 the categorical ones, as worker/feature_hash.h and Petrel's log
+    number them) present in an example, one more wide feature hashed from
+    (a, b, row_a, row_b) into rows [2^index_bits, 2^(index_bits+1)) of the
+    wide table (a range of their own), trained by the same FTRL; no
+    embedding. The features and the pair parsing are cross_headroom.py's
+    (batch_keys, pairs_from_flag). --crosses=A-B,... names the pairs;
+    --crosses=auto selects them by held-out gain from the first
+    --auto_sample_rows training rows, at most --auto_max_pairs
+    (cross_headroom.select_pairs, the selection of worker/cross_selection.h
+    in numpy; it prints the top pairs' gains on stderr).
+    On docs/training.md's per-pair data s300 (300k train, 100k test), with
+    --wide --embedding_initial_accumulator=1e-6 --embedding_lr=0.2
+    --index_bits=24 --epochs=2 --threads=1 (OpenBLAS), test logloss:
+    0.4590, 0.4590 without crosses (seeds 1, 2); 0.4531, 0.4532, 0.4530
+    with the six pairs Petrel's selection picks there
+    (13-14,15-18,16-25,1-20,30-35,4-36; seeds 1-3); 0.4538, 0.4537 with
+    --crosses=auto (five of them: 30-35 has z 1.4 < 2; seeds 1, 2).
+    Petrel's mlp.textproto with its crosses: 0.4527 (-0.1% of 0.4531).
 Only the training loop is timed: the data is parsed and turned into tensors
 first (Petrel's examples/s includes reading and parsing the text). The test
 file, when given, is scored after training (not timed).
@@ -42,11 +63,14 @@ For a fair baseline use OpenBLAS, e.g. without installing it system-wide:
 prints the kernel set it picked). Say which BLAS gave a reported figure.
 
 Prints one line: torch_mlp examples_per_s=N train_examples=N threads=T
-test_logloss=L test_auc=A seconds=S epochs=E (test_* are nan without --test).
+test_logloss=L test_auc=A seconds=S epochs=E [crosses=A-B,...] (test_* are
+nan without --test; crosses= only with --crosses, the pairs used).
 examples_per_s counts every epoch's examples.
 """
 import argparse
 import math
+import os
+import sys
 import time
 import zlib
 
@@ -132,14 +156,38 @@ def make_batches(data, batch_size):
     return batches
 
 
+def cross_bags(keys):
+    """Per example one bag of its present cross keys ([b, P], -1 = absent):
+    (flat keys, offsets [b])."""
+    present = keys >= 0
+    counts = present.sum(1)
+    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    return (torch.from_numpy(keys[present].astype(np.int64)),
+            torch.from_numpy(offsets.astype(np.int64)))
+
+
+def add_cross_bags(batches, ids, pairs, bits, batch_size):
+    """Appends each batch's cross bags (cross_headroom.batch_keys: the
+    crosses in [2^bits, 2^(bits+1)), a table of their own)."""
+    import cross_headroom  # imports this module: only when crosses are used
+    out = []
+    for i, batch in enumerate(batches):
+        b = i * batch_size
+        keys = cross_headroom.batch_keys(ids[b:b + len(batch[3])], pairs,
+                                         bits)[:, FIELDS:]
+        out.append(batch + cross_bags(keys))
+    return out
+
+
 class EmbeddingMlp(torch.nn.Module):
 
-    def __init__(self, rows, dim, hidden, wide, dropout=0.0):
+    def __init__(self, rows, dim, hidden, wide, dropout=0.0, wide_rows=0):
         super().__init__()
         self.dim = dim
         self.wide = None
         if wide:
-            self.wide = torch.nn.EmbeddingBag(rows, 1, mode="sum", sparse=True)
+            self.wide = torch.nn.EmbeddingBag(wide_rows or rows, 1,
+                                              mode="sum", sparse=True)
             torch.nn.init.zeros_(self.wide.weight)
             self.wide_bias = torch.nn.Parameter(torch.zeros(1))
         self.emb = torch.nn.EmbeddingBag(rows, dim, mode="sum", sparse=True)
@@ -153,11 +201,15 @@ class EmbeddingMlp(torch.nn.Module):
         layers.append(torch.nn.Linear(width, 1))
         self.mlp = torch.nn.Sequential(*layers)
 
-    def forward(self, rows, offsets, numeric):
+    def forward(self, rows, offsets, numeric, crosses=None):
+        """crosses: (keys, offsets), one bag per example, for the wide part
+        only."""
         pooled = self.emb(rows, offsets).view(-1, FIELDS * self.dim)
         logit = self.mlp(torch.cat([pooled, numeric], dim=1)).squeeze(1)
         if self.wide is not None:
             logit = logit + self.wide(rows, offsets).view(-1, FIELDS).sum(1)
+            if crosses is not None:
+                logit = logit + self.wide(*crosses).squeeze(1)
             logit = logit + self.wide_bias
         return logit
 
@@ -247,19 +299,52 @@ def main():
     p.add_argument("--ftrl_l1", type=float, default=0)
     p.add_argument("--ftrl_l2", type=float, default=0.002)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--crosses", default="none",
+                   help="none | auto | A-B,... crossed field pairs, fed to "
+                   "the wide part only (needs --wide)")
+    p.add_argument("--auto_max_pairs", type=int, default=16)
+    p.add_argument("--auto_sample_rows", type=int, default=200000)
     a = p.parse_args()
+    if a.crosses != "none" and not a.wide:
+        p.error("--crosses feeds the wide part: it needs --wide")
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     hidden = [int(h) for h in a.hidden.split(",") if h]
     hasher = Hasher(a.index_bits)
-    train = make_batches(load_criteo(a.train, hasher), a.batch_size)
+    train_data = load_criteo(a.train, hasher)
+    train = make_batches(train_data, a.batch_size)
+    pairs = []
+    if a.crosses != "none":
+        sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import cross_headroom
+        _, train_ids = cross_headroom.field_rows(train_data)
+        if a.crosses == "auto":
+            if not hasattr(cross_headroom, "select_pairs"):
+                p.error("--crosses=auto needs the cross_headroom.py that has "
+                        "select_pairs (its own --crosses=auto)")
+            pairs = cross_headroom.select_pairs(train_data[0], train_ids,
+                                                a.auto_sample_rows,
+                                                a.auto_max_pairs)
+        else:
+            pairs = cross_headroom.pairs_from_flag(a.crosses)
+        if any(not 0 <= x < y < FIELDS for x, y in pairs):
+            p.error("--crosses: pairs A-B need 0 <= A < B < %d" % FIELDS)
+        train = add_cross_bags(train, train_ids, pairs, a.index_bits,
+                               a.batch_size)
     test = None
     if a.test:
         test_data = load_criteo(a.test, hasher)
-        test = (test_data[0], make_batches(test_data, 8192))
+        test_batches = make_batches(test_data, 8192)
+        if pairs:
+            test_batches = add_cross_bags(
+                test_batches, cross_headroom.field_rows(test_data)[1], pairs,
+                a.index_bits, 8192)
+        test = (test_data[0], test_batches)
     n = sum(len(b[3]) for b in train)
+    # The crosses hash into a table of their own after the fields' rows.
     model = EmbeddingMlp(1 << a.index_bits, a.embedding_dim, hidden, a.wide,
-                         a.dropout)
+                         a.dropout, (2 << a.index_bits) if pairs else 0)
     wide_opts = []
     if a.wide:
         wide_opts = [
@@ -279,10 +364,10 @@ def main():
     start = time.perf_counter()
     model.train()
     for _ in range(a.epochs):
-        for rows, offsets, numeric, y in train:
+        for rows, offsets, numeric, y, *crosses in train:
             emb_opt.zero_grad()
             mlp_opt.zero_grad()
-            loss = loss_fn(model(rows, offsets, numeric), y)
+            loss = loss_fn(model(rows, offsets, numeric, crosses or None), y)
             loss.backward()
             add_sparse_weight_decay(model.emb.weight, a.embedding_weight_decay)
             emb_opt.step()
@@ -295,12 +380,15 @@ def main():
         model.eval()
         with torch.no_grad():
             logits = np.concatenate(
-                [model(r, o, x).numpy() for r, o, x, _ in test[1]])
+                [model(r, o, x, c or None).numpy()
+                 for r, o, x, _, *c in test[1]])
         test_logloss, test_auc = logloss_and_auc(test[0], logits)
     print(f"torch_mlp examples_per_s={n * a.epochs / seconds:.0f} "
           f"train_examples={n} threads={a.threads} "
           f"test_logloss={test_logloss:.5f} test_auc={test_auc:.5f} "
-          f"seconds={seconds:.2f} epochs={a.epochs}")
+          f"seconds={seconds:.2f} epochs={a.epochs}"
+          + (" crosses=" + ",".join(f"{x}-{y}" for x, y in pairs)
+             if a.crosses != "none" else ""))
 
 
 if __name__ == "__main__":
