@@ -61,27 +61,11 @@ class ReplicatedTrainingTest : public ::testing::Test {
     o.scheduler_flags = {absl::StrCat("--replicas=", replicas),
                          "--heartbeat_timeout_s=60"};
     DaemonCluster cluster(o);
-    absl::Status s = cluster.StartScheduler();
-    EXPECT_TRUE(s.ok()) << s << cluster.Output();
-    if (!s.ok()) return -1;
-    std::vector<Subprocess*> servers;
-    for (int rank = 0; rank < kServers; ++rank) {
-      absl::StatusOr<Subprocess*> server =
-          cluster.StartNode("petrel-server", {absl::StrCat("--rank=", rank)});
-      EXPECT_TRUE(server.ok()) << server.status();
-      if (!server.ok()) return -1;
-      servers.push_back(*server);
-    }
-    std::vector<Subprocess*> workers;
-    for (int rank = 0; rank < kWorkers; ++rank) {
-      absl::StatusOr<Subprocess*> worker =
-          cluster.StartNode("petrel-worker", {"--job=train", "--timeout_s=30",
-                                              "--worker_progress",
-                                              absl::StrCat("--rank=", rank)});
-      EXPECT_TRUE(worker.ok()) << worker.status();
-      if (!worker.ok()) return -1;
-      workers.push_back(*worker);
-    }
+    absl::StatusOr<DaemonCluster::TrainingJob> job = cluster.StartTrainingJob();
+    EXPECT_TRUE(job.ok()) << job.status() << cluster.Output();
+    if (!job.ok()) return -1;
+    std::vector<Subprocess*>& servers = job->servers;
+    std::vector<Subprocess*>& workers = job->workers;
     if (kill) {
       // Training, not starting up: a progress line of each worker.
       for (int rank = 0; rank < kWorkers; ++rank) {

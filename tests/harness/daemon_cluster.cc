@@ -12,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
+#include "base/status_macros.h"
+
 namespace petrel {
 namespace {
 
@@ -114,6 +116,26 @@ absl::StatusOr<Subprocess*> DaemonCluster::StartNode(
   for (std::string& a : args) argv.push_back(std::move(a));
   return Start(absl::StrCat(program, "#", procs_.size()), std::move(argv),
                std::move(env));
+}
+
+absl::StatusOr<DaemonCluster::TrainingJob> DaemonCluster::StartTrainingJob() {
+  PETREL_RETURN_IF_ERROR(StartScheduler());
+  TrainingJob job;
+  for (int rank = 0; rank < options_.num_servers; ++rank) {
+    PETREL_ASSIGN_OR_RETURN(
+        Subprocess * server,
+        StartNode("petrel-server", {absl::StrCat("--rank=", rank)}));
+    job.servers.push_back(server);
+  }
+  for (int rank = 0; rank < options_.num_workers; ++rank) {
+    PETREL_ASSIGN_OR_RETURN(
+        Subprocess * worker,
+        StartNode("petrel-worker",
+                  {"--job=train", "--timeout_s=30", "--worker_progress",
+                   absl::StrCat("--rank=", rank)}));
+    job.workers.push_back(worker);
+  }
+  return job;
 }
 
 absl::StatusOr<Announce> DaemonCluster::WaitReady(Subprocess* node) {

@@ -70,6 +70,16 @@ class DaemonCluster {
   // Reads the node's PETREL_READY line.
   absl::StatusOr<Announce> WaitReady(Subprocess* node);
 
+  // A training job's daemons, by rank; owned by the cluster.
+  struct TrainingJob {
+    std::vector<Subprocess*> servers;
+    std::vector<Subprocess*> workers;
+  };
+  // Starts the scheduler, then num_servers petrel-servers (--rank=r) and
+  // num_workers petrel-workers (--job=train --timeout_s=30
+  // --worker_progress --rank=r), as the training fault tests run them.
+  absl::StatusOr<TrainingJob> StartTrainingJob();
+
   Subprocess* scheduler() const { return procs_.front().proc.get(); }
   const Announce& scheduler_announce() const { return scheduler_; }
   std::string scheduler_address() const;
