@@ -231,6 +231,28 @@ std::vector<float> ReadScores(const std::string& path) {
   return scores;
 }
 
+// RunPredict with its scores written to `scores_path`.
+absl::StatusOr<PredictResult> PredictToFile(const PredictOptions& options,
+                                            const std::string& scores_path) {
+  std::FILE* scores = std::fopen(scores_path.c_str(), "w");
+  if (scores == nullptr) {
+    return absl::InternalError(absl::StrCat("cannot write ", scores_path));
+  }
+  absl::StatusOr<PredictResult> result = RunPredict(options, scores);
+  std::fclose(scores);
+  return result;
+}
+
+// Expects the scores file to hold `direct`, each within 1e-6.
+void ExpectScores(const std::string& scores_path,
+                  const std::vector<float>& direct) {
+  const std::vector<float> predicted = ReadScores(scores_path);
+  ASSERT_EQ(predicted.size(), direct.size());
+  for (size_t i = 0; i < direct.size(); ++i) {
+    EXPECT_NEAR(predicted[i], direct[i], 1e-6) << "example " << i;
+  }
+}
+
 struct Case {
   const char* name;
   const char* model;
@@ -273,10 +295,7 @@ TEST_P(PredictMatchesEvaluationTest, ScoresAndMetricsEqualTheJobs) {
   options.input = dir + "/test.txt";
   options.device = "cpu";
   const std::string scores_path = dir + "/scores.txt";
-  std::FILE* scores = std::fopen(scores_path.c_str(), "w");
-  ASSERT_NE(scores, nullptr);
-  auto result = RunPredict(options, scores);
-  std::fclose(scores);
+  auto result = PredictToFile(options, scores_path);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->checkpoint, ckpt);
   EXPECT_EQ(result->device, "cpu");
@@ -285,12 +304,8 @@ TEST_P(PredictMatchesEvaluationTest, ScoresAndMetricsEqualTheJobs) {
   EXPECT_NEAR(result->eval.auc, eval->auc, 1e-6);
   EXPECT_GT(eval->auc, 0.5);  // it learned something: the rows matter
 
-  const std::vector<float> predicted = ReadScores(scores_path);
-  ASSERT_EQ(predicted.size(), direct.size());
-  ASSERT_EQ(predicted.size(), 100u);
-  for (size_t i = 0; i < direct.size(); ++i) {
-    EXPECT_NEAR(predicted[i], direct[i], 1e-6) << "example " << i;
-  }
+  ASSERT_EQ(direct.size(), 100u);
+  ExpectScores(scores_path, direct);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -361,19 +376,12 @@ TEST(PredictRecordedCrossesTest, UsesTheWorkersPairsWithoutTheTrainingFiles) {
   options.input = dir + "/test.txt";
   options.device = "cpu";
   const std::string scores_path = dir + "/scores.txt";
-  std::FILE* scores = std::fopen(scores_path.c_str(), "w");
-  ASSERT_NE(scores, nullptr);
-  auto result = RunPredict(options, scores);
-  std::fclose(scores);
+  auto result = PredictToFile(options, scores_path);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->eval.examples, 100);
   EXPECT_NEAR(result->eval.logloss, eval->logloss, 1e-6);
   EXPECT_NEAR(result->eval.auc, eval->auc, 1e-6);
-  const std::vector<float> predicted = ReadScores(scores_path);
-  ASSERT_EQ(predicted.size(), direct.size());
-  for (size_t i = 0; i < direct.size(); ++i) {
-    EXPECT_NEAR(predicted[i], direct[i], 1e-6) << "example " << i;
-  }
+  ExpectScores(scores_path, direct);
 
   options.model = dir + "/old";
   auto old = RunPredict(options, nullptr);
