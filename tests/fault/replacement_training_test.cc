@@ -63,9 +63,8 @@ class ReplacementTrainingTest : public ::testing::Test {
         GenerateLrData(PETREL_BIN_DIR, dir_, 60000, kTimeout);
     ASSERT_TRUE(s.ok()) << s;
     config_ = dir_ + "/job.textproto";
-    std::string text = LrJobText(dir_, kWorkers, /*max_delay=*/0);
-    text.replace(text.find("num_servers: 2"), 14,
-                 absl::StrCat("num_servers: ", kServers));
+    std::string text =
+        LrJobTextWithServers(dir_, kServers, kWorkers, /*max_delay=*/0);
     const std::string lr = "model { kind: KIND_LR }";
     text.replace(text.find(lr), lr.size(), "model { kind: KIND_FM fm_dim: 4 }");
     std::ofstream(config_)

@@ -38,9 +38,8 @@ class ReplicatedTrainingTest : public ::testing::Test {
         GenerateLrData(PETREL_BIN_DIR, dir_, 60000, kTimeout);
     ASSERT_TRUE(s.ok()) << s;
     config_ = dir_ + "/job.textproto";
-    std::string text = LrJobText(dir_, kWorkers, /*max_delay=*/0);
-    text.replace(text.find("num_servers: 2"), 14,
-                 absl::StrCat("num_servers: ", kServers));
+    std::string text =
+        LrJobTextWithServers(dir_, kServers, kWorkers, /*max_delay=*/0);
     std::ofstream(config_)
         << text
         << "train { batch_size: 256 epochs: 4 progress_interval_s: 0.2 }\n";

@@ -27,8 +27,13 @@ absl::Status GenerateLrData(const std::string& bin_dir, const std::string& dir,
 }
 
 std::string LrJobText(const std::string& dir, int num_workers, int max_delay) {
+  return LrJobTextWithServers(dir, 2, num_workers, max_delay);
+}
+
+std::string LrJobTextWithServers(const std::string& dir, int num_servers,
+                                 int num_workers, int max_delay) {
   return absl::StrCat(
-      "num_servers: 2 num_workers: ", num_workers,
+      "num_servers: ", num_servers, " num_workers: ", num_workers,
       "\n"
       "model { kind: KIND_LR }\n"
       "tables { id: 0 dim: 1 optimizer { kind: KIND_FTRL ftrl_alpha: 0.1 "

@@ -21,6 +21,9 @@ absl::Status GenerateLrData(const std::string& bin_dir, const std::string& dir,
 // settings), consistency.max_delay `max_delay`,
 // the data GenerateLrData wrote in `dir`.
 std::string LrJobText(const std::string& dir, int num_workers, int max_delay);
+// The same with `num_servers` servers.
+std::string LrJobTextWithServers(const std::string& dir, int num_servers,
+                                 int num_workers, int max_delay);
 
 }  // namespace petrel
 
