@@ -71,7 +71,7 @@ def pairs_from_flag(text):
 
 
 def select_pairs(labels, ids, rows, max_pairs, l2=10.0, min_gain=3e-4,
-                 min_z=2.0, sweeps=3, bits=18):
+                 min_z=3.0, sweeps=3, bits=18):
     """The selection of worker/cross_selection.h on the first `rows` rows
     (ids [n, 39], -1 = missing); returns [(a, b)] best first and prints
     each pair's relative gain and z-score."""
