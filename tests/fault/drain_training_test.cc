@@ -43,15 +43,11 @@ class DrainTrainingTest : public ::testing::Test {
   void SetUp() override {
     dir_ =
         absl::StrCat(::testing::TempDir(), "petrel_drain_training_", getpid());
-    std::system(("rm -rf '" + dir_ + "' && mkdir -p '" + dir_ + "'").c_str());
-    const absl::Status s =
-        GenerateLrData(PETREL_BIN_DIR, dir_, 60000, kTimeout);
+    const absl::Status s = FreshLrData(PETREL_BIN_DIR, dir_, 60000, kTimeout);
     ASSERT_TRUE(s.ok()) << s;
     config_ = dir_ + "/job.textproto";
-    std::string text =
-        LrJobTextWithServers(dir_, kServers, kWorkers, /*max_delay=*/0);
     std::ofstream(config_)
-        << text
+        << LrJobTextWithServers(dir_, kServers, kWorkers, /*max_delay=*/0)
         << "train { batch_size: 256 epochs: 6 progress_interval_s: 0.2 }\n";
   }
   void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }

@@ -58,9 +58,7 @@ class ReplacementTrainingTest : public ::testing::Test {
   void SetUp() override {
     dir_ = absl::StrCat(::testing::TempDir(), "petrel_replacement_training_",
                         getpid());
-    std::system(("rm -rf '" + dir_ + "' && mkdir -p '" + dir_ + "'").c_str());
-    const absl::Status s =
-        GenerateLrData(PETREL_BIN_DIR, dir_, 60000, kTimeout);
+    const absl::Status s = FreshLrData(PETREL_BIN_DIR, dir_, 60000, kTimeout);
     ASSERT_TRUE(s.ok()) << s;
     config_ = dir_ + "/job.textproto";
     std::string text =

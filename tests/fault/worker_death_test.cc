@@ -64,9 +64,7 @@ class JobTest : public ::testing::Test {
         ::testing::TempDir(), "petrel_worker_death_test_",
         ::testing::UnitTest::GetInstance()->current_test_info()->name(), "_",
         getpid());
-    std::system(("rm -rf '" + dir_ + "' && mkdir -p '" + dir_ + "'").c_str());
-    const absl::Status s =
-        GenerateLrData(PETREL_BIN_DIR, dir_, 60000, kTimeout);
+    const absl::Status s = FreshLrData(PETREL_BIN_DIR, dir_, 60000, kTimeout);
     ASSERT_TRUE(s.ok()) << s;
   }
 

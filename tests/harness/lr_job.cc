@@ -1,6 +1,8 @@
 #include "tests/harness/lr_job.h"
 
+#include <filesystem>
 #include <memory>
+#include <system_error>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -24,6 +26,18 @@ absl::Status GenerateLrData(const std::string& bin_dir, const std::string& dir,
         absl::StrCat("petrel-datagen exited ", *code, ": ", (*gen)->Output()));
   }
   return absl::OkStatus();
+}
+
+absl::Status FreshLrData(const std::string& bin_dir, const std::string& dir,
+                         int train_examples, absl::Duration timeout) {
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  if (!ec) std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot make ", dir, " afresh: ", ec.message()));
+  }
+  return GenerateLrData(bin_dir, dir, train_examples, timeout);
 }
 
 std::string LrJobText(const std::string& dir, int num_workers, int max_delay) {

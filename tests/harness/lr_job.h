@@ -15,6 +15,9 @@ namespace petrel {
 // `dir`/train.svm and `dir`/test.svm.
 absl::Status GenerateLrData(const std::string& bin_dir, const std::string& dir,
                             int train_examples, absl::Duration timeout);
+// Empties `dir` (making it if needed), then GenerateLrData into it.
+absl::Status FreshLrData(const std::string& bin_dir, const std::string& dir,
+                         int train_examples, absl::Duration timeout);
 
 // The job config's text up to its train section: 2 servers,
 // `num_workers` workers, LR with FTRL (deploy/examples/lr.textproto's
