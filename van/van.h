@@ -48,6 +48,12 @@ struct VanOptions {
   // (default): kDefaultCurvePartBytes with CURVE on, never without; 0:
   // never. Received split messages are joined whatever this says.
   int64_t split_frame_bytes = -1;
+  // ZmqVan pins its I/O thread and ZeroMQ's I/O thread to this CPU; -1
+  // (default) leaves them to the kernel. A request passes through the two
+  // one after the other, and on a small VM a wake-up on another vCPU costs
+  // tens of microseconds (docs/kv.md, "Thread placement"). Start fails with
+  // InvalidArgument for a CPU the process may not run on.
+  int io_cpu = -1;
 };
 
 class Van {

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
+#include "base/cpu_affinity.h"
 #include "van/frame_split.h"
 
 namespace petrel {
@@ -65,9 +66,19 @@ ZmqVan::~ZmqVan() { Stop(); }
 absl::Status ZmqVan::Start(MessageHandler on_message, TickHandler on_tick) {
   on_message_ = std::move(on_message);
   on_tick_ = std::move(on_tick);
+  if (options().io_cpu >= 0) {
+    if (absl::Status s = CheckCpuAllowed(options().io_cpu); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("io_cpu: ", s.message()));
+    }
+  }
   context_ = zmq_ctx_new();
   if (context_ == nullptr) return ZmqError("cannot create a ZeroMQ context");
   zmq_ctx_set(context_, ZMQ_MAX_SOCKETS, 65536);
+  // Before the first socket, which starts ZeroMQ's I/O thread.
+  if (options().io_cpu >= 0 &&
+      zmq_ctx_set(context_, ZMQ_THREAD_AFFINITY_CPU_ADD, options().io_cpu)) {
+    return ZmqError("cannot set ZMQ_THREAD_AFFINITY_CPU_ADD");
+  }
   router_ = zmq_socket(context_, ZMQ_ROUTER);
   if (router_ == nullptr) return ZmqError("cannot create a socket");
   SetIntOption(router_, ZMQ_LINGER, 0);
@@ -144,6 +155,10 @@ absl::Status ZmqVan::Start(MessageHandler on_message, TickHandler on_tick) {
     direct_open_ = true;
   }
   io_thread_ = std::thread([this] { IoLoop(); });
+  if (options().io_cpu >= 0) {
+    absl::Status s = PinThread(io_thread_.native_handle(), options().io_cpu);
+    if (!s.ok()) LOG(WARNING) << "van I/O thread: " << s;
+  }
   return absl::OkStatus();
 }
 

@@ -27,7 +27,14 @@ if [[ $workload == latency ]]; then raw=raw_zmq_latency metric=p50_us; fi
 size_flag=()
 if [[ $value_bytes != - ]]; then size_flag=(--value_bytes="$value_bytes"); fi
 list=$(for _ in $(seq "$pairs"); do printf '%s,%s,' "$raw" "$workload"; done)
-"$bin/petrel-launch" --num_servers=1 --num_workers=1 -- "$bin/petrel-bench" \
+# --io_cpu=N places the server's request chain on CPU N too (the raw
+# baseline stays unpinned: petrel-bench pins only its Petrel runs).
+launch_flags=()
+for flag in "$@"; do
+  if [[ $flag == --io_cpu=* ]]; then launch_flags+=(--server_io_cpu="${flag#--io_cpu=}"); fi
+done
+"$bin/petrel-launch" --num_servers=1 --num_workers=1 "${launch_flags[@]}" \
+  -- "$bin/petrel-bench" \
   --workload="${list%,}" "${size_flag[@]}" --inflight="$inflight" \
   --duration_s=0.5 "$@" |
   grep -o " $metric=[0-9.]*" | cut -d= -f2 | paste - - |

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
+#include "base/cpu_affinity.h"
 #include "base/status_macros.h"
 #include "tools/bench/bench_keys.h"
 #include "tools/bench/bench_verify.h"
@@ -78,6 +79,19 @@ absl::Status PetrelBench::EnsureStarted() {
                                           runtime_->postoffice());
   PETREL_RETURN_IF_ERROR(kv_->Start());
   return runtime_->Start();
+}
+
+absl::StatusOr<BenchResult> PetrelBench::Pinned(const WorkloadConfig& config,
+                                                RunMethod method) {
+  if (!settings_.has_value() || settings_->van.io_cpu < 0) {
+    return (this->*method)(config);
+  }
+  // Joined first, so that the node's own threads keep the process's CPUs;
+  // the pin ends with the run, so that a raw baseline runs unpinned.
+  PETREL_RETURN_IF_ERROR(EnsureStarted());
+  ScopedCpuPin pin(settings_->van.io_cpu);
+  PETREL_RETURN_IF_ERROR(pin.status());
+  return (this->*method)(config);
 }
 
 absl::Status PetrelBench::Finish() {
@@ -267,7 +281,7 @@ void AddPetrelWorkloads(PetrelBench* bench, WorkloadTable* table) {
     Workload w;
     w.description = description;
     w.run = [bench, method](const WorkloadConfig& config) {
-      return (bench->*method)(config);
+      return bench->Pinned(config, method);
     };
     w.needs_cluster = true;
     return w;

@@ -67,6 +67,13 @@ class PetrelBench {
   absl::StatusOr<BenchResult> RunPushPull(const WorkloadConfig& config);
   absl::StatusOr<BenchResult> RunLatency(const WorkloadConfig& config);
 
+  // Runs `method`; with --io_cpu (the van's io_cpu) on the calling thread
+  // pinned to that CPU, beside the van's I/O threads, for the run only.
+  using RunMethod =
+      absl::StatusOr<BenchResult> (PetrelBench::*)(const WorkloadConfig&);
+  absl::StatusOr<BenchResult> Pinned(const WorkloadConfig& config,
+                                     RunMethod method);
+
   // Whether this process joined a cluster.
   bool started() const { return runtime_ != nullptr; }
   // Reports this worker done, waits for the job's end and stops the node.

@@ -114,6 +114,10 @@ DEFINE_bool(metrics, false,
             "free ports) and print each one's address (with a COMMAND "
             "other than petrel-worker: the scheduler and servers only). "
             "Default false.");
+DEFINE_int32(server_io_cpu, -1,
+             "Starts every petrel-server with --io_cpu=N: its van's and "
+             "ZeroMQ's I/O threads pinned to CPU N (docs/kv.md, \"Thread "
+             "placement\"). Default -1: not pinned.");
 DEFINE_int32(grace_period_s, 5,
              "Seconds between SIGTERM and SIGKILL when stopping processes.");
 DEFINE_bool(slurm, false,
@@ -208,6 +212,10 @@ petrel::Launcher::Options OptionsFromFlags(std::vector<std::string> command) {
   options.handle_signals = true;
   if (!FLAGS_progress_csv.empty()) {
     options.scheduler_args.push_back("--progress_csv=" + FLAGS_progress_csv);
+  }
+  if (FLAGS_server_io_cpu >= 0) {
+    options.server_args.push_back(
+        absl::StrCat("--io_cpu=", FLAGS_server_io_cpu));
   }
   if (petrel::FlagIsSet("replicas")) {
     options.scheduler_args.push_back(
@@ -397,6 +405,8 @@ int main(int argc, char** argv) {
   }
   if (FLAGS_stop_timeout_s < 1)
     return UsageError("--stop_timeout_s must be >= 1");
+  if (FLAGS_server_io_cpu < -1 || FLAGS_server_io_cpu > 1023)
+    return UsageError("--server_io_cpu must be in -1..1023");
   if (FLAGS_timeout_s < 0 || FLAGS_listen_timeout_s < 1 ||
       FLAGS_drain_timeout_s < 0 || FLAGS_grace_period_s < 0) {
     return UsageError(
