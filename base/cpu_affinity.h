@@ -6,7 +6,7 @@
 // resume), while a switch between two threads on one CPU costs a few. A
 // request that passes through a chain of threads one after the other (the
 // van's I/O thread, ZeroMQ's I/O thread) is faster when that chain shares a
-// CPU (VanOptions::io_cpu, docs/kv.md).
+// CPU (VanOptions::io_cpu, docs/threading.md).
 //
 //   PETREL_RETURN_IF_ERROR(CheckCpuAllowed(cpu));
 //   PETREL_RETURN_IF_ERROR(PinThread(thread.native_handle(), cpu));

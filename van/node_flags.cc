@@ -105,11 +105,12 @@ DEFINE_int64(member_bytes, 0,
 DEFINE_int32(handshake_timeout_ms, 5000,
              "Milliseconds a new connection has to complete the ZeroMQ "
              "handshake (100..600000). Default 5000.");
-DEFINE_int32(io_cpu, -1,
-             "Pin this node's van I/O thread and ZeroMQ's I/O thread to this "
-             "CPU, so that a request's hand-offs between them stay on one "
-             "CPU (docs/kv.md, \"Thread placement\"); -1 leaves them to the "
-             "kernel. Must be a CPU the process may run on. Default -1.");
+DEFINE_int32(
+    io_cpu, -1,
+    "Pin this node's van I/O thread and ZeroMQ's I/O thread to this "
+    "CPU, so that a request's hand-offs between them stay on one "
+    "CPU (docs/threading.md, \"Thread placement\"); -1 leaves them to the "
+    "kernel. Must be a CPU the process may run on. Default -1.");
 DEFINE_int32(metrics_port, -1,
              "Port of the Prometheus /metrics endpoint (-1..65535); 0 takes a "
              "free port, -1 disables it. Default -1.");

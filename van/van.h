@@ -51,8 +51,8 @@ struct VanOptions {
   // ZmqVan pins its I/O thread and ZeroMQ's I/O thread to this CPU; -1
   // (default) leaves them to the kernel. A request passes through the two
   // one after the other, and on a small VM a wake-up on another vCPU costs
-  // tens of microseconds (docs/kv.md, "Thread placement"). Start fails with
-  // InvalidArgument for a CPU the process may not run on.
+  // tens of microseconds (docs/threading.md, "Thread placement"). Start fails
+  // with InvalidArgument for a CPU the process may not run on.
   int io_cpu = -1;
 };
 

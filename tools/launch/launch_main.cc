@@ -114,10 +114,11 @@ DEFINE_bool(metrics, false,
             "free ports) and print each one's address (with a COMMAND "
             "other than petrel-worker: the scheduler and servers only). "
             "Default false.");
-DEFINE_int32(server_io_cpu, -1,
-             "Starts every petrel-server with --io_cpu=N: its van's and "
-             "ZeroMQ's I/O threads pinned to CPU N (docs/kv.md, \"Thread "
-             "placement\"). Default -1: not pinned.");
+DEFINE_int32(
+    server_io_cpu, -1,
+    "Starts every petrel-server with --io_cpu=N: its van's and "
+    "ZeroMQ's I/O threads pinned to CPU N (docs/threading.md, \"Thread "
+    "placement\"). Default -1: not pinned.");
 DEFINE_int32(grace_period_s, 5,
              "Seconds between SIGTERM and SIGKILL when stopping processes.");
 DEFINE_bool(slurm, false,
