@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <sched.h>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -103,6 +105,49 @@ TEST(LaunchTest, BenchVerifiesPushesInSlicesOnTwoServers) {
     }
   }
   EXPECT_FALSE(absl::StrContains(out, "verified=false")) << out;
+}
+
+// The first CPU this process may run on.
+int FirstAllowedCpu() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return -1;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) return cpu;
+  }
+  return -1;
+}
+
+// --server_io_cpu reaches the servers (a CPU they may not use fails the
+// job naming it), and pinned servers and bench still verify every answer.
+TEST(LaunchTest, ServerIoCpuReachesTheServers) {
+  const int cpu = FirstAllowedCpu();
+  ASSERT_GE(cpu, 0);
+  absl::StatusOr<std::unique_ptr<Subprocess>> launch =
+      StartProgram({Bin("petrel-launch"), absl::StrCat("--server_io_cpu=", cpu),
+                    "--num_servers=1", "--num_workers=1", "--timeout_s=80",
+                    "--", Bin("petrel-bench"), "--workload=pull,raw_zmq_kv",
+                    "--num_keys=2000", "--dim=16", "--iterations=50",
+                    absl::StrCat("--io_cpu=", cpu), "--bind=127.0.0.1"});
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  absl::StatusOr<int> code = (*launch)->Wait(kExitTimeout);
+  ASSERT_TRUE(code.ok()) << code.status();
+  std::string out = (*launch)->Output();
+  EXPECT_EQ(*code, 0) << out;
+  EXPECT_TRUE(absl::StrContains(out, "[worker 0] workload=pull")) << out;
+  EXPECT_TRUE(absl::StrContains(out, "[worker 0] workload=raw_zmq_kv")) << out;
+  EXPECT_FALSE(absl::StrContains(out, "verified=false")) << out;
+
+  launch =
+      StartProgram({Bin("petrel-launch"), "--server_io_cpu=1023",
+                    "--num_servers=1", "--num_workers=1", "--timeout_s=80",
+                    "--", "petrel-worker", "--job=check", "--bind=127.0.0.1"});
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  code = (*launch)->Wait(kExitTimeout);
+  ASSERT_TRUE(code.ok()) << code.status();
+  out = (*launch)->Output();
+  EXPECT_NE(*code, 0) << out;
+  EXPECT_TRUE(absl::StrContains(out, "CPU 1023")) << out;
 }
 
 TEST(LaunchTest, FailingWorkerStopsTheJobWithExitOne) {

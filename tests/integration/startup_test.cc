@@ -147,6 +147,7 @@ TEST(StartupTest, BadFlagsExitTwoForEveryDaemon) {
       {"--advertise_port=-2"},
       {"--stop_timeout_s=0"},
       {"--max_frames=0"},
+      {"--io_cpu=-2"},
       {"--no_such_flag=1"},
       {"stray_argument"},
       {"--log_dir=/nonexistent/petrel-logs"}};
