@@ -64,6 +64,16 @@ absl::Status ThreadCpus(pthread_t thread, cpu_set_t* cpus) {
   return absl::OkStatus();
 }
 
+int FirstAllowedCpu() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return -1;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) return cpu;
+  }
+  return -1;
+}
+
 ScopedCpuPin::ScopedCpuPin(int cpu) {
   status_ = ThreadCpus(pthread_self(), &previous_);
   if (status_.ok()) status_ = PinThread(pthread_self(), cpu);

@@ -34,6 +34,10 @@ absl::Status PinThread(pthread_t thread, int cpu);
 // The CPUs `thread` may run on (a test and debug aid).
 absl::Status ThreadCpus(pthread_t thread, cpu_set_t* cpus);
 
+// The lowest CPU this process may run on, or -1 when its mask cannot be
+// read.
+int FirstAllowedCpu();
+
 // Pins the calling thread to `cpu` for its lifetime and gives the thread
 // its previous mask back when destroyed. ok() says whether it pinned;
 // nothing changes when it did not.

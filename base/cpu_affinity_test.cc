@@ -11,19 +11,8 @@
 namespace petrel {
 namespace {
 
-// A CPU this process may run on (the first of its mask).
-int SomeAllowedCpu() {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return -1;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &allowed)) return cpu;
-  }
-  return -1;
-}
-
 TEST(CpuAffinityTest, AllowedCpuPasses) {
-  const int cpu = SomeAllowedCpu();
+  const int cpu = FirstAllowedCpu();
   ASSERT_GE(cpu, 0);
   EXPECT_TRUE(CheckCpuAllowed(cpu).ok());
 }
@@ -38,7 +27,7 @@ TEST(CpuAffinityTest, OutOfRangeCpuIsRejectedWithTheAllowedOnes) {
 }
 
 TEST(CpuAffinityTest, PinThreadRestrictsAnotherThreadToOneCpu) {
-  const int cpu = SomeAllowedCpu();
+  const int cpu = FirstAllowedCpu();
   ASSERT_GE(cpu, 0);
   std::atomic<bool> done{false};
   std::thread t([&done] {  // alive until told, so that it can be pinned
@@ -56,7 +45,7 @@ TEST(CpuAffinityTest, PinThreadRestrictsAnotherThreadToOneCpu) {
 }
 
 TEST(CpuAffinityTest, ScopedPinRestoresThePreviousMask) {
-  const int cpu = SomeAllowedCpu();
+  const int cpu = FirstAllowedCpu();
   ASSERT_GE(cpu, 0);
   // On a thread of its own, so that the test's main thread keeps its mask
   // whatever happens.

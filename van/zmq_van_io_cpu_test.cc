@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include "base/cpu_affinity.h"
 #include "base/metrics.h"
 #include "van/zmq_van.h"
 
@@ -28,16 +29,6 @@ VanOptions Local(int io_cpu) {
   o.port = 0;
   o.io_cpu = io_cpu;
   return o;
-}
-
-int FirstAllowedCpu() {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return -1;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &allowed)) return cpu;
-  }
-  return -1;
 }
 
 // The CPU masks of this process's threads named `name`.

@@ -4,12 +4,11 @@
 #include <string>
 #include <vector>
 
-#include <sched.h>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
+#include "base/cpu_affinity.h"
 #include "tests/harness/daemon_cluster.h"
 
 namespace petrel {
@@ -105,17 +104,6 @@ TEST(LaunchTest, BenchVerifiesPushesInSlicesOnTwoServers) {
     }
   }
   EXPECT_FALSE(absl::StrContains(out, "verified=false")) << out;
-}
-
-// The first CPU this process may run on.
-int FirstAllowedCpu() {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return -1;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &allowed)) return cpu;
-  }
-  return -1;
 }
 
 // --server_io_cpu reaches the servers (a CPU they may not use fails the
