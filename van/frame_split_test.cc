@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 
 #include "van/curve_keys.h"
+#include "van/testing/van_cluster.h"
 #include "van/testing/wait_until.h"
 #include "van/zmq_van.h"
 
@@ -289,18 +290,9 @@ class SplitVanTest : public ::testing::Test {
                         nullptr)
                     .ok());
     ASSERT_TRUE(vans_[1]->Start([](Message&&) {}, nullptr).ok());
-    vans_[0]->Connect(Self(*vans_[0], 8));
-    vans_[0]->Connect(Self(*vans_[1], 9));
-    vans_[1]->Connect(Self(*vans_[0], 8));
-  }
-  pb::Node Self(const ZmqVan& van, int id) {
-    pb::Node n;
-    n.set_id(id);
-    n.set_host("127.0.0.1");
-    n.set_port(van.port());
-    n.set_transport_id(van.transport_id());
-    n.set_curve_public_key(van.options().curve.keys.public_key);
-    return n;
+    vans_[0]->Connect(LoopbackNode(*vans_[0], 8));
+    vans_[0]->Connect(LoopbackNode(*vans_[1], 9));
+    vans_[1]->Connect(LoopbackNode(*vans_[0], 8));
   }
   ZmqVan& worker() { return *vans_[1]; }
   std::vector<Message> got() {

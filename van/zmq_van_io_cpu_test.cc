@@ -16,6 +16,7 @@
 
 #include "base/cpu_affinity.h"
 #include "base/metrics.h"
+#include "van/testing/van_cluster.h"
 #include "van/zmq_van.h"
 
 namespace petrel {
@@ -72,14 +73,7 @@ class Node {
         },
         [] {});
   }
-  pb::Node Self() const {
-    pb::Node n;
-    n.set_id(van_->my_id());
-    n.set_host("127.0.0.1");
-    n.set_port(van_->port());
-    n.set_transport_id(van_->transport_id());
-    return n;
-  }
+  pb::Node Self() const { return LoopbackNode(*van_, van_->my_id()); }
   bool WaitForMessage(absl::Duration timeout) {
     absl::MutexLock lock(&mu_);
     auto some = [this]()

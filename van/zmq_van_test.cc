@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include "van/testing/van_cluster.h"
 #include "van/testing/wait_until.h"
 
 namespace petrel {
@@ -47,14 +48,7 @@ class Endpoint {
   // Runs in the message handler, before the message is recorded. Set
   // before Start.
   void set_on_message(std::function<void()> f) { on_message_ = std::move(f); }
-  pb::Node Self() const {
-    pb::Node n;
-    n.set_id(van_->my_id());
-    n.set_host("127.0.0.1");
-    n.set_port(van_->port());
-    n.set_transport_id(van_->transport_id());
-    return n;
-  }
+  pb::Node Self() const { return LoopbackNode(*van_, van_->my_id()); }
   // Routes to `peer` and accepts its messages.
   void Connect(const Endpoint& peer) { van_->Connect(peer.Self()); }
 

@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 
 #include "van/loopback_van.h"
+#include "van/testing/van_cluster.h"
 
 namespace petrel {
 namespace {
@@ -69,18 +70,9 @@ class FaultVanTest : public ::testing::Test {
     s = receiver_->Start([this](Message&& m) { Record(std::move(m)); },
                          nullptr);
     if (!s.ok()) return s;
-    fault_->Connect(NodeOf(kReceiverId, *receiver_));
-    receiver_->Connect(NodeOf(kSenderId, *fault_));
+    fault_->Connect(LoopbackNode(*receiver_, kReceiverId));
+    receiver_->Connect(LoopbackNode(*fault_, kSenderId));
     return absl::OkStatus();
-  }
-
-  static pb::Node NodeOf(int id, const Van& van) {
-    pb::Node node;
-    node.set_id(id);
-    node.set_host("127.0.0.1");
-    node.set_port(van.port());
-    node.set_transport_id(van.transport_id());
-    return node;
   }
 
   void Record(Message&& m) {

@@ -125,6 +125,16 @@ VanOptions TestVanOptions() {
   return van;
 }
 
+pb::Node LoopbackNode(const Van& van, int id) {
+  pb::Node n;
+  n.set_id(id);
+  n.set_host("127.0.0.1");
+  n.set_port(van.port());
+  n.set_transport_id(van.transport_id());
+  n.set_curve_public_key(van.options().curve.keys.public_key);
+  return n;
+}
+
 VanClusterOptions ClusterOfSize(int num_servers, int num_workers) {
   VanClusterOptions o;
   o.num_servers = num_servers;

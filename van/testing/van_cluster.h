@@ -89,6 +89,9 @@ PostofficeOptions TestNodeOptions(pb::Role role, int num_servers,
                                   int num_workers, int scheduler_port);
 // A van bound to 127.0.0.1 that ticks every 10 ms.
 VanOptions TestVanOptions();
+// What another van connects to reach `van` as node `id`: 127.0.0.1, its
+// port and transport id, and its CURVE public key when it has one.
+pb::Node LoopbackNode(const Van& van, int id);
 
 struct VanClusterOptions {
   int num_servers = 1;
