@@ -141,13 +141,10 @@ TEST(DrainTest, DrainedServerLeavesWhileWorkersPush) {
   EXPECT_EQ(fourth.code, 1) << fourth.out;
   EXPECT_TRUE(absl::StrContains(fourth.out, "would leave 1 live server(s)"))
       << fourth.out;
-  for (Subprocess* w : job.workers) {
-    EXPECT_FALSE(w->Wait(absl::ZeroDuration()).ok())
-        << "the job ended before the drains: raise --rounds\n"
-        << cluster.Output();
-  }
-  absl::StatusOr<std::string> metrics =
-      HttpGet(cluster.scheduler_announce().metrics_port, "/metrics");
+  absl::Status running =
+      cluster.StillRunning(job.workers, "the drains", "--rounds");
+  EXPECT_TRUE(running.ok()) << running;
+  absl::StatusOr<std::string> metrics = cluster.SchedulerMetrics();
   ASSERT_TRUE(metrics.ok()) << metrics.status();
   EXPECT_TRUE(
       absl::StrContains(*metrics, "petrel_scheduler_servers_drained_total 3"))
@@ -212,13 +209,10 @@ TEST(DrainTest, ServerAddedAfterADrain) {
   // It leads its share: it answers pushes while the workers still run.
   WaitForPushes(*ready, 2000);
   if (HasFatalFailure()) return;
-  for (Subprocess* w : job.workers) {
-    EXPECT_FALSE(w->Wait(absl::ZeroDuration()).ok())
-        << "the job ended before the add: raise --rounds\n"
-        << cluster.Output();
-  }
-  absl::StatusOr<std::string> metrics =
-      HttpGet(cluster.scheduler_announce().metrics_port, "/metrics");
+  absl::Status running =
+      cluster.StillRunning(job.workers, "the add", "--rounds");
+  EXPECT_TRUE(running.ok()) << running;
+  absl::StatusOr<std::string> metrics = cluster.SchedulerMetrics();
   ASSERT_TRUE(metrics.ok()) << metrics.status();
   EXPECT_TRUE(
       absl::StrContains(*metrics, "petrel_scheduler_servers_drained_total 1"))

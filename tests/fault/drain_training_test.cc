@@ -97,11 +97,9 @@ class DrainTrainingTest : public ::testing::Test {
       EXPECT_TRUE(
           absl::StrContains(servers[1]->Output(), "server 1 was drained"))
           << servers[1]->Output();
-      for (Subprocess* w : workers) {
-        EXPECT_FALSE(w->Wait(absl::ZeroDuration()).ok())
-            << "the job ended before the drain finished: raise epochs\n"
-            << cluster.Output();
-      }
+      absl::Status running =
+          cluster.StillRunning(workers, "the drain finished", "epochs");
+      EXPECT_TRUE(running.ok()) << running;
       if (mode == Mode::kDrainThenKill) servers[0]->Signal(SIGKILL);
     }
     absl::StatusOr<std::map<std::string, int>> codes =

@@ -44,11 +44,9 @@ void AddThenKill(int victim) {
   // The new map in use: the added server answers pushes of its own ranges.
   job.WaitForPushes(3, 1000);
   if (::testing::Test::HasFatalFailure()) return;
-  for (Subprocess* w : job.workers) {
-    ASSERT_FALSE(w->Wait(absl::ZeroDuration()).ok())
-        << "the job ended before the kill: raise --rounds\n"
-        << job.cluster.Output();
-  }
+  absl::Status running =
+      job.cluster.StillRunning(job.workers, "the kill", "--rounds");
+  ASSERT_TRUE(running.ok()) << running;
   job.servers[victim]->Signal(SIGKILL);
   job.ExpectExactSums();
   EXPECT_TRUE(WaitForOutput(sched, "fail over to", absl::Seconds(1)))

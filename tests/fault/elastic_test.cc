@@ -64,13 +64,10 @@ TEST(ElasticTest, AddedServerTakesItsShareWhileWorkersPush) {
   // It serves its share: the workers' pushes reach it while they go on.
   WaitForPushes(*a, 2000);
   if (HasFatalFailure()) return;
-  for (Subprocess* w : workers) {
-    EXPECT_FALSE(w->Wait(absl::ZeroDuration()).ok())
-        << "the job ended before the new map was used: raise --rounds\n"
-        << cluster.Output();
-  }
-  absl::StatusOr<std::string> metrics =
-      HttpGet(cluster.scheduler_announce().metrics_port, "/metrics");
+  absl::Status running =
+      cluster.StillRunning(workers, "the new map was used", "--rounds");
+  EXPECT_TRUE(running.ok()) << running;
+  absl::StatusOr<std::string> metrics = cluster.SchedulerMetrics();
   ASSERT_TRUE(metrics.ok()) << metrics.status();
   EXPECT_TRUE(
       absl::StrContains(*metrics, "petrel_scheduler_servers_added_total 1"))

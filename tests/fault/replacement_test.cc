@@ -74,19 +74,16 @@ TEST(ReplacementTest, ReplacementCopiesRangesAndCarriesTheNextFailover) {
   EXPECT_TRUE(absl::StrContains((*fresh)->Output(), "caught up"))
       << (*fresh)->Output();
   EXPECT_TRUE(absl::StrContains(sched->Output(), "; 0 of ")) << sched->Output();
-  absl::StatusOr<std::string> metrics =
-      HttpGet(cluster.scheduler_announce().metrics_port, "/metrics");
+  absl::StatusOr<std::string> metrics = cluster.SchedulerMetrics();
   ASSERT_TRUE(metrics.ok()) << metrics.status();
   EXPECT_TRUE(
       absl::StrContains(*metrics, "petrel_scheduler_under_replicated_ranges 0"))
       << *metrics;
   // Workers still pushing: the second kill leaves some ranges only on the
   // replacement.
-  for (Subprocess* w : workers) {
-    ASSERT_FALSE(w->Wait(absl::ZeroDuration()).ok())
-        << "the job ended before the second kill: raise --rounds\n"
-        << cluster.Output();
-  }
+  absl::Status running =
+      cluster.StillRunning(workers, "the second kill", "--rounds");
+  ASSERT_TRUE(running.ok()) << running;
   WaitForPushes(ready[1], 4000);
   if (HasFatalFailure()) return;
   servers[1]->Signal(SIGKILL);

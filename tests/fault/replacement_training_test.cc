@@ -123,9 +123,9 @@ class ReplacementTrainingTest : public ::testing::Test {
       EXPECT_TRUE(
           WaitForOutput(fresh, "from server 0 (round 1)", absl::Seconds(10)))
           << fresh->Output();
-      EXPECT_FALSE(workers[0]->Wait(absl::ZeroDuration()).ok())
-          << "the job ended before the kill: raise epochs\n"
-          << cluster.Output();
+      absl::Status running =
+          cluster.StillRunning({workers[0]}, "the kill", "epochs");
+      EXPECT_TRUE(running.ok()) << running;
       servers[0]->Signal(SIGKILL);
     }
     if (replace && mode != Mode::kAddServer) {
@@ -160,11 +160,9 @@ class ReplacementTrainingTest : public ::testing::Test {
             absl::StrContains(fresh->Output(), "copying every range again"))
             << fresh->Output();
       } else {
-        for (Subprocess* w : workers) {
-          EXPECT_FALSE(w->Wait(absl::ZeroDuration()).ok())
-              << "the job ended before the second kill: raise epochs\n"
-              << cluster.Output();
-        }
+        absl::Status running =
+            cluster.StillRunning(workers, "the second kill", "epochs");
+        EXPECT_TRUE(running.ok()) << running;
         servers[1]->Signal(SIGKILL);
       }
     }

@@ -170,6 +170,22 @@ std::string DaemonCluster::Output() const {
   return out;
 }
 
+absl::Status DaemonCluster::StillRunning(
+    const std::vector<Subprocess*>& workers, const std::string& event,
+    const std::string& length) const {
+  for (Subprocess* w : workers) {
+    if (w->Wait(absl::ZeroDuration()).ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the job ended before ", event, ": raise ", length, "\n", Output()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> DaemonCluster::SchedulerMetrics() const {
+  return HttpGet(scheduler_.metrics_port, "/metrics");
+}
+
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path,
                                     absl::Duration timeout) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

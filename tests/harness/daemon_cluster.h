@@ -92,6 +92,14 @@ class DaemonCluster {
   absl::StatusOr<std::map<std::string, int>> WaitAll(absl::Duration timeout);
   // Every process's output, each under its name, for failure messages.
   std::string Output() const;
+  // OK while every one of `workers` runs; otherwise FailedPrecondition
+  // saying the job ended before `event` (the fault the test injects) and to
+  // raise `length` (the job's rounds or epochs), with Output().
+  absl::Status StillRunning(const std::vector<Subprocess*>& workers,
+                            const std::string& event,
+                            const std::string& length) const;
+  // The scheduler's /metrics page (started with a metrics port).
+  absl::StatusOr<std::string> SchedulerMetrics() const;
 
  private:
   struct Proc {
