@@ -16,14 +16,15 @@
 //
 // Index. A RowIndex (open addressing) maps a key to its width and row id.
 // Every request looks each key up once, in batches: the index slot of key
-// i + 16 is prefetched while key i is handled, and the rows are prefetched
+// i + 32 is prefetched while key i is handled, and the rows are prefetched
 // in the same way when they are summed into or copied out. A key that is
 // not in its home bucket (about 7% of them in an index 60% full, more as
-// it fills) would stall the walk on a miss for the next bucket: the pull
-// walk, and the push walk for rows kept in their slot, look at the home
-// bucket alone, prefetch the next one for such a key, and look it up there
-// a stage later (a pull also copies its row out a stage after that); a
-// push stays in order, so a key given twice is still applied in order.
+// it fills) would stall the walk on a miss for the next bucket: the
+// one-walk pull and the one-pass push look at the home bucket alone,
+// prefetch the next one for such a key, and look it up there a stage
+// later; a slab row found that way is copied out or written a stage after
+// that, once its own prefetch is in. Such a key's copies all take that
+// path, in order, so a key given twice is still applied in order.
 //
 // Push in two steps, so that a server can validate, acknowledge, then sum:
 // PreparePush makes sure the push will apply (on error nothing has
@@ -37,7 +38,7 @@
 //    new, and as many free rows in the width's pool (mapping slabs up
 //    front, so at most one request's worth of rows beyond what the keys
 //    need). CommitPush looks each key up, inserting it, and sums or copies
-//    in the same walk (the slot of key i + 32 and the row of key i + 16
+//    in the same walk (the slot of key i + 64 and the row of key i + 32
 //    prefetched while key i is applied), so a server that acknowledges
 //    between the two does all of the per-key work after the answer left.
 //  - Two passes, otherwise: PreparePush resolves every key to its row

@@ -17,8 +17,11 @@
 //                index line, then the row it names in a row area of 10^7
 //                rows of the width (40 MiB at dim 1, 640 MiB at dim 16),
 //                and copies it out, prefetched two stages ahead as Pull
-//                does. dim 0: the index line alone. The store cannot go
-//                below this on the machine it runs on.
+//                does. dim 0: the index line alone. sum:1 adds a row of
+//                the request into the row instead (read, add, write back:
+//                a push-sum's accesses; with dim 0, into the index line,
+//                where the store keeps rows of one value). The store
+//                cannot go below this on the machine it runs on.
 // Args: resident keys, values per key. The ns_per_key counter is CPU time
 // per key of the request. Run:
 //   build/kv/kv_store_benchmark --benchmark_min_time=1
@@ -55,6 +58,14 @@
 // twice, medians of 3): dim 1 push-sum 26.3-26.9 -> 19.3-19.7 ns, pull
 // 21.6-24.9 -> 19.3-21.8 on one thread and 11.4-14.3 -> 8.4 on two; the
 // floor in those runs 12-15 (dim 1) and 6-8 (dim 0).
+// On a host with another CPU (AMD EPYC, 2 vCPUs; 2026-12-05, load 1-1.5,
+// main's binary and this one alternated 5 times, medians of the runs'
+// medians at 10^7 resident keys): prefetch distances 16 -> 32 and the push
+// deferring a slab row's lookup past a full home bucket, as Pull does:
+// push-sum 16.1 -> 13.4 (dim 1) and 27.5 -> 23.2 ns (dim 16), pull 18.4
+// -> 12.4 and 20.8 -> 22.4 (dim 16 within its noise, 18.8-45); floor
+// (32 keys per stage) 5.1 / 7.6 / 9.0 ns, with sum:1 4.4 (dim 0) and 14.0
+// (dim 16).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -187,7 +198,7 @@ void BM_MemoryFloor(benchmark::State& state) {
   constexpr size_t kIndexBytes = size_t{256} << 20;
   constexpr size_t kRows = 10000000;
   constexpr size_t kLine = 64;
-  constexpr size_t kDistance = 16;
+  constexpr size_t kDistance = 32;  // KVStore's distances
   const size_t width = static_cast<size_t>(state.range(0));
   const size_t row_bytes = std::max<size_t>(width, 1) * sizeof(float);
   absl::StatusOr<HugePageMemory> index =
@@ -213,7 +224,9 @@ void BM_MemoryFloor(benchmark::State& state) {
       request.push_back((rng() % num_lines) * kLine);
     }
   }
+  const bool sum = state.range(1) != 0;
   std::vector<char> out(kRequestKeys * row_bytes);
+  std::vector<float> src(kRequestKeys * std::max<size_t>(width, 1), 0.5f);
   auto row_of = [&](uint64_t line) {
     uint64_t offset;
     std::memcpy(&offset, lines + line, sizeof(offset));
@@ -223,17 +236,29 @@ void BM_MemoryFloor(benchmark::State& state) {
   for (auto _ : state) {
     const std::vector<uint64_t>& keys = requests[r++ % kRequests];
     const size_t n = keys.size();
-    const char* ring[kDistance];
+    char* ring[kDistance];
     for (size_t j = 0; j < 2 * kDistance; ++j) PrefetchLine(lines + keys[j]);
     auto resolve = [&](size_t j) {
-      const char* row = row_of(keys[j]);
+      char* row = row_of(keys[j]);
       if (width != 0) PrefetchLine(row);
       ring[j % kDistance] = row;
       if (j + 2 * kDistance < n) PrefetchLine(lines + keys[j + 2 * kDistance]);
     };
     for (size_t j = 0; j < kDistance; ++j) resolve(j);
     for (size_t i = 0; i < n; ++i) {
-      std::memcpy(&out[i * row_bytes], ring[i % kDistance], row_bytes);
+      if (sum && width == 0) {  // a row kept in its index line
+        float v;
+        char* line = lines + keys[i] + sizeof(uint64_t);
+        std::memcpy(&v, line, sizeof(v));
+        v += src[i];
+        std::memcpy(line, &v, sizeof(v));
+      } else if (sum) {  // what a push-sum does: read, add, write back
+        float* row = reinterpret_cast<float*>(ring[i % kDistance]);
+        const float* add = &src[i * width];
+        for (size_t v = 0; v < width; ++v) row[v] += add[v];
+      } else {
+        std::memcpy(&out[i * row_bytes], ring[i % kDistance], row_bytes);
+      }
       if (i + kDistance < n) resolve(i + kDistance);
     }
     benchmark::DoNotOptimize(out.data());
@@ -265,10 +290,12 @@ void PushShapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_PushSum)->Apply(PushShapes);
 BENCHMARK(BM_Pull)->Apply(PullShapes);
 BENCHMARK(BM_MemoryFloor)
-    ->ArgName("dim")
-    ->Arg(0)
-    ->Arg(1)
-    ->Arg(16)
+    ->ArgNames({"dim", "sum"})
+    ->Args({0, 0})
+    ->Args({1, 0})
+    ->Args({16, 0})
+    ->Args({0, 1})
+    ->Args({16, 1})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_HashMapPushSum)
     ->ArgsProduct({{100000, 1000000}, {1, 16}})

@@ -60,9 +60,9 @@ TEST(KVStoreProbeTest, KeysPastTheirHomeBucketAgreeWithAMap) {
       // 12,200 keys in one push fill an index of 16,384 slots to 74%.
       std::vector<Key> keys(12200);
       for (size_t i = 0; i < keys.size(); ++i) keys[i] = rng();
-      // Duplicates 1 to 20 keys apart, inside and past the window.
-      for (size_t i = 20; i < keys.size(); i += 7) {
-        keys[i] = keys[i - 1 - rng() % 20];
+      // Duplicates 1 to 150 keys apart, inside and past the prefetch windows.
+      for (size_t i = 150; i < keys.size(); i += 7) {
+        keys[i] = keys[i - 1 - rng() % 150];
       }
       std::vector<int32_t> vals(keys.size() * width);
       for (int32_t& v : vals) v = static_cast<int32_t>(rng() % 100);
