@@ -17,6 +17,7 @@ namespace {
 using kv_store_internal::CopyRow;
 using kv_store_internal::HomeRing;
 using kv_store_internal::kPrefetchDistance;
+using kv_store_internal::LateRows;
 
 // out[i] = a[i] + b[i]; `out` may be `a`. Written with 32-byte vectors
 // because -O2 does not vectorize the plain loop (it would need an
@@ -517,20 +518,8 @@ void KVStore<Val>::ApplyOnePass() {
     }
   };
   // Deferred keys with slab rows, looked up at their apply: their rows are
-  // only prefetched then, so they are written kPrefetchDistance keys later
-  // (at most that many at a time, in order) rather than waited for.
-  size_t late_keys[kPrefetchDistance];
-  uintptr_t late_steps[kPrefetchDistance];
-  size_t late_begin = 0;
-  size_t late_end = 0;
-  auto write_late = [&](size_t before) ABSL_ATTRIBUTE_ALWAYS_INLINE {
-    while (late_begin != late_end &&
-           late_keys[late_begin % kPrefetchDistance] < before) {
-      write(late_keys[late_begin % kPrefetchDistance],
-            late_steps[late_begin % kPrefetchDistance]);
-      ++late_begin;
-    }
-  };
+  // only prefetched then, so they are written a window later.
+  LateRows<kPrefetchDistance, uintptr_t> late;
   auto apply = [&](size_t i) ABSL_ATTRIBUTE_ALWAYS_INLINE {
     uintptr_t step = ring[i % kPrefetchDistance];
     if (ABSL_PREDICT_FALSE(step == 0)) {
@@ -538,13 +527,9 @@ void KVStore<Val>::ApplyOnePass() {
       step = step_of(index_.FindOrInsert(keys_[i], probe[i % kPrefetchDistance],
                                          &inserted));
       if constexpr (!in_slot) {
-        write_late(i + 1 > kPrefetchDistance ? i + 1 - kPrefetchDistance : 0);
-        if (late_end - late_begin == kPrefetchDistance) write_late(i);
         const char* line = reinterpret_cast<const char*>(step & ~kCopyBit);
         for (size_t l = 0; l < row_lines; ++l) PrefetchLine(line + 64 * l);
-        late_keys[late_end % kPrefetchDistance] = i;
-        late_steps[late_end % kPrefetchDistance] = step;
-        ++late_end;
+        late.Add(i, step, write);
         return;
       }
     }
@@ -558,7 +543,7 @@ void KVStore<Val>::ApplyOnePass() {
     resolve(i + kPrefetchDistance);
   }
   for (; i < n; ++i) apply(i);
-  write_late(n);
+  late.FinishBefore(n, write);
 }
 
 template <typename Val>

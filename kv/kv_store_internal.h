@@ -69,6 +69,39 @@ class HomeRing {
   size_t ring_[kPrefetchDistance];
 };
 
+// Keys of a walk whose rows were found a stage late (past a full home
+// bucket) and only prefetched then: each is finished (copied out, or
+// written) kD keys later, in the order queued, so that the walk never
+// waits on such a row. Holds at most kD at a time.
+template <size_t kD, typename Row>
+class LateRows {
+ public:
+  // Queues key i's row, first finishing the rows queued a window ago (and
+  // the oldest, when full). finish(key, row) does the work.
+  template <typename Finish>
+  void Add(size_t i, Row row, const Finish& finish) {
+    FinishBefore(i + 1 > kD ? i + 1 - kD : 0, finish);
+    if (end_ - begin_ == kD) FinishBefore(i, finish);
+    keys_[end_ % kD] = i;
+    rows_[end_ % kD] = row;
+    ++end_;
+  }
+  // Finishes the rows queued for keys before `before`.
+  template <typename Finish>
+  void FinishBefore(size_t before, const Finish& finish) {
+    while (begin_ != end_ && keys_[begin_ % kD] < before) {
+      finish(keys_[begin_ % kD], rows_[begin_ % kD]);
+      ++begin_;
+    }
+  }
+
+ private:
+  size_t keys_[kD];
+  Row rows_[kD];
+  size_t begin_ = 0;
+  size_t end_ = 0;
+};
+
 }  // namespace kv_store_internal
 
 // The slab rows of one width. A slab holds the fewest rows (a power of

@@ -16,6 +16,7 @@ using kv_store_internal::HomeRing;
 using kv_store_internal::kPrefetchDistance;
 using kv_store_internal::kPullDistance;
 using kv_store_internal::kPullSlotDistance;
+using kv_store_internal::LateRows;
 
 template <typename Val>
 int64_t KVStore<Val>::OnlyWidth() const {
@@ -100,17 +101,8 @@ bool KVStore<Val>::PullOnePass(absl::Span<const Key> keys, uint32_t width,
   };
   // Keys looked up at the copy whose rows (not in the slot) were only
   // prefetched then: copied D keys later, so that the walk does not wait
-  // on their rows either. At most D at a time (one a key).
-  size_t late_keys[D];
-  const Val* late_rows[D];
-  size_t late_begin = 0;
-  size_t late_end = 0;
-  auto copy_late = [&](size_t before) ABSL_ATTRIBUTE_ALWAYS_INLINE {
-    while (late_begin != late_end && late_keys[late_begin % D] < before) {
-      copy_row(late_keys[late_begin % D], late_rows[late_begin % D]);
-      ++late_begin;
-    }
-  };
+  // on their rows either.
+  LateRows<D, const Val*> late;
   // Copies key i's row out (or, for a key looked up here, queues it); false
   // when it has none.
   auto copy = [&](size_t i) ABSL_ATTRIBUTE_ALWAYS_INLINE {
@@ -120,14 +112,10 @@ bool KVStore<Val>::PullOnePass(absl::Span<const Key> keys, uint32_t width,
       if (slot == nullptr || slot->width != width) return false;
       row = row_of(slot);
       if constexpr (!in_slot) {
-        copy_late(i + 1 > D ? i + 1 - D : 0);
-        if (late_end - late_begin == D) copy_late(i);  // room for one
         for (size_t l = 0; l < row_lines; ++l) {
           PrefetchLine(reinterpret_cast<const char*>(row) + 64 * l);
         }
-        late_keys[late_end % D] = i;
-        late_rows[late_end % D] = row;
-        ++late_end;
+        late.Add(i, row, copy_row);
         return true;
       }
     }
@@ -146,7 +134,7 @@ bool KVStore<Val>::PullOnePass(absl::Span<const Key> keys, uint32_t width,
   for (; i < n; ++i) {
     if (!copy(i)) return false;
   }
-  copy_late(n);
+  late.FinishBefore(n, copy_row);
   return true;
 }
 
