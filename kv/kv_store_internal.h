@@ -11,6 +11,7 @@
 
 #include "absl/base/optimization.h"
 #include "absl/types/span.h"
+#include "glog/logging.h"
 
 #include "base/huge_page_memory.h"
 #include "base/row_index.h"
@@ -71,17 +72,19 @@ class HomeRing {
 
 // Keys of a walk whose rows were found a stage late (past a full home
 // bucket) and only prefetched then: each is finished (copied out, or
-// written) kD keys later, in the order queued, so that the walk never
-// waits on such a row. Holds at most kD at a time.
+// written) at the next Add at least kD keys later, or at the walk's final
+// FinishBefore, in the order queued, so that the walk never waits on such
+// a row. Keys are added in increasing order; once those a window back are
+// finished, fewer than kD remain, so the ring never overflows.
 template <size_t kD, typename Row>
 class LateRows {
  public:
-  // Queues key i's row, first finishing the rows queued a window ago (and
-  // the oldest, when full). finish(key, row) does the work.
+  // Queues key i's row, first finishing the rows of keys before i + 1 - kD.
+  // finish(key, row) does the work.
   template <typename Finish>
   void Add(size_t i, Row row, const Finish& finish) {
     FinishBefore(i + 1 > kD ? i + 1 - kD : 0, finish);
-    if (end_ - begin_ == kD) FinishBefore(i, finish);
+    DCHECK_LT(end_ - begin_, kD);
     keys_[end_ % kD] = i;
     rows_[end_ % kD] = row;
     ++end_;
