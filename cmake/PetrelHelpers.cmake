@@ -58,6 +58,12 @@ function(petrel_cc_test)
   endif()
   add_executable(${P_NAME} ${P_SRCS})
   target_link_libraries(${P_NAME} PRIVATE ${P_DEPS} GTest::gmock GTest::gtest_main)
+  if(PETREL_TSAN)
+    # TSan sees Abseil's locking through these (the file says how).
+    target_sources(${P_NAME} PRIVATE
+                   ${PROJECT_SOURCE_DIR}/base/testing/tsan_absl_sync.cc)
+    target_link_libraries(${P_NAME} PRIVATE ${CMAKE_DL_LIBS})
+  endif()
   # `cmake --build B --target petrel_unit_tests` builds just what
   # `ctest -L unit` runs (the sanitizer build of deploy/run-tests.sh).
   if("unit" IN_LIST P_LABELS)

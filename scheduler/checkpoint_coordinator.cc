@@ -81,6 +81,11 @@ void CheckpointCoordinator::OnWorkersDone() {
   workers_done_ = true;
 }
 
+void CheckpointCoordinator::OnStartLoaded() {
+  absl::MutexLock lock(&mu_);
+  start_loaded_ = true;
+}
+
 int64_t CheckpointCoordinator::completed() const {
   absl::MutexLock lock(&mu_);
   return completed_;
@@ -112,6 +117,19 @@ CheckpointCoordinator::Action CheckpointCoordinator::NextAction(
     if (stop_request_.has_value()) {
       *reason = *stop_request_;
       return Action::kStop;
+    }
+    if (!StartLoadedLocked()) {
+      // Requests stay queued; the timer starts once the rows are in.
+      mu_.AwaitWithTimeout(absl::Condition(
+                               +[](CheckpointCoordinator* c)
+                                    ABSL_EXCLUSIVE_LOCKS_REQUIRED(c->mu_) {
+                                      return c->stop_ || c->workers_done_ ||
+                                             c->stop_request_.has_value() ||
+                                             c->start_loaded_;
+                                    },
+                               this),
+                           absl::Milliseconds(100));
+      continue;
     }
     if (!requests_.empty()) {
       *reason = requests_.front();
@@ -157,7 +175,23 @@ void CheckpointCoordinator::Loop() {
         break;
       case Action::kStop: {
         std::string outcome = "no checkpoint directory";
-        if (!options_.job.checkpoint().dir().empty()) {
+        bool loaded;
+        {
+          absl::MutexLock lock(&mu_);
+          loaded = StartLoadedLocked();
+        }
+        if (!options_.job.checkpoint().dir().empty() && !loaded) {
+          outcome =
+              absl::StrCat("no checkpoint taken: the servers had not loaded ",
+                           options_.job.checkpoint().restore_from().empty()
+                               ? options_.job.checkpoint().warm_start_from()
+                               : options_.job.checkpoint().restore_from(),
+                           " yet");
+          LOG(WARNING) << outcome;
+          Ask(kStop, absl::StrCat("job stopped: ", reason, "; ", outcome),
+              kWorkerGroup)
+              .IgnoreError();
+        } else if (!options_.job.checkpoint().dir().empty()) {
           absl::StatusOr<std::string> path =
               TakeCheckpoint("signal", /*then_stop=*/true, reason);
           outcome = path.ok() ? absl::StrCat("checkpoint ", *path)

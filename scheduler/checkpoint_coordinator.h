@@ -3,6 +3,10 @@
 // checkpoint when asked (a worker's every_batches / epoch_end request,
 // SIGUSR1), every checkpoint.every_seconds, at the normal end of training
 // (reason "end"), and before a graceful stop (reason "signal"):
+// A job that starts from a checkpoint takes none before every server has
+// loaded that one (options.wait_for_start_load, OnStartLoaded), so a
+// checkpoint never holds partly loaded tables and retention never removes
+// the one being loaded.
 //   1. creates ROOT/ckpt-N (a failure here costs the workers nothing);
 //   2. asks every worker to pause: each answers at its next batch boundary
 //      with its pushes acknowledged (its position), or at once when its
@@ -49,6 +53,10 @@ struct CheckpointCoordinatorOptions {
   // Longest wait for the workers to pause and for the servers to save.
   // Default 10 minutes.
   absl::Duration timeout = absl::Minutes(10);
+  // The job starts from a checkpoint (restore_from or warm_start_from)
+  // that its servers load after the cluster formed: no checkpoint is taken
+  // (and so none removed) until OnStartLoaded. Default false.
+  bool wait_for_start_load = false;
 };
 
 class CheckpointCoordinator {
@@ -96,6 +104,11 @@ class CheckpointCoordinator {
   void RequestStop(const std::string& reason);
   // Every worker finished: the final checkpoint ("end"), then end the job.
   void OnWorkersDone();
+  // Every server loaded the checkpoint the job starts from (the first
+  // barrier of every server and worker passed). Requests and timed
+  // checkpoints wait for it with wait_for_start_load; a stop before it
+  // takes no checkpoint (the tables are partly loaded).
+  void OnStartLoaded();
 
   // Checkpoints completed / failed so far.
   int64_t completed() const;
@@ -108,6 +121,10 @@ class CheckpointCoordinator {
   enum class Action { kNone, kCheckpoint, kStop, kEnd };
   void Loop();
   Action NextAction(std::string* reason);
+  // The rows of the job's start checkpoint are in (or there are none).
+  bool StartLoadedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !options_.wait_for_start_load || start_loaded_;
+  }
   void Handle(const SimpleData& d, SimpleApp* app);
   // Steps 1-5 above. Returns the checkpoint's path.
   absl::StatusOr<std::string> TakeCheckpoint(const std::string& reason,
@@ -140,6 +157,7 @@ class CheckpointCoordinator {
   std::deque<std::string> requests_ ABSL_GUARDED_BY(mu_);
   std::optional<std::string> stop_request_ ABSL_GUARDED_BY(mu_);
   bool workers_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool start_loaded_ ABSL_GUARDED_BY(mu_) = false;
   std::map<int, std::vector<SimpleData>> replies_ ABSL_GUARDED_BY(mu_);
   int64_t completed_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t failed_ ABSL_GUARDED_BY(mu_) = 0;

@@ -96,8 +96,13 @@ class CheckpointCoordinatorTest : public ::testing::Test {
                         pb::CheckpointConfig::OnFailure on_failure =
                             pb::CheckpointConfig::ON_FAILURE_CONTINUE,
                         float every_seconds = 0,
-                        std::function<std::vector<int>()> live = nullptr) {
+                        std::function<std::vector<int>()> live = nullptr,
+                        bool wait_for_start_load = false) {
     CheckpointCoordinatorOptions o;
+    o.wait_for_start_load = wait_for_start_load;
+    if (wait_for_start_load) {
+      o.job.mutable_checkpoint()->set_restore_from("latest");
+    }
     o.job.mutable_checkpoint()->set_dir(root);
     o.job.mutable_checkpoint()->set_every_seconds(every_seconds);
     o.job.mutable_checkpoint()->set_keep(2);
@@ -217,6 +222,45 @@ TEST_F(CheckpointCoordinatorTest, StopCheckpointsThenStopsTheWorkers) {
   EXPECT_NE(stops_[0].find("checkpoint " + CheckpointPath(root_, 1)),
             std::string::npos)
       << stops_[0];
+}
+
+// A job restored from a checkpoint takes none (so retention removes none)
+// before its servers loaded theirs: timed and requested checkpoints wait,
+// and come once they did.
+TEST_F(CheckpointCoordinatorTest, NoCheckpointBeforeTheServersLoaded) {
+  StartCoordinator(root_, pb::CheckpointConfig::ON_FAILURE_CONTINUE, 0.01f,
+                   nullptr, /*wait_for_start_load=*/true);
+  coordinator_->RequestCheckpoint("on_demand");
+  // 30 timer periods and the request: nothing attempted while loading.
+  EXPECT_FALSE(coordinator_->WaitForAttempts(1, absl::Milliseconds(300)));
+  absl::StatusOr<std::vector<uint64_t>> ids = ListCheckpoints(root_);
+  ASSERT_TRUE(ids.ok());
+  EXPECT_TRUE(ids->empty());
+  coordinator_->OnStartLoaded();
+  ASSERT_TRUE(coordinator_->WaitForAttempts(2, absl::Seconds(10)));
+  absl::StatusOr<pb::CheckpointManifest> m =
+      ReadManifest(CheckpointPath(root_, 1));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->reason(), "on_demand");  // the queued request first
+}
+
+// A stop while the servers still load takes no checkpoint (their tables
+// are partly loaded) and stops the workers, saying so.
+TEST_F(CheckpointCoordinatorTest, StopWhileLoadingTakesNoCheckpoint) {
+  StartCoordinator(root_, pb::CheckpointConfig::ON_FAILURE_CONTINUE, 0, nullptr,
+                   /*wait_for_start_load=*/true);
+  coordinator_->RequestStop("SIGTERM received");
+  ASSERT_TRUE(ended_.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(end_.code(), absl::StatusCode::kAborted);
+  EXPECT_NE(end_.message().find("the servers had not loaded latest yet"),
+            std::string::npos)
+      << end_;
+  EXPECT_EQ(coordinator_->completed() + coordinator_->failed(), 0);
+  absl::StatusOr<std::vector<uint64_t>> ids = ListCheckpoints(root_);
+  ASSERT_TRUE(ids.ok());
+  EXPECT_TRUE(ids->empty());
+  absl::MutexLock lock(&mu_);
+  EXPECT_EQ(stops_.size(), 2u);
 }
 
 TEST_F(CheckpointCoordinatorTest, EndOfTrainingTakesAFinalCheckpoint) {

@@ -70,6 +70,9 @@ void JobProgress::OnProgress(int rank, const pb::WorkerProgress& progress) {
   if (start_ == absl::InfiniteFuture()) start_ = now;
   workers_[rank] = progress;
   workers_[rank].clear_pieces();
+  first_.try_emplace(rank,
+                     FirstReport{progress.examples_trained(),
+                                 std::max(0.0, progress.fraction_done())});
   if (now - last_line_ < options_.interval) return;
   last_line_ = now;
   EmitLocked();
@@ -86,11 +89,16 @@ JobSnapshot JobProgress::SnapshotLocked() const {
     s.elapsed_s = absl::ToDoubleSeconds(options_.now() - start_);
   }
   double fraction = 0;
+  double first_fraction = 0;
+  int64_t examples_this_run = 0;
   bool known = !workers_.empty();
   double loss_sum = 0;
   int64_t loss_examples = 0;
   for (const auto& [rank, p] : workers_) {
+    const FirstReport& first = first_.at(rank);
     s.examples += p.examples_trained();
+    examples_this_run += p.examples_trained() - first.examples;
+    first_fraction += first.fraction_done;
     s.batches += p.clock();
     s.epochs = std::max(s.epochs, p.epochs());
     if (p.fraction_done() < 0) known = false;
@@ -103,7 +111,7 @@ JobSnapshot JobProgress::SnapshotLocked() const {
   s.train_logloss = loss_examples > 0
                         ? loss_sum / loss_examples
                         : std::numeric_limits<double>::quiet_NaN();
-  s.examples_per_s = s.elapsed_s > 0 ? s.examples / s.elapsed_s : 0;
+  s.examples_per_s = s.elapsed_s > 0 ? examples_this_run / s.elapsed_s : 0;
   // Workers that have not reported yet count as not started.
   if (known && !workers_.empty()) {
     s.fraction_done = std::min(1.0, fraction / workers_.size());
@@ -113,8 +121,10 @@ JobSnapshot JobProgress::SnapshotLocked() const {
       s.fraction_done >= 0
           ? std::min(epochs, 1 + static_cast<int>(s.fraction_done * epochs))
           : 1;
-  if (s.fraction_done > 0 && s.elapsed_s > 0) {
-    s.eta_s = s.elapsed_s * (1 - s.fraction_done) / s.fraction_done;
+  const double done_this_run =
+      s.fraction_done - std::min(1.0, first_fraction / workers_.size());
+  if (done_this_run > 0 && s.elapsed_s > 0) {
+    s.eta_s = s.elapsed_s * (1 - s.fraction_done) / done_this_run;
   }
   return s;
 }

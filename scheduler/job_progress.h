@@ -55,10 +55,12 @@ struct JobSnapshot {
   double fraction_done = -1;  // 0..1; -1: not known yet
   int64_t examples = 0;       // trained, all workers
   int64_t batches = 0;        // all workers
+  // Examples trained since each worker's first report, over elapsed_s: a
+  // restored job's checkpointed examples are not counted as just trained.
   double examples_per_s = 0;
   double train_logloss = 0;  // NaN: none yet
   double elapsed_s = 0;      // since the first report
-  double eta_s = -1;         // -1: not known
+  double eta_s = -1;         // -1: not known; from this run's pace
 };
 
 class JobProgress {
@@ -95,6 +97,14 @@ class JobProgress {
   mutable absl::Mutex mu_;
   std::unique_ptr<std::ofstream> csv_ ABSL_GUARDED_BY(mu_);
   std::map<int, pb::WorkerProgress> workers_ ABSL_GUARDED_BY(mu_);  // by rank
+  // Each rank's first report: where this run started from (a restored
+  // checkpoint's examples and fraction, or the point a --recover
+  // scheduler took over), so that rates and the ETA count this run only.
+  struct FirstReport {
+    int64_t examples = 0;
+    double fraction_done = 0;
+  };
+  std::map<int, FirstReport> first_ ABSL_GUARDED_BY(mu_);  // by rank
   absl::Time start_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   absl::Time last_line_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool finished_ ABSL_GUARDED_BY(mu_) = false;

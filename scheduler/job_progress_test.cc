@@ -45,6 +45,7 @@ struct Fixture {
 TEST(JobProgressTest, MergesWorkersIntoOneLine) {
   Fixture f;
   f.progress->OnProgress(0, Report(0, 0, 0, NAN));
+  f.progress->OnProgress(1, Report(0, 0, 0, NAN));
   f.now += absl::Seconds(10);
   f.progress->OnProgress(1, Report(3000, 3, 0.5, 0.4));
   f.progress->OnProgress(0, Report(1000, 1, 0.25, 0.6));
@@ -67,6 +68,31 @@ TEST(JobProgressTest, MergesWorkersIntoOneLine) {
             std::string::npos)
       << f.lines.back();
   EXPECT_NE(f.lines.back().find(" eta="), std::string::npos);
+}
+
+// A job restored from a checkpoint starts at its workers' positions: the
+// examples they trained before count in examples, not in the rate or the
+// ETA (the first line came right after the first report).
+TEST(JobProgressTest, RestoredExamplesAreNotCountedAsJustTrained) {
+  Fixture f;
+  f.progress->OnProgress(0, Report(500000, 500, 0.5, 0.4));
+  f.progress->OnProgress(1, Report(500000, 500, 0.5, 0.4));
+  f.now += absl::Milliseconds(1);
+  JobSnapshot s = f.progress->Snapshot();
+  EXPECT_EQ(s.examples, 1000000);
+  EXPECT_DOUBLE_EQ(s.examples_per_s, 0);
+  EXPECT_EQ(s.eta_s, -1);
+  f.now += absl::Seconds(10) - absl::Milliseconds(1);
+  f.progress->OnProgress(0, Report(501000, 501, 0.6, 0.4));
+  f.progress->OnProgress(1, Report(501000, 501, 0.6, 0.4));
+  s = f.progress->Snapshot();
+  EXPECT_EQ(s.examples, 1002000);
+  EXPECT_DOUBLE_EQ(s.examples_per_s, 200);
+  // 10% of the job in 10 s: 40 s for the remaining 40%.
+  EXPECT_NEAR(s.eta_s, 40, 1e-9);
+  // The line came at worker 0's report, before worker 1's.
+  EXPECT_NE(f.lines.back().find(" examples_per_s=100 "), std::string::npos)
+      << f.lines.back();
 }
 
 TEST(JobProgressTest, UnknownFractionPrintsNoEta) {

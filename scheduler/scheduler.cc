@@ -468,6 +468,7 @@ void Scheduler::PassBarriers(int group) {
     for (int id : members) SendControl(id, reply);
     ++barriers_passed_;
     it = barriers_.erase(it);
+    if (barrier_passed_hook_) barrier_passed_hook_(group);
   }
 }
 

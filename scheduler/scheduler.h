@@ -103,6 +103,14 @@ class Scheduler {
     workers_done_hook_ = std::move(hook);
   }
 
+  // When set (before Run), `hook` runs for every barrier passed, with its
+  // group (van thread, the scheduler's lock held: it must not block or
+  // call back into the Scheduler). The first barrier of every server and
+  // worker follows the load of the checkpoint a job starts from.
+  void set_barrier_passed_hook(std::function<void(int group)> hook) {
+    barrier_passed_hook_ = std::move(hook);
+  }
+
   // When set (before Run), a worker declared dead is offered to `hook`
   // (van thread, with the scheduler's lock held: it must not block or call
   // back into the Scheduler). When it returns true the job goes on without
@@ -267,6 +275,7 @@ class Scheduler {
   const SchedulerOptions options_;
   std::function<void()> workers_done_hook_;
   std::function<bool(int)> worker_lost_hook_;
+  std::function<void(int)> barrier_passed_hook_;
   AdminActions admin_actions_;
 
   mutable absl::Mutex mu_;

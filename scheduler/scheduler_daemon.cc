@@ -9,6 +9,7 @@
 #include "base/config_file.h"
 #include "base/status_macros.h"
 #include "checkpoint/checkpoint_dir.h"
+#include "checkpoint/root_lock.h"
 #include "checkpoint/start_checkpoint.h"
 #include "job/job_check.h"
 #include "proto/job.pb.h"
@@ -19,6 +20,11 @@
 
 namespace petrel {
 namespace {
+
+// How long a scheduler waits for the job that holds its checkpoint root to
+// exit: a job killed a moment ago (its daemons die with petrel-launch)
+// may still be on its way out.
+constexpr absl::Duration kRootLockWait = absl::Seconds(10);
 
 // Checks the checkpoint a job restores from: it exists, is complete and
 // was taken with `num_workers` workers.
@@ -64,6 +70,12 @@ class SchedulerDaemon : public NodeDaemon {
             s.code(),
             absl::StrCat("checkpoint.dir ", ckpt->dir(), ": ", s.message()));
       }
+      // Before "latest" is resolved: no other job adds or removes
+      // checkpoints under the root while this one runs.
+      absl::StatusOr<std::unique_ptr<CheckpointRootLock>> lock =
+          CheckpointRootLock::Acquire(ckpt->dir(), kRootLockWait);
+      if (!lock.ok()) return lock.status();
+      root_lock_ = *std::move(lock);
     }
     absl::Status s = CheckRestore(job_, settings.postoffice.num_workers);
     if (!s.ok()) return s;
@@ -150,11 +162,23 @@ class SchedulerDaemon : public NodeDaemon {
     CheckpointCoordinatorOptions copts;
     copts.job = job_;
     copts.timeout = opts_.checkpoint_timeout;
+    // A recovering scheduler takes over after the load: the nodes do not
+    // pass that barrier again.
+    copts.wait_for_start_load =
+        !opts_.recover && (!job_.checkpoint().restore_from().empty() ||
+                           !job_.checkpoint().warm_start_from().empty());
     coordinator_ = std::make_unique<CheckpointCoordinator>(
         runtime.postoffice(), copts,
         [this](const absl::Status& result) { scheduler_->EndJob(result); });
     scheduler_->set_workers_done_hook(
         [this] { coordinator_->OnWorkersDone(); });
+    // The servers load the start checkpoint before this barrier, the
+    // workers train only after it.
+    scheduler_->set_barrier_passed_hook([this](int group) {
+      if (group == (kServerGroup | kWorkerGroup)) {
+        coordinator_->OnStartLoaded();
+      }
+    });
     coordinator_->set_live_workers(
         [this] { return scheduler_->live_workers(); });
     coordinator_->set_live_servers(
@@ -192,6 +216,9 @@ class SchedulerDaemon : public NodeDaemon {
  private:
   const SchedulerDaemonOptions opts_;
   pb::JobConfig job_;
+  // Held from the flags' check to the exit: this job alone writes
+  // checkpoint.dir (checkpoint/root_lock.h).
+  std::unique_ptr<CheckpointRootLock> root_lock_;
   SchedulerOptions options_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<JobProgress> progress_;

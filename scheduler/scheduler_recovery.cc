@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
+#include "base/out_of_job.h"
 #include "base/secret_compare.h"
 #include "scheduler/scheduler.h"
 
@@ -27,9 +28,9 @@ absl::Status Scheduler::CheckRejoin(const pb::Node& node,
   if (formed_) {
     for (const DeadNode& d : dead_) {
       if (d.node.id() == node.id()) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("node ", node.id(), " was declared dead (", d.reason,
-                         "); the job went on without it"));
+        return OutOfJobError(absl::StrCat("node ", node.id(),
+                                          " was declared dead (", d.reason,
+                                          "); the job went on without it"));
       }
     }
     for (const pb::Node& n : table_) {
@@ -127,6 +128,7 @@ void Scheduler::HandleRejoin(const Message& msg) {
     }
     reply.set_cmd(pb::COMMAND_REJECT);
     reply.set_reason(std::string(s.message()));
+    reply.set_out_of_job(IsOutOfJob(s));
     *reply.add_nodes() = node;
     SendControl(node.id(), std::move(reply));
     return;

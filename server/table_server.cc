@@ -137,7 +137,8 @@ void TableServer::Stop() { pool_.Stop(); }
 KVServer<float>::Handler TableServer::handler() {
   return [this](const KVMeta& meta, const KVPairs<float>& data,
                 KVServer<float>* server) {
-    Handle(meta, data, server);
+    absl::MutexLock lock(&exec_mu_);
+    Execute(meta, data, server);
     memory_budget_->AfterRequest(MemoryBytes());
   };
 }
@@ -192,6 +193,12 @@ Table* TableServer::mutable_table(int id) {
 
 void TableServer::Handle(const KVMeta& meta, const KVPairs<float>& data,
                          KVServer<float>* server) {
+  absl::MutexLock lock(&exec_mu_);
+  Execute(meta, data, server);
+}
+
+void TableServer::Execute(const KVMeta& meta, const KVPairs<float>& data,
+                          KVServer<float>* server) {
   if (meta.clock_advance) {
     HandleClock(meta, server);
     return;
@@ -358,6 +365,7 @@ void TableServer::AdvanceTableClocks() {
 
 int64_t TableServer::DropWorker(int rank, KVServer<float>* server) {
   if (rank < 0 || rank >= num_workers_) return -1;
+  absl::MutexLock exec(&exec_mu_);
   int64_t before;
   int64_t min_clock;
   {

@@ -29,10 +29,14 @@
 // waiting: clock requests release the held pulls they satisfy, in arrival
 // order. tau = -1 (infinity) or a pull clock of -1 never waits.
 //
-// Thread safety: Handle (and the handler()) runs on one thread at a time, as
-// KVServer calls it. min_clock() and num_held_pulls() are thread-safe;
-// table() must not run concurrently with Handle. Start and Stop from the
-// owner; Stop is idempotent and the destructor calls it.
+// Thread safety: what runs a request against the tables (Handle and the
+// handler(), DropWorker, SaveCheckpoint, SnapshotRanges, InstallRanges)
+// may be called from any thread: the TableServer runs one at a time
+// itself (its callers need not, though KVServer already calls the handler
+// one request at a time). min_clock() and num_held_pulls() are
+// thread-safe; table(), mutable_table(), RebalanceMemory, WriteModel and
+// LoadCheckpoint must not run concurrently with those. Start and Stop from
+// the owner; Stop is idempotent and the destructor calls it.
 #ifndef PETREL_SERVER_TABLE_SERVER_H_
 #define PETREL_SERVER_TABLE_SERVER_H_
 
@@ -107,7 +111,7 @@ class TableServer {
   // Worker `rank` died (the scheduler's kDropWorker): it leaves the clock
   // as if it had sent clock -1, and the held pulls that only it held back
   // are answered through `server`. Returns its clock before (-1 when it
-  // had left, or for a rank not in 0..num_workers-1). Runs like Handle.
+  // had left, or for a rank not in 0..num_workers-1). Any thread.
   int64_t DropWorker(int rank, KVServer<float>* server);
 
   // The smallest clock of the workers still in the job.
@@ -148,8 +152,8 @@ class TableServer {
   // holding the stored rows of the keys `ranges` gives to `my_rank`, with
   // their optimizer state. Returns the files' manifest entries. Unavailable
   // naming the path and the reason when a file cannot be written (e.g. a
-  // full disk); no file is left under its final name then. Not
-  // concurrently with Handle (call it from a handler, on the van thread).
+  // full disk); no file is left under its final name then. Any thread:
+  // no request runs meanwhile.
   absl::StatusOr<std::vector<pb::CheckpointFile>> SaveCheckpoint(
       const std::string& dir, const KeyRangeMap& ranges, int my_rank) const;
   // Loads checkpoint `dir` (whose manifest is `manifest`, from
@@ -182,8 +186,8 @@ class TableServer {
   // workers' clocks. InstallRanges sets such rows on this server (with
   // their state), merges the sketches and clocks by their maximum, and
   // answers the pulls the clocks release through `server`. Any split of
-  // the entries installs the same way, in any number of calls. Both run
-  // like Handle.
+  // the entries installs the same way, in any number of calls. Any
+  // thread, as Handle.
   KVPairs<float> SnapshotRanges(const std::function<bool(Key)>& keep) const;
   absl::Status InstallRanges(const KVPairs<float>& entries,
                              KVServer<float>* server);
@@ -199,6 +203,9 @@ class TableServer {
 
   TableServer(int num_workers, int64_t max_delay, TableServerOptions options,
               MetricsRegistry* metrics);
+  // Handle's work, with exec_mu_ held.
+  void Execute(const KVMeta& meta, const KVPairs<float>& data,
+               KVServer<float>* server);
   void HandleClock(const KVMeta& meta, KVServer<float>* server);
   absl::Status LoadAdmissionCounters(const std::string& dir,
                                      const pb::CheckpointManifest& manifest,
@@ -233,7 +240,10 @@ class TableServer {
   Counter* rejected_pushes_ = nullptr;
   Gauge* min_clock_gauge_ = nullptr;
 
-  mutable absl::Mutex mu_;
+  // Held while a request runs against the tables (see Thread safety);
+  // taken before mu_.
+  mutable absl::Mutex exec_mu_;
+  mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(exec_mu_);
   // Per worker rank: its clock, or -1 once it left.
   std::vector<int64_t> clocks_ ABSL_GUARDED_BY(mu_);
   int64_t min_clock_ ABSL_GUARDED_BY(mu_) = 0;

@@ -126,6 +126,7 @@ std::vector<pb::CheckpointTable> TableServer::CheckpointTables() const {
 
 absl::StatusOr<std::vector<pb::CheckpointFile>> TableServer::SaveCheckpoint(
     const std::string& dir, const KeyRangeMap& ranges, int my_rank) const {
+  absl::MutexLock exec(&exec_mu_);
   std::vector<pb::CheckpointFile> files;
   for (const pb::CheckpointTable& t : CheckpointTables()) {
     const std::string path =

@@ -68,6 +68,7 @@ struct EntryLists {
 
 KVPairs<float> TableServer::SnapshotRanges(
     const std::function<bool(Key)>& keep) const {
+  absl::MutexLock exec(&exec_mu_);
   EntryLists out;
   std::vector<int> ids;
   for (const auto& entry : tables_) ids.push_back(entry.first);
@@ -104,6 +105,7 @@ KVPairs<float> TableServer::SnapshotRanges(
 
 absl::Status TableServer::InstallRanges(const KVPairs<float>& entries,
                                         KVServer<float>* server) {
+  absl::MutexLock exec(&exec_mu_);
   const size_t n = entries.keys.size();
   if (entries.lens.size() != n) {
     return absl::InvalidArgumentError(absl::StrCat(

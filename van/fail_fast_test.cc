@@ -116,6 +116,34 @@ TEST(FailFastTest, FailedTerminateFailsEveryPendingRequest) {
   EXPECT_EQ(waited.message(), "the job failed: node 9 died");
 }
 
+// The failed job's TERMINATE follows a NODE_DEAD at once: a request opened
+// after both still names the dead node (Unavailable), and one to a live
+// node gets the job's failure (Aborted), whichever the caller raced.
+TEST(FailFastTest, RequestToADeadNodeAfterTheJobFailedStillNamesIt) {
+  VanCluster cluster(ClusterOfSize(2, 1));
+  ASSERT_TRUE(cluster.Start().ok());
+  Customer c(kApp, 0, cluster.worker(0));
+  ASSERT_TRUE(c.Start().ok());
+  const int pending = Request(c, {ServerRankToId(1)});
+  Notify(cluster, NodeDead(ServerRankToId(0)));
+  pb::Control terminate;
+  terminate.set_cmd(pb::COMMAND_TERMINATE);
+  terminate.set_failed(true);
+  terminate.set_reason(kReason);
+  Notify(cluster, terminate);
+  // The TERMINATE came: the pending request was failed with it.
+  EXPECT_EQ(c.Wait(pending, kLongTimeout).code(), absl::StatusCode::kAborted);
+  const absl::Status to_dead =
+      cluster.worker(0)->CheckAlive({ServerRankToId(1), ServerRankToId(0)});
+  EXPECT_EQ(to_dead.code(), absl::StatusCode::kUnavailable) << to_dead;
+  EXPECT_EQ(to_dead.message(), kReason);
+  const int later = Request(c, {ServerRankToId(0)});
+  EXPECT_EQ(c.Wait(later, absl::ZeroDuration()).code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(cluster.worker(0)->CheckAlive({ServerRankToId(1)}).code(),
+            absl::StatusCode::kAborted);
+}
+
 // A signal (Postoffice::Interrupt) abandons every pending request, so a
 // wait (and its resends) ends at once, and fails a request opened later
 // when it is opened; so does the node's stop.

@@ -10,6 +10,7 @@
 
 #include "base/build_info.h"
 #include "base/net_util.h"
+#include "base/out_of_job.h"
 #include "base/process_metrics.h"
 #include "base/status_macros.h"
 #include "van/zmq_van.h"
@@ -140,6 +141,7 @@ void TuneAllocatorForLargeMessages() {
 
 int ExitCodeFor(const absl::Status& status) {
   if (status.ok()) return 0;
+  if (IsOutOfJob(status)) return kExitOutOfJob;
   return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }
 

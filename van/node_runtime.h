@@ -74,7 +74,9 @@ class NodeRuntime {
 // call once from main, before starting threads.
 void TuneAllocatorForLargeMessages();
 
-// 0 for OK, 2 for InvalidArgument (bad flags or configuration), 1 otherwise.
+// 0 for OK, 2 for InvalidArgument (bad flags or configuration),
+// kExitOutOfJob (3) for a node the job went on without (base/out_of_job.h),
+// 1 otherwise.
 int ExitCodeFor(const absl::Status& status);
 
 }  // namespace petrel

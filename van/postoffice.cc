@@ -6,6 +6,7 @@
 #include "glog/logging.h"
 
 #include "base/net_util.h"
+#include "base/out_of_job.h"
 #include "base/status_macros.h"
 #include "van/customer.h"
 
@@ -409,11 +410,14 @@ void Postoffice::HandleControl(Message&& msg) {
 absl::Status Postoffice::CheckAlive(const std::vector<int>& ids) const {
   if (!any_dead_.load(std::memory_order_acquire)) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
-  if (abandoned_.has_value() && !ids.empty()) return *abandoned_;
+  // A node declared dead is named whatever came after its NODE_DEAD (the
+  // failed job's TERMINATE follows it at once): the error a caller sees
+  // must not depend on which of the two it raced (docs/failures.md).
   for (int id : ids) {
     auto it = dead_.find(id);
     if (it != dead_.end()) return it->second;
   }
+  if (abandoned_.has_value() && !ids.empty()) return *abandoned_;
   return absl::OkStatus();
 }
 
@@ -456,7 +460,7 @@ void Postoffice::HandleNodeDead(const pb::Control& control) {
         "; stopping");
     LOG(ERROR) << line;
     van_->MarkPeerDead(kSchedulerId);
-    Terminate(absl::UnavailableError(line));
+    Terminate(OutOfJobError(line));
     return;
   }
   {

@@ -128,7 +128,8 @@ class Postoffice {
   // OK when no node of `ids` was declared dead and requests were not
   // abandoned; else Unavailable with the scheduler's reason for the first
   // dead one ("node 8 (server 0 at host:port) died: connection closed"),
-  // or the status requests were abandoned with. Cheap while nobody died.
+  // also after the job failed since, or else the status requests were
+  // abandoned with. Cheap while nobody died.
   absl::Status CheckAlive(const std::vector<int>& ids) const;
 
   // Registers `customer` for responses to its requests and, when

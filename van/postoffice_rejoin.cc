@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
+#include "base/out_of_job.h"
 #include "van/customer.h"
 #include "van/postoffice.h"
 
@@ -161,7 +162,10 @@ void Postoffice::HandleRejoinRefused(const pb::Control& control) {
       absl::StrCat("the scheduler ", SchedulerAddress(),
                    " refused to take this node back: ", control.reason());
   LOG(ERROR) << line;
-  Terminate(absl::FailedPreconditionError(line));
+  // Declared dead while it was away (paused, cut off): the job went on
+  // without it, so it leaves quietly (exit kExitOutOfJob), not as failed.
+  Terminate(control.out_of_job() ? OutOfJobError(line)
+                                 : absl::FailedPreconditionError(line));
 }
 
 }  // namespace petrel

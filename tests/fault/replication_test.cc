@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
+#include "base/out_of_job.h"
 #include "tests/fault/replicated_job.h"
 #include "tests/harness/daemon_cluster.h"
 
@@ -74,15 +75,27 @@ TEST(ReplicationTest, EachServerKilledInTurnAcrossRuns) {
   }
 }
 
+// Stopped (SIGSTOP), the server is declared dead by its missing
+// heartbeats and its ranges fail over; resumed while the job runs on, it
+// is told it is out of the job and leaves quietly (exit 3, which
+// petrel-launch takes as a lost server, not a failed job).
 TEST(ReplicationTest, StoppedServerIsCaughtByHeartbeatsAndFailsOver) {
   ReplicatedJob job(3, 2, 2);
-  job.Start(/*rounds=*/20000);
+  job.Start(/*rounds=*/60000);
   if (HasFatalFailure()) return;
   job.WaitForPushes(1, 2000);
   if (HasFatalFailure()) return;
   job.servers[1]->Signal(SIGSTOP);
-  job.ExpectExactSums();
+  ASSERT_TRUE(
+      job.cluster.scheduler()->WaitForLine("fail over to", kJobTimeout).ok())
+      << job.cluster.Output();
   job.servers[1]->Signal(SIGCONT);
+  absl::StatusOr<int> left = job.servers[1]->Wait(kJobTimeout);
+  ASSERT_TRUE(left.ok()) << job.cluster.Output();
+  EXPECT_EQ(*left, kExitOutOfJob) << job.servers[1]->Output();
+  EXPECT_TRUE(absl::StrContains(job.servers[1]->Output(), "is out of the job"))
+      << job.servers[1]->Output();
+  job.ExpectExactSums();
   const std::string sched = job.cluster.scheduler()->Output();
   EXPECT_TRUE(absl::StrContains(sched, "sent no heartbeat")) << sched;
   EXPECT_TRUE(absl::StrContains(sched, "fail over to")) << sched;

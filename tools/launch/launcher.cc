@@ -23,6 +23,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
+#include "base/out_of_job.h"
 #include "tools/launch/executable_path.h"
 
 namespace petrel {
@@ -365,6 +366,10 @@ absl::Status Launcher::StartChild(
   // to the scheduler (a second signal would stop a daemon at once). ssh
   // children never get it from the terminal: the launcher stops them.
   opts.new_process_group = options_.graceful_stop || remote != nullptr;
+  // Killed with kill -9, the launcher takes its job along: no daemon is
+  // left to go on writing the job's checkpoints beside a restarted job.
+  // (Children start from the Run() thread only.)
+  opts.die_with_parent = true;
   opts.max_kept_lines = kKeptLines;
   opts.on_line = [this, name, is_scheduler](const std::string& line) {
     PrintOutput(name, line);
@@ -439,11 +444,14 @@ void Launcher::CollectExits() {
     // ssh's own failure (255) is not a kill: an unreachable host fails the
     // job at once.
     const bool killed = *code > 128 && !(child.remote && *code == 255);
+    // Declared dead while it hung (SIGSTOP, a stall) and told so when it
+    // came back: it left, as if killed; the job went on without it.
+    const bool left = *code == kExitOutOfJob;
     const bool survives = child.is_worker
                               ? options_.survive_worker_kills
                               : options_.survive_server_kills &&
                                     absl::StartsWith(child.name, "server");
-    if (killed && survives && !failed_.has_value()) {
+    if ((killed || left) && survives && !failed_.has_value()) {
       child.lost = true;
       PrintStatus(absl::StrCat(child.name, " was ", ExitReason(child, *code),
                                "; the job goes on without it"));
@@ -459,6 +467,9 @@ std::string Launcher::ExitReason(const Child& child, int code) {
     return "ssh failed: host unreachable, connection lost or login refused";
   }
   if (code > 128) return absl::StrCat("killed by signal ", code - 128);
+  if (code == kExitOutOfJob) {
+    return "declared dead while it did not answer, and out of the job";
+  }
   if (code == kExitUsage) return "bad flags, config or data";
   return "";
 }

@@ -68,17 +68,19 @@ echo ack >&5
 echo "server stopping"
 )";
 
-// Fake worker. $1: "ok", "hang", "fail-rank-N" (rank N exits 3),
+// Fake worker. $1: "ok", "hang", "fail-rank-N" (rank N exits 4),
 // "bad-config-rank-N" (rank N exits 2, as for a bad config) or
 // "kill-rank-N" (rank N kills itself with SIGKILL once the fake scheduler
-// counted it, as the real one counts a worker it lost).
+// counted it, as the real one counts a worker it lost) or "leave-rank-N"
+// (rank N exits 3 once counted, as a worker declared dead while it hung).
 constexpr char kWorkerScript[] = R"(#!/bin/sh
 dir='DIR'
 echo "env role=$DMLC_ROLE uri=$DMLC_PS_ROOT_URI port=$DMLC_PS_ROOT_PORT" \
   "servers=$DMLC_NUM_SERVER workers=$DMLC_NUM_WORKER host=$DMLC_NODE_HOST" \
   "rank=$PETREL_RANK scheduler=$PETREL_SCHEDULER"
 case "$1" in
-  fail-rank-"$PETREL_RANK") echo "failing on purpose" >&2; exit 3 ;;
+  fail-rank-"$PETREL_RANK") echo "failing on purpose" >&2; exit 4 ;;
+  leave-rank-"$PETREL_RANK") echo done > "$dir/workers_done"; exit 3 ;;
   bad-config-rank-"$PETREL_RANK") echo "bad config" >&2; exit 2 ;;
   kill-rank-"$PETREL_RANK") echo done > "$dir/workers_done"; kill -9 $$ ;;
   hang) echo ready; exec sleep 1000 ;;
@@ -241,7 +243,7 @@ TEST_F(LauncherTest, FailingWorkerStopsJobAndIsNamed) {
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_THAT(result.output, HasSubstr("[worker 1] failing on purpose\n"));
   EXPECT_THAT(result.output,
-              HasSubstr("petrel-launch: worker 1 exited with code 3; "
+              HasSubstr("petrel-launch: worker 1 exited with code 4; "
                         "stopping the job\n"));
   ExpectWholeLines(result.output);
 }
@@ -316,6 +318,29 @@ TEST_F(LauncherTest, AKilledWorkerDoesNotStopAJobThatSurvivesIt) {
   // Without it the job stops.
   options.survive_worker_kills = false;
   EXPECT_EQ(RunCollectingStatus(options).first, 1);
+}
+
+// A worker declared dead while it hung (SIGSTOP) that came back and was
+// told it is out of the job exits 3: it left, as if killed, where the job
+// survives a lost worker; elsewhere it stops the job, saying why.
+TEST_F(LauncherTest, AWorkerThatLeftAfterBeingDeclaredDeadIsLostNotFailed) {
+  Launcher::Options options;
+  options.num_servers = 1;
+  options.num_workers = 2;
+  options.bin_dir = dir_;
+  options.command = {"petrel-fake-worker", "leave-rank-1"};
+  options.survive_worker_kills = true;
+  auto [code, status] = RunCollectingStatus(options);
+  EXPECT_EQ(code, 0);
+  EXPECT_THAT(status,
+              ::testing::ElementsAre(
+                  "petrel-launch: worker 1 was declared dead while it did not "
+                  "answer, and out of the job; the job goes on without it"));
+  options.survive_worker_kills = false;
+  auto [stopped, lines] = RunCollectingStatus(options);
+  EXPECT_EQ(stopped, 1);
+  EXPECT_THAT(lines, ::testing::Contains(HasSubstr(
+                         "worker 1 exited with code 3 (declared dead")));
 }
 
 // With survive_server_kills (--replicas >= 2) a server killed by a signal

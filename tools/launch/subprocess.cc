@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -104,6 +105,7 @@ struct ExecPlan {
   int err_fd;
   int max_fd;
   bool new_process_group;
+  pid_t die_with = 0;  // the parent's pid; 0: outlive it
 };
 
 std::vector<char*> CStrings(std::vector<std::string>& strings) {
@@ -137,6 +139,11 @@ void CloseRange(int first, int last, int max_fd) {
 // async-signal-safe calls are allowed here.
 [[noreturn]] void ExecChild(const ExecPlan& plan) {
   if (plan.new_process_group) setpgid(0, 0);
+  if (plan.die_with != 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // The parent died before the prctl: no signal will come.
+    if (getppid() != plan.die_with) _exit(127);
+  }
   if (plan.in_fd >= 0) dup2(plan.in_fd, STDIN_FILENO);
   dup2(plan.out_fd, STDOUT_FILENO);
   dup2(plan.out_fd, STDERR_FILENO);
@@ -202,9 +209,15 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(Options options) {
     if (absl::Status s = MakePipe(in); !s.ok()) return s;
   }
   std::vector<std::string> argv = options.argv;
-  ExecPlan plan{
-      path.c_str(), CStrings(argv), CStrings(env), in.fd[0],
-      out.fd[1],    err.fd[1],      MaxFd(),       options.new_process_group};
+  ExecPlan plan{path.c_str(),
+                CStrings(argv),
+                CStrings(env),
+                in.fd[0],
+                out.fd[1],
+                err.fd[1],
+                MaxFd(),
+                options.new_process_group,
+                options.die_with_parent ? getpid() : 0};
   pid_t pid = fork();
   if (pid < 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat("fork for '", name, "'"));

@@ -66,6 +66,11 @@ class Subprocess {
     // file when the parent is done with it or dies. Default false: stdin is
     // inherited.
     bool pipe_stdin = false;
+    // SIGKILL the child when the thread that started it dies
+    // (PR_SET_PDEATHSIG): a launcher killed with kill -9 leaves no daemon
+    // of its job running. Start from a thread that outlives the child.
+    // Default false.
+    bool die_with_parent = false;
   };
 
   // Starts the child: fork, then exec with stdin inherited, stdout and stderr

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <signal.h>
@@ -150,6 +151,23 @@ TEST(SubprocessTest, SignalTerminatesChild) {
   ASSERT_TRUE(code.ok()) << code.status();
   EXPECT_EQ(*code, 128 + SIGTERM);
   proc->Signal(SIGTERM);  // After exit: a no-op.
+}
+
+// A child started with die_with_parent goes when what started it goes:
+// here the starting thread (as for a launcher killed with kill -9, whose
+// one thread dies with it).
+TEST(SubprocessTest, DieWithParentKillsTheChildWhenItsStarterDies) {
+  std::unique_ptr<Subprocess> proc;
+  std::thread starter([&proc] {
+    Subprocess::Options options;
+    options.die_with_parent = true;
+    proc = StartShell("exec sleep 1000", std::move(options));
+  });
+  starter.join();
+  ASSERT_NE(proc, nullptr);
+  absl::StatusOr<int> code = proc->Wait(kDeadline);
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 128 + SIGKILL);
 }
 
 TEST(SubprocessTest, WaitTimesOutWhileRunning) {
