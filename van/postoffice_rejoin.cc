@@ -158,12 +158,15 @@ void Postoffice::HandleRejoinRefused(const pb::Control& control) {
     absl::MutexLock lock(&mu_);
     if (!scheduler_watch_.lost()) return;
   }
-  const std::string line =
-      absl::StrCat("the scheduler ", SchedulerAddress(),
-                   " refused to take this node back: ", control.reason());
-  LOG(ERROR) << line;
   // Declared dead while it was away (paused, cut off): the job went on
   // without it, so it leaves quietly (exit kExitOutOfJob), not as failed.
+  // Both ways a node learns it was declared dead (this refusal, or a
+  // NODE_DEAD naming it) say "is out of the job".
+  const std::string line = absl::StrCat(
+      "the scheduler ", SchedulerAddress(),
+      " refused to take this node back: ", control.reason(),
+      control.out_of_job() ? "; this node is out of the job, stopping" : "");
+  LOG(ERROR) << line;
   Terminate(control.out_of_job() ? OutOfJobError(line)
                                  : absl::FailedPreconditionError(line));
 }

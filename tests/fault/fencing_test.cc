@@ -3,7 +3,8 @@
 // - a server stopped (SIGSTOP) long enough to be declared dead and then
 //   continued (SIGCONT) is fenced: its ranges failed over, the other nodes
 //   ignore what it still sends, the scheduler tells it that it is out of
-//   the job and it exits 1 with one line; the check jobs' sums stay exact;
+//   the job and it exits 3 (kExitOutOfJob) with one line; the check jobs'
+//   sums stay exact;
 // - repeated kills within one run: 5 servers with 3 copies of each range,
 //   two of them killed one after the other while the workers push; exact
 //   sums.
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
+#include "base/out_of_job.h"
 #include "tests/fault/fault_waits.h"
 #include "tests/fault/replicated_job.h"
 #include "tests/harness/daemon_cluster.h"
@@ -36,8 +38,10 @@ TEST(FencingTest, ServerContinuedAfterBeingDeclaredDeadIsFencedAndStops) {
   job.servers[1]->Signal(SIGCONT);
   absl::StatusOr<int> code = job.servers[1]->Wait(kJobTimeout);
   ASSERT_TRUE(code.ok()) << job.cluster.Output();
-  EXPECT_EQ(*code, 1) << job.servers[1]->Output();
+  EXPECT_EQ(*code, kExitOutOfJob) << job.servers[1]->Output();
   EXPECT_TRUE(absl::StrContains(job.servers[1]->Output(), "declared dead"))
+      << job.servers[1]->Output();
+  EXPECT_TRUE(absl::StrContains(job.servers[1]->Output(), "is out of the job"))
       << job.servers[1]->Output();
   job.ExpectExactSums();
   EXPECT_TRUE(absl::StrContains(sched->Output(), "sent no heartbeat"))
