@@ -51,6 +51,15 @@ DEFINE_bool(replace_dead_servers, false,
 DEFINE_int32(max_server_replacements, 10,
              "Most replacement servers --replace_dead_servers starts in a "
              "job (>= 0).");
+DEFINE_bool(restart_scheduler, true,
+            "When the scheduler process is killed (kill -9, the OOM killer, "
+            "a crash) while workers run, start it again with --recover on "
+            "the same port; the nodes rejoin it and the job goes on "
+            "(docs/failures.md, \"The scheduler's death\"); at most "
+            "--max_scheduler_restarts. false: its death ends the job.");
+DEFINE_int32(max_scheduler_restarts, 3,
+             "Most scheduler restarts --restart_scheduler makes in a job "
+             "(>= 0).");
 DEFINE_int32(num_workers, 1,
              "Number of worker processes, each running COMMAND (>= 1).");
 DEFINE_string(bin_dir, "",
@@ -227,6 +236,8 @@ petrel::Launcher::Options OptionsFromFlags(std::vector<std::string> command) {
       petrel::ReplicaMap::Resolve(FLAGS_replicas, FLAGS_num_servers) >= 2;
   options.replace_dead_servers = FLAGS_replace_dead_servers;
   options.max_server_replacements = FLAGS_max_server_replacements;
+  options.restart_killed_scheduler = FLAGS_restart_scheduler;
+  options.max_scheduler_restarts = FLAGS_max_scheduler_restarts;
   return options;
 }
 

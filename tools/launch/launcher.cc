@@ -95,6 +95,11 @@ absl::Status Launcher::Validate(const Options& options) {
   if (options.job_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("timeout must not be negative");
   }
+  if (options.max_scheduler_restarts < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_scheduler_restarts must not be negative, got ",
+                     options.max_scheduler_restarts));
+  }
   if (options.max_server_replacements < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_server_replacements must not be negative, got ",
@@ -214,6 +219,7 @@ absl::Status Launcher::StartScheduler() {
   }
   argv.insert(argv.end(), options_.scheduler_args.begin(),
               options_.scheduler_args.end());
+  scheduler_argv_ = argv;
   return StartChild("scheduler", false, std::move(argv), {}, remote);
 }
 
@@ -248,6 +254,7 @@ void Launcher::StopGracefully() {
   PrintStatus(absl::StrCat(
       "received ", pending_signal_ == SIGINT ? "SIGINT" : "SIGTERM",
       "; asking the scheduler to stop the job (a second signal kills it)"));
+  stopping_ = true;
   Terminate(children_[0]);
   const int signals_before = signals_received_;
   WaitResult waited = WaitUntil(
@@ -340,10 +347,24 @@ absl::Status Launcher::StartChild(
     std::string name, bool is_worker, std::vector<std::string> argv,
     std::vector<std::pair<std::string, std::string>> env,
     const HostEntry* remote) {
+  const std::string role = name;
   const bool is_scheduler = children_.empty();
+  absl::StatusOr<Child> child =
+      NewChild(std::move(name), role, is_worker, is_scheduler, std::move(argv),
+               std::move(env), remote);
+  if (!child.ok()) return child.status();
+  children_.push_back(*std::move(child));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Launcher::Child> Launcher::NewChild(
+    std::string name, const std::string& role, bool is_worker,
+    bool is_scheduler, std::vector<std::string> argv,
+    std::vector<std::pair<std::string, std::string>> env,
+    const HostEntry* remote) {
   Subprocess::Options opts;
   if (options_.child_env) {
-    for (auto& kv : options_.child_env(name)) env.push_back(std::move(kv));
+    for (auto& kv : options_.child_env(role)) env.push_back(std::move(kv));
   }
   if (remote == nullptr) {
     opts.argv = std::move(argv);
@@ -386,13 +407,8 @@ absl::Status Launcher::StartChild(
         proc.status().code(),
         absl::StrCat("starting ", name, ": ", proc.status().message()));
   }
-  children_.push_back(Child{std::move(name),
-                            is_worker,
-                            *std::move(proc),
-                            {},
-                            false,
-                            remote != nullptr});
-  return absl::OkStatus();
+  return Child{std::move(name), is_worker,        *std::move(proc), {},
+               false,           remote != nullptr};
 }
 
 Launcher::WaitResult Launcher::WaitUntil(const std::function<bool()>& done,
@@ -451,6 +467,7 @@ void Launcher::CollectExits() {
                               ? options_.survive_worker_kills
                               : options_.survive_server_kills &&
                                     absl::StartsWith(child.name, "server");
+    if (i == 0 && killed && RestartScheduler(*code)) continue;
     if ((killed || left) && survives && !failed_.has_value()) {
       child.lost = true;
       PrintStatus(absl::StrCat(child.name, " was ", ExitReason(child, *code),
@@ -543,6 +560,7 @@ int Launcher::FailWith(const absl::Status& status) {
 }
 
 void Launcher::TerminateAll() {
+  stopping_ = true;
   for (Child& child : children_) Terminate(child);
   // A second SIGINT/SIGTERM skips the rest of the grace period.
   const int signals_before = signals_received_;

@@ -106,6 +106,15 @@ class Launcher {
     // max_server_replacements in a job. Default false.
     bool replace_dead_servers = false;
     int max_server_replacements = 10;
+    // When the scheduler process is killed by a signal (kill -9, the OOM
+    // killer, a crash) while workers still run, start petrel-scheduler
+    // again with its arguments, --recover and the port it announced: the
+    // nodes wait for it (--scheduler_grace_s), rejoin, and the job goes on
+    // (docs/failures.md "The scheduler's death"). Not after the launcher
+    // began stopping the job. At most max_scheduler_restarts in a job.
+    // Default false: the scheduler's death ends the job.
+    bool restart_killed_scheduler = false;
+    int max_scheduler_restarts = 3;
     // How long a graceful stop may take. Default 120 s.
     absl::Duration stop_timeout = absl::Seconds(120);
     // Colon-separated directories to look command[0] up in before bin_dir
@@ -167,11 +176,20 @@ class Launcher {
   // The port from the scheduler's PETREL_LISTEN line. REQUIRES:
   // SchedulerAnnounced() or the scheduler has exited.
   absl::StatusOr<int> AnnouncedPort();
-  // Starts a child here, or over ssh on `remote` when it is not null.
+  // Starts a child here, or over ssh on `remote` when it is not null, and
+  // appends it to children_.
   absl::Status StartChild(std::string name, bool is_worker,
                           std::vector<std::string> argv,
                           std::vector<std::pair<std::string, std::string>> env,
                           const HostEntry* remote);
+  // Starts a child. `role` is the name Options::child_env knows it by
+  // ("server 1" for "server 1 replacement 2"); `is_scheduler`: its lines
+  // are the scheduler's (OnSchedulerLine).
+  absl::StatusOr<Child> NewChild(
+      std::string name, const std::string& role, bool is_worker,
+      bool is_scheduler, std::vector<std::string> argv,
+      std::vector<std::pair<std::string, std::string>> env,
+      const HostEntry* remote);
   // The host of the scheduler (index 0), server i or worker i, or null when
   // the job runs here.
   const HostEntry* SchedulerHost() const;
@@ -207,6 +225,9 @@ class Launcher {
   // every such rank whose process was lost.
   void NoteDeadServer(const std::string& line);
   void StartReplacements();
+  // Options::restart_killed_scheduler: whether the scheduler child, which
+  // exited with `code`, was restarted (children_[0] is then the new one).
+  bool RestartScheduler(int code);
   void NotifyEvent();
   void PrintOutput(const std::string& name, const std::string& line);
   void PrintStatus(absl::string_view message);
@@ -239,6 +260,11 @@ class Launcher {
   };
   std::vector<ServerStart> server_starts_;
   int replacements_ = 0;
+  // Run() thread: the scheduler's arguments; restarts so far; whether the
+  // launcher began stopping the job (its SIGTERMs are not deaths to undo).
+  std::vector<std::string> scheduler_argv_;
+  int scheduler_restarts_ = 0;
+  bool stopping_ = false;
 };
 
 }  // namespace petrel

@@ -5,7 +5,15 @@
 // before: the scheduler takes a replacement only for a dead rank. The
 // replacement is petrel-server with the dead one's arguments (its rank
 // among them), so it takes that rank and copies its ranges.
+//
+// And a restarted scheduler (Options::restart_killed_scheduler,
+// docs/failures.md "The scheduler's death"): petrel-scheduler with its
+// arguments, --recover and the port the dead one announced, which the
+// nodes reconnect to; they rejoin it and the job goes on.
 #include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -68,18 +76,62 @@ void Launcher::StartReplacements() {
     const std::string name =
         absl::StrCat("server ", rank, " replacement ", replacements_);
     PrintStatus(absl::StrCat("starting ", name, " for the dead server ", rank));
-    const size_t index = children_.size();
-    absl::Status s = StartChild(name, false, start.argv, {}, start.remote);
-    if (!s.ok()) {
-      PrintStatus(absl::StrCat(name, ": ", s.message()));
+    // Known to child_env (its CURVE keys) by the rank's name.
+    absl::StatusOr<Child> child =
+        NewChild(name, absl::StrCat("server ", rank), false, false, start.argv,
+                 {}, start.remote);
+    if (!child.ok()) {
+      PrintStatus(absl::StrCat(name, ": ", child.status().message()));
       continue;
     }
-    start.child = index;
+    start.child = children_.size();
+    children_.push_back(*std::move(child));
   }
   if (!waiting.empty()) {
     absl::MutexLock lock(&mu_);
     dead_servers_.insert(dead_servers_.end(), waiting.begin(), waiting.end());
   }
+}
+
+bool Launcher::RestartScheduler(int code) {
+  if (!options_.restart_killed_scheduler || stopping_ || failed_.has_value() ||
+      pending_signal_ != 0) {
+    return false;
+  }
+  // Nothing to go on with: no worker runs (the job was ending), or the
+  // nodes were never told where the scheduler is.
+  if (AllExited(/*workers_only=*/true)) return false;
+  int port = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    port = listen_port_;
+  }
+  if (port == 0) return false;
+  const std::string why = ExitReason(children_[0], code);
+  if (scheduler_restarts_ >= options_.max_scheduler_restarts) {
+    PrintStatus(absl::StrCat("the scheduler was ", why,
+                             " and is not restarted: ", scheduler_restarts_,
+                             " restarts already (most ",
+                             options_.max_scheduler_restarts, ")"));
+    return false;
+  }
+  ++scheduler_restarts_;
+  std::vector<std::string> argv = scheduler_argv_;
+  argv.push_back(absl::StrCat("--port=", port));
+  argv.push_back("--recover");
+  const std::string name =
+      absl::StrCat("scheduler restart ", scheduler_restarts_);
+  PrintStatus(absl::StrCat("the scheduler was ", why, "; starting ", name,
+                           " with --recover on port ", port,
+                           " (the nodes wait for it and rejoin)"));
+  absl::StatusOr<Child> child = NewChild(name, "scheduler", false, true,
+                                         std::move(argv), {}, SchedulerHost());
+  if (!child.ok()) {
+    PrintStatus(absl::StrCat(name, ": ", child.status().message()));
+    return false;
+  }
+  children_[0] = *std::move(child);
+  return true;
 }
 
 }  // namespace petrel

@@ -35,19 +35,33 @@ constexpr absl::Duration kDeadline = absl::Seconds(30);
 // written to the workers_done FIFO, releases the servers and waits for their
 // acknowledgements (so no release is lost in a FIFO nobody has opened), then
 // exits 0. With the scheduler_ignores_workers file it never exits by itself.
+// With the kill_scheduler file and without --recover it kills itself with
+// SIGKILL once a worker started (the workers_started FIFO); started with
+// --recover, it first tells each worker it is back (scheduler_back), as a
+// real one answers the rejoins.
 constexpr char kSchedulerScript[] = R"(#!/bin/sh
 dir='DIR'
-workers=0; servers=0
+workers=0; servers=0; recover=0
 for arg in "$@"; do
   case "$arg" in
     --num_workers=*) workers=${arg#--num_workers=} ;;
     --num_servers=*) servers=${arg#--num_servers=} ;;
+    --recover) recover=1 ;;
   esac
 done
 exec 3<>"$dir/workers_done" 4<>"$dir/servers_stop" 5<>"$dir/servers_acked"
+exec 6<>"$dir/workers_started"
 echo "scheduler args: $*"
 echo "PETREL_LISTEN role=scheduler host=127.0.0.1 port=12345"
 if [ -e "$dir/scheduler_ignores_workers" ]; then exec sleep 1000; fi
+if [ -e "$dir/kill_scheduler" ] && [ $recover = 0 ]; then
+  read -r line <&6; kill -9 $$
+fi
+# Opened here only: a worker waiting on it must not see the dead one close it.
+if [ $recover = 1 ]; then
+  exec 7<>"$dir/scheduler_back"
+  i=0; while [ $i -lt $workers ]; do echo back >&7; i=$((i+1)); done
+fi
 i=0; while [ $i -lt $workers ]; do read -r line <&3; i=$((i+1)); done
 i=0; while [ $i -lt $servers ]; do echo stop >&4; i=$((i+1)); done
 i=0; while [ $i -lt $servers ]; do read -r line <&5; i=$((i+1)); done
@@ -85,6 +99,10 @@ case "$1" in
   kill-rank-"$PETREL_RANK") echo done > "$dir/workers_done"; kill -9 $$ ;;
   hang) echo ready; exec sleep 1000 ;;
 esac
+if [ -e "$dir/kill_scheduler" ]; then
+  echo started > "$dir/workers_started"
+  read -r line < "$dir/scheduler_back"
+fi
 echo done > "$dir/workers_done"
 )";
 
@@ -96,6 +114,9 @@ constexpr const char* kFiles[] = {"petrel-scheduler",
                                   "servers_acked",
                                   "scheduler_ignores_workers",
                                   "kill_server_1",
+                                  "kill_scheduler",
+                                  "workers_started",
+                                  "scheduler_back",
                                   "job.textproto",
                                   "ssh"};
 
@@ -118,7 +139,8 @@ class LauncherTest : public ::testing::Test {
     std::string dir_template = ::testing::TempDir() + "petrel_launch_XXXXXX";
     ASSERT_NE(mkdtemp(dir_template.data()), nullptr);
     dir_ = dir_template;
-    for (const char* fifo : {"workers_done", "servers_stop", "servers_acked"}) {
+    for (const char* fifo : {"workers_done", "servers_stop", "servers_acked",
+                             "workers_started", "scheduler_back"}) {
       ASSERT_EQ(mkfifo(Path(fifo).c_str(), 0600), 0) << fifo;
     }
     WriteExecutable("petrel-scheduler", kSchedulerScript);
@@ -191,6 +213,7 @@ void ExpectWholeLines(const std::string& output) {
   for (absl::string_view line :
        absl::StrSplit(output, '\n', absl::SkipEmpty())) {
     EXPECT_TRUE(absl::StartsWith(line, "[scheduler] ") ||
+                absl::StartsWith(line, "[scheduler restart ") ||
                 absl::StartsWith(line, "[server ") ||
                 absl::StartsWith(line, "[worker ") ||
                 absl::StartsWith(line, "petrel-launch: "))
@@ -360,6 +383,51 @@ TEST_F(LauncherTest, AKilledServerDoesNotStopAJobThatSurvivesIt) {
                           "the job goes on without it"));
   options.survive_server_kills = false;
   EXPECT_EQ(RunCollectingStatus(options).first, 1);
+}
+
+// A scheduler killed while the workers run is started again with
+// --recover on the port it announced, and the job finishes; without
+// restart_killed_scheduler (or past max_scheduler_restarts) its death
+// stops the job.
+TEST_F(LauncherTest, AKilledSchedulerIsRestartedWithRecoverOnItsPort) {
+  std::ofstream(dir_ + "/kill_scheduler") << "1\n";
+  Result result = RunLaunch(
+      {"--num_servers=1", "--num_workers=1", "--", "petrel-fake-worker", "ok"});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("petrel-launch: the scheduler was killed by signal 9; "
+                        "starting scheduler restart 1 with --recover on port "
+                        "12345"));
+  EXPECT_THAT(result.output,
+              HasSubstr("[scheduler restart 1] scheduler args: --port=0 "
+                        "--num_servers=1 --num_workers=1 "
+                        "--advertise_host=127.0.0.1 --port=12345 --recover\n"));
+  EXPECT_THAT(result.output, HasSubstr("[scheduler restart 1] scheduler done"));
+  ExpectWholeLines(result.output);
+}
+
+TEST_F(LauncherTest, AKilledSchedulerStopsTheJobWhenNotRestarted) {
+  std::ofstream(dir_ + "/kill_scheduler") << "1\n";
+  Launcher::Options options;
+  options.num_servers = 1;
+  options.num_workers = 1;
+  options.bin_dir = dir_;
+  options.command = {"petrel-fake-worker", "ok"};
+  options.grace_period = absl::Seconds(5);
+  auto [code, status] = RunCollectingStatus(options);
+  EXPECT_EQ(code, 1);
+  EXPECT_THAT(status, ::testing::Contains(
+                          "petrel-launch: scheduler exited with code 137 "
+                          "(killed by signal 9); stopping the job"));
+  options.restart_killed_scheduler = true;
+  options.max_scheduler_restarts = 0;
+  auto [capped, lines] = RunCollectingStatus(options);
+  EXPECT_EQ(capped, 1);
+  EXPECT_THAT(lines, ::testing::Contains(
+                         "petrel-launch: the scheduler was killed by signal 9 "
+                         "and is not restarted: 0 restarts already (most 0)"));
+  options.max_scheduler_restarts = -1;
+  EXPECT_EQ(RunCollectingStatus(options).first, 2);
 }
 
 void ExpectSignalStopsJob(std::unique_ptr<Subprocess> launch, int sig,
