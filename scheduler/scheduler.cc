@@ -135,7 +135,11 @@ std::string Scheduler::DescribeMissing() const {
                       postoffice_->num_servers(), " servers and ",
                       postoffice_->num_workers() - workers, " of ",
                       postoffice_->num_workers(), " workers; joined: ",
-                      joined.empty() ? "nobody" : absl::StrJoin(joined, ", "));
+                      joined.empty() ? "nobody" : absl::StrJoin(joined, ", "),
+                      servers < postoffice_->num_servers()
+                          ? " (a server joins once it has built its tables; "
+                            "its log says how far it got)"
+                          : "");
 }
 
 std::string Scheduler::Describe(int id) const {

@@ -107,6 +107,7 @@ class ServerDaemon : public NodeDaemon {
     if (!opts_.config_path.empty()) {
       TableServerOptions options;
       options.num_threads = opts_.server_threads;
+      options.progress = runtime.startup();
       auto made = TableServer::Create(job_, num_workers_,
                                       runtime.postoffice()->metrics(), options);
       if (!made.ok()) {

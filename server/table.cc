@@ -3,12 +3,17 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include <sys/mman.h>
 
 #include "absl/base/optimization.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
+#include "base/startup_progress.h"
+#include "base/status_macros.h"
 #include "server/table_key_visit.h"
 #include "van/key_range_map.h"
 
@@ -154,7 +159,8 @@ absl::Status PlanCap(const TableOptions& o, int stride, uint32_t* rows_per_slab,
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Table>> Table::Create(
-    const TableOptions& options, MetricsRegistry* metrics) {
+    const TableOptions& options, MetricsRegistry* metrics,
+    const TableFill& fill) {
   absl::Status s = Validate(options);
   if (!s.ok()) return s;
   absl::StatusOr<std::unique_ptr<Optimizer>> optimizer =
@@ -176,7 +182,7 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Create(
                                          *std::move(initializer), rows_per_slab,
                                          max_rows));
   if (options.dense) {
-    s = table->InitDense();
+    s = table->InitDense(fill);
     if (!s.ok()) return s;
   }
   if (index_capacity > 0) table->index_capacity_ = index_capacity;
@@ -220,19 +226,49 @@ absl::Status Table::AddSlab(Shard& shard, size_t rows, bool populate) {
   return absl::OkStatus();
 }
 
-absl::Status Table::InitDense() {
+absl::Status Table::InitDense(const TableFill& fill) {
   Shard& shard = shards_[0];
   const uint64_t n = options_.num_keys;
   const uint64_t per_slab = rows_per_slab_;
+  // The slabs are mapped first (their pages come as they are filled).
   for (uint64_t first = 0; first < n; first += per_slab) {
-    const uint64_t rows = std::min(per_slab, n - first);
-    absl::Status s = AddSlab(shard, rows);
-    if (!s.ok()) return s;
-    for (uint64_t r = 0; r < rows; ++r) {
-      float* row = static_cast<float*>(shard.slabs.back().data()) + r * stride_;
-      initializer_.Fill(first + r, row, options_.dim);
-      optimizer_->InitState(row, row + options_.dim, options_.dim);
+    PETREL_RETURN_IF_ERROR(AddSlab(shard, std::min(per_slab, n - first)));
+  }
+  StartupProgress* progress = fill.progress;
+  if (progress != nullptr) {
+    const double gib = static_cast<double>(n) * stride_ * sizeof(float) /
+                       static_cast<double>(uint64_t{1} << 30);
+    progress->Begin(absl::StrCat("filling dense table ", options_.id, " (", n,
+                                 " rows of ", options_.dim, " weights, ",
+                                 absl::StrFormat("%.1f", gib), " GiB)"),
+                    n);
+  }
+  // Rows are filled from their key alone, so slabs go to any thread.
+  const size_t slabs = shard.slabs.size();
+  std::atomic<size_t> next{0};
+  auto fill_slabs = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < slabs;) {
+      if (progress != nullptr && progress->cancelled()) return;
+      const uint64_t first = i * per_slab;
+      const uint64_t rows = std::min(per_slab, n - first);
+      float* base = static_cast<float*>(shard.slabs[i].data());
+      for (uint64_t r = 0; r < rows; ++r) {
+        float* row = base + r * stride_;
+        initializer_.Fill(first + r, row, options_.dim);
+        optimizer_->InitState(row, row + options_.dim, options_.dim);
+      }
+      if (progress != nullptr) progress->Advance(rows);
     }
+  };
+  const int threads = static_cast<int>(std::min<size_t>(
+      slabs, static_cast<size_t>(std::clamp(fill.threads, 1, 256))));
+  std::vector<std::thread> helpers;
+  for (int t = 1; t < threads; ++t) helpers.emplace_back(fill_slabs);
+  fill_slabs();
+  for (std::thread& t : helpers) t.join();
+  if (progress != nullptr) {
+    if (progress->cancelled()) return progress->CancelledError();
+    progress->End();
   }
   return absl::OkStatus();
 }

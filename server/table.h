@@ -78,6 +78,7 @@
 #include "base/huge_page_memory.h"
 #include "base/metrics.h"
 #include "base/row_index.h"
+#include "base/startup_progress.h"
 #include "server/initializer.h"
 #include "server/optimizer.h"
 
@@ -108,13 +109,23 @@ struct TableOptions {
   uint64_t memory_cap_bytes = 0;
 };
 
+// How Table::Create fills a dense table's rows: on `threads` threads
+// (1..256), telling `progress` (may be null) how far it got and stopping
+// with its CancelledError once it is cancelled.
+struct TableFill {
+  int threads = 1;
+  StartupProgress* progress = nullptr;
+};
+
 class Table {
  public:
   // InvalidArgument naming the option when one is out of range;
-  // ResourceExhausted when a dense table's rows cannot be mapped. `metrics`
+  // ResourceExhausted when a dense table's rows cannot be mapped; Cancelled
+  // when fill.progress was cancelled while the rows were filled. `metrics`
   // may be null; when set it must outlive the Table.
   static absl::StatusOr<std::unique_ptr<Table>> Create(
-      const TableOptions& options, MetricsRegistry* metrics = nullptr);
+      const TableOptions& options, MetricsRegistry* metrics = nullptr,
+      const TableFill& fill = {});
   ~Table();
   Table(const Table&) = delete;
   Table& operator=(const Table&) = delete;
@@ -269,7 +280,7 @@ class Table {
   void EvictUntouchedSince(uint64_t stamp, const ParallelRunner& runner);
   void Tick(const ParallelRunner& runner);
   void UpdateCounters();
-  absl::Status InitDense();
+  absl::Status InitDense(const TableFill& fill);
   // Maps one more slab of `rows` rows in `shard`; with `populate`, commits
   // its pages at once (a bulk load fills it right away).
   absl::Status AddSlab(Shard& shard, size_t rows, bool populate = false);

@@ -79,7 +79,8 @@ absl::StatusOr<std::unique_ptr<TableServer>> TableServer::Create(
       t.num_shards = options.num_shards;
       t.rows_per_slab = options.rows_per_slab;
       t.parallel_min_keys = options.parallel_min_keys;
-      absl::StatusOr<std::unique_ptr<Table>> table = Table::Create(t, metrics);
+      absl::StatusOr<std::unique_ptr<Table>> table = Table::Create(
+          t, metrics, TableFill{options.num_threads, options.progress});
       if (!table.ok()) {
         return absl::Status(
             table.status().code(),

@@ -53,6 +53,7 @@
 
 #include "base/metrics.h"
 #include "base/shard_pool.h"
+#include "base/startup_progress.h"
 #include "kv/kv_server.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/job.pb.h"
@@ -79,6 +80,9 @@ struct TableServerOptions {
   // shares to their use (server/server_memory_budget.h). 0: the shares
   // stay as made. Default 1024.
   uint64_t memory_rebalance_requests = 1024;
+  // Told how far the dense tables' fill got; its Cancel stops Create with
+  // Cancelled. May be null. Default null.
+  StartupProgress* progress = nullptr;
 };
 
 class TableServer {

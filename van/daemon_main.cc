@@ -7,6 +7,8 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "gflags/gflags.h"
@@ -37,19 +39,19 @@ int Report(const std::string& name, const absl::Status& status, int code) {
   return code;
 }
 
-// Steps 3 and 4 of RunNodeDaemon's; `runtime` is made here.
-absl::Status Configure(pb::Role role, NodeDaemon& daemon,
-                       std::unique_ptr<NodeRuntime>* runtime) {
+// Step 3 of RunNodeDaemon's: the runtime, not started, with the node
+// settings; Build (step 4) runs once signals are watched.
+absl::StatusOr<std::unique_ptr<NodeRuntime>> Configure(pb::Role role,
+                                                       NodeDaemon& daemon) {
   ClusterDefaults defaults;
-  if (absl::Status s = daemon.LoadConfig(&defaults); !s.ok()) return s;
-  absl::StatusOr<NodeSettings> settings = NodeSettingsFromFlags(role, defaults);
-  if (!settings.ok()) return settings.status();
-  if (absl::Status s = daemon.CheckFlags(*settings); !s.ok()) return s;
+  PETREL_RETURN_IF_ERROR(daemon.LoadConfig(&defaults));
+  PETREL_ASSIGN_OR_RETURN(NodeSettings settings,
+                          NodeSettingsFromFlags(role, defaults));
+  PETREL_RETURN_IF_ERROR(daemon.CheckFlags(settings));
   if (daemon.tunes_allocator()) TuneAllocatorForLargeMessages();
   // Connections from strangers must not leave no descriptor for members.
   RaiseFileDescriptorLimit();
-  *runtime = std::make_unique<NodeRuntime>(*settings);
-  return daemon.Build(**runtime);
+  return std::make_unique<NodeRuntime>(settings);
 }
 
 // The role DMLC_ROLE names when a daemon of it should run instead of the
@@ -112,9 +114,15 @@ int RunParsedNodeDaemon(const std::string& name, pb::Role role,
   }
   // Before Configure: Build may start threads, which inherit the mask.
   signals.Block();
-  if (absl::Status s = Configure(role, daemon, &runtime); !s.ok()) {
-    return Report(name, s, kExitBadFlags);
+  {
+    absl::StatusOr<std::unique_ptr<NodeRuntime>> made = Configure(role, daemon);
+    if (!made.ok()) return Report(name, made.status(), kExitBadFlags);
+    runtime = *std::move(made);
   }
+  // A signal during Build (a large dense table being filled) cancels it;
+  // once Build is done it interrupts Run.
+  absl::Mutex phase_mu;
+  bool built = false;
   signals.Start([&](const std::string& signal) {
     stop_timer = std::thread([&exited, &name, signal] {
       if (exited.WaitForNotificationWithTimeout(
@@ -125,6 +133,10 @@ int RunParsedNodeDaemon(const std::string& name, pb::Role role,
                    name.c_str(), FLAGS_stop_timeout_s, signal.c_str());
       std::_Exit(1);
     });
+    // Start-up work in Run (a checkpoint load) stops too.
+    runtime->startup()->Cancel(signal + " received");
+    absl::MutexLock lock(&phase_mu);
+    if (!built) return;
     // Messages queued for a peer that is gone (a worker killed a moment
     // ago, not yet declared dead) must not hold the exit for 2 s.
     runtime->postoffice()->van()->ShortenLingerAtStop();
@@ -134,15 +146,30 @@ int RunParsedNodeDaemon(const std::string& name, pb::Role role,
       daemon.Interrupt(*runtime, signal + " received");
     });
   });
-  absl::Status status = daemon.Run(*runtime);
-  runtime->Stop();
-  status = daemon.Finish(*runtime, std::move(status));
+  absl::Status status = daemon.Build(*runtime);
+  int code = status.ok() ? 0 : kExitBadFlags;
+  {
+    absl::MutexLock lock(&phase_mu);
+    built = true;
+    // Cancelled: Build stopped for it, or ended before it noticed.
+    if (runtime->startup()->cancelled()) {
+      status = absl::CancelledError(absl::StrCat(
+          runtime->startup()->CancelledError().message(), "; stopping"));
+      code = 1;
+    }
+  }
+  if (status.ok()) {
+    status = daemon.Run(*runtime);
+    runtime->Stop();
+    status = daemon.Finish(*runtime, std::move(status));
+    code = ExitCodeFor(status);
+  }
   signals.Stop();
   exited.Notify();
   if (stop_timer.joinable()) stop_timer.join();
   if (interrupter.joinable()) interrupter.join();
   if (status.ok()) return 0;
-  return Report(name, status, ExitCodeFor(status));
+  return Report(name, status, code);
 }
 
 }  // namespace petrel

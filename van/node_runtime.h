@@ -20,6 +20,7 @@
 
 #include "base/metrics.h"
 #include "base/metrics_http_server.h"
+#include "base/startup_progress.h"
 #include "van/postoffice.h"
 #include "van/van.h"
 
@@ -56,6 +57,9 @@ class NodeRuntime {
 
   Postoffice* postoffice() { return postoffice_.get(); }
   MetricsRegistry* metrics() { return &metrics_; }
+  // What the node is doing before it serves; a signal cancels it
+  // (RunNodeDaemon).
+  StartupProgress* startup() { return &startup_; }
   int metrics_port() const;
   // The address the metrics endpoint bound (empty when it is off).
   const std::string& metrics_host() const { return metrics_host_; }
@@ -63,6 +67,7 @@ class NodeRuntime {
  private:
   const NodeSettings settings_;
   MetricsRegistry metrics_;
+  StartupProgress startup_;
   MetricsHttpServer metrics_server_;
   std::string metrics_host_;
   std::unique_ptr<Postoffice> postoffice_;

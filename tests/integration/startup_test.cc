@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -68,6 +69,42 @@ TEST(StartupTest, SchedulerNamesTheMissingServerAndWhoJoined) {
   EXPECT_TRUE(absl::StrContains(out, "worker from 127.0.0.1:")) << out;
   EXPECT_NE(*(*server)->Wait(absl::ZeroDuration()), 0) << (*server)->Output();
   EXPECT_NE(*(*worker)->Wait(absl::ZeroDuration()), 0) << (*worker)->Output();
+}
+
+// A server fills its dense tables before it joins; with a large MLP that
+// takes seconds. SIGTERM then stops the fill at once, and the server's one
+// line names what it was doing and how far it got.
+TEST(StartupTest, SigtermWhileFillingADenseTableStopsItNamingTheWork) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "petrel_startup_fill_", getpid());
+  std::filesystem::create_directories(dir);
+  const std::string config = dir + "/mlp.textproto";
+  // 1.44e8 weights with Adam: 2.25 million rows, 1.7 GiB.
+  std::ofstream(config) << "model { kind: KIND_MLP hidden: [12000, 12000] }\n";
+  std::vector<std::string> argv = {
+      Bin("petrel-server"), "--config=" + config,      "--num_servers=1",
+      "--num_workers=1",    "--scheduler=127.0.0.1:1", "--server_threads=1"};
+  for (const std::string& f : LoopbackFlags()) argv.push_back(f);
+  absl::StatusOr<std::unique_ptr<Subprocess>> server = StartProgram(argv);
+  ASSERT_TRUE(server.ok()) << server.status();
+  absl::StatusOr<std::string> line =
+      (*server)->WaitForLine("filling dense table", kExitTimeout);
+  ASSERT_TRUE(line.ok()) << line.status() << "\n" << (*server)->Output();
+  const absl::Time signalled = absl::Now();
+  (*server)->Signal(SIGTERM);
+  absl::StatusOr<int> code = (*server)->Wait(kExitTimeout);
+  const std::string out = (*server)->Output();
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(code.ok()) << out;
+  EXPECT_EQ(*code, 1) << out;
+  EXPECT_LT(absl::Now() - signalled, absl::Seconds(20)) << out;
+  EXPECT_TRUE(absl::StrContains(
+      out, "petrel-server: SIGTERM received while filling dense table "))
+      << out;
+  EXPECT_TRUE(absl::StrContains(out, "% after ")) << out;
+  EXPECT_TRUE(absl::StrContains(out, "; stopping")) << out;
+  // It never got to the scheduler.
+  EXPECT_FALSE(absl::StrContains(out, "PETREL_READY")) << out;
 }
 
 // A loopback port bound (not listening) by the test: connecting is refused.
