@@ -92,8 +92,9 @@ double SketchBytes(const pb::TableProto& t) {
 struct ServerEstimate {
   double dense = 0;  // dense tables: all their rows, never evicted
   // A message of the server's own dense weights in flight (the answer to a
-  // pull of them all, or a push of their gradients): measured with an MLP
-  // of 9e8 weights on one server, 1.2 times them beyond the table.
+  // pull of them all, or a push of their gradients), counted once; measured
+  // with an MLP of 9e8 weights on one server: 1.2 times them beyond the
+  // table.
   double in_flight = 0;
   double capped = 0;        // sparse tables with memory_cap_mib: their caps
   double sketches = 0;      // admission sketches of the uncapped sparse tables
@@ -191,8 +192,9 @@ int64_t EstimateWorkerBytes(const pb::JobConfig& job) {
   absl::StatusOr<MlpLayout> layout = MlpLayoutFromJob(job);
   if (!layout.ok()) return 0;
   // The pulled weights and their gradients, a message of them in flight
-  // (measured: about half of one beyond the two, with an MLP of 9e8
-  // weights), and each layer's outputs and their gradients for one batch.
+  // (counted whole; measured with an MLP of 9e8 weights: half of one beyond
+  // the two when the job was killed), and each layer's outputs and their
+  // gradients for one batch.
   int64_t widths = 0;
   for (const DenseLayerLayout& layer : layout->layers) {
     widths += static_cast<int64_t>(layer.out);
