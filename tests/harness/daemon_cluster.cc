@@ -40,8 +40,10 @@ absl::StatusOr<Announce> ParseAnnounce(const std::string& line) {
   return a;
 }
 
-std::vector<std::string> LoopbackFlags() {
-  return {"--bind=127.0.0.1", "--advertise_host=127.0.0.1"};
+std::vector<std::string> LoopbackFlags() { return HostFlags("127.0.0.1"); }
+
+std::vector<std::string> HostFlags(const std::string& host) {
+  return {"--bind=" + host, "--advertise_host=" + host};
 }
 
 absl::StatusOr<std::unique_ptr<Subprocess>> StartProgram(
@@ -76,11 +78,16 @@ absl::StatusOr<Subprocess*> DaemonCluster::Start(
 }
 
 absl::Status DaemonCluster::StartScheduler() {
-  std::vector<std::string> argv = {
-      options_.bin_dir + "/petrel-scheduler", "--port=0",
-      absl::StrCat("--num_servers=", options_.num_servers),
-      absl::StrCat("--num_workers=", options_.num_workers)};
-  for (const std::string& f : LoopbackFlags()) argv.push_back(f);
+  std::vector<std::string> argv = options_.scheduler_placement.prefix;
+  for (std::string a :
+       {options_.bin_dir + "/petrel-scheduler", std::string("--port=0"),
+        absl::StrCat("--num_servers=", options_.num_servers),
+        absl::StrCat("--num_workers=", options_.num_workers)}) {
+    argv.push_back(std::move(a));
+  }
+  for (const std::string& f : HostFlags(options_.scheduler_placement.host)) {
+    argv.push_back(f);
+  }
   for (const std::string& f : options_.flags) argv.push_back(f);
   for (const std::string& f : options_.scheduler_flags) argv.push_back(f);
   absl::StatusOr<Subprocess*> proc = Start("scheduler", std::move(argv), {});
@@ -95,24 +102,27 @@ absl::Status DaemonCluster::StartScheduler() {
 }
 
 std::string DaemonCluster::scheduler_address() const {
-  return absl::StrCat("127.0.0.1:", scheduler_.port);
+  return absl::StrCat(options_.scheduler_placement.host, ":", scheduler_.port);
 }
 
-std::vector<std::string> DaemonCluster::NodeFlags() const {
+std::vector<std::string> DaemonCluster::NodeFlags(
+    const Placement& placement) const {
   std::vector<std::string> flags = {
       "--scheduler=" + scheduler_address(),
       absl::StrCat("--num_servers=", options_.num_servers),
       absl::StrCat("--num_workers=", options_.num_workers)};
-  for (const std::string& f : LoopbackFlags()) flags.push_back(f);
+  for (const std::string& f : HostFlags(placement.host)) flags.push_back(f);
   for (const std::string& f : options_.flags) flags.push_back(f);
   return flags;
 }
 
 absl::StatusOr<Subprocess*> DaemonCluster::StartNode(
     const std::string& program, std::vector<std::string> args,
-    std::vector<std::pair<std::string, std::string>> env) {
-  std::vector<std::string> argv = {options_.bin_dir + "/" + program};
-  for (const std::string& f : NodeFlags()) argv.push_back(f);
+    std::vector<std::pair<std::string, std::string>> env,
+    const Placement& placement) {
+  std::vector<std::string> argv = placement.prefix;
+  argv.push_back(options_.bin_dir + "/" + program);
+  for (const std::string& f : NodeFlags(placement)) argv.push_back(f);
   for (std::string& a : args) argv.push_back(std::move(a));
   return Start(absl::StrCat(program, "#", procs_.size()), std::move(argv),
                std::move(env));

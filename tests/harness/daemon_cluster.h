@@ -38,6 +38,15 @@ struct Announce {
 // InvalidArgument when the line lacks a numeric port.
 absl::StatusOr<Announce> ParseAnnounce(const std::string& line);
 
+// Where a process of the cluster runs: a command its argv is prefixed with
+// (e.g. `ip netns exec NS`, see tests/harness/netns_lab.h; it must exec the
+// program, so that signals reach it) and the address it binds and
+// advertises. The default: as a child of the test, on 127.0.0.1.
+struct Placement {
+  std::vector<std::string> prefix;
+  std::string host = "127.0.0.1";
+};
+
 class DaemonCluster {
  public:
   struct Options {
@@ -50,6 +59,8 @@ class DaemonCluster {
     std::vector<std::string> flags;
     // Extra flags for the scheduler only. Default none.
     std::vector<std::string> scheduler_flags;
+    // Where the scheduler runs. Default: on 127.0.0.1.
+    Placement scheduler_placement;
     // How long a daemon has to print its announce line. Default 60 s.
     absl::Duration announce_timeout = absl::Seconds(60);
   };
@@ -62,11 +73,13 @@ class DaemonCluster {
   // Starts petrel-scheduler --port=0 and reads its port from PETREL_LISTEN.
   absl::Status StartScheduler();
   // Starts bin_dir/`program` as a node of the job with `args` appended
-  // (after the common flags, so they win) and `env` added. Returns the
-  // process, owned by the cluster. REQUIRES: StartScheduler succeeded.
+  // (after the common flags, so they win) and `env` added, at `placement`.
+  // Returns the process, owned by the cluster. REQUIRES: StartScheduler
+  // succeeded.
   absl::StatusOr<Subprocess*> StartNode(
       const std::string& program, std::vector<std::string> args = {},
-      std::vector<std::pair<std::string, std::string>> env = {});
+      std::vector<std::pair<std::string, std::string>> env = {},
+      const Placement& placement = {});
   // Reads the node's PETREL_READY line.
   absl::StatusOr<Announce> WaitReady(Subprocess* node);
 
@@ -83,8 +96,9 @@ class DaemonCluster {
   Subprocess* scheduler() const { return procs_.front().proc.get(); }
   const Announce& scheduler_announce() const { return scheduler_; }
   std::string scheduler_address() const;
-  // The flags a node of this job gets (scheduler address, counts, loopback).
-  std::vector<std::string> NodeFlags() const;
+  // The flags a node of this job at `placement` gets (scheduler address,
+  // counts, its bind and advertised address).
+  std::vector<std::string> NodeFlags(const Placement& placement = {}) const;
 
   // Waits until every process exited, at most `timeout` in all. Returns the
   // exit codes keyed by name ("scheduler", "petrel-server#1", ...) or
@@ -117,6 +131,8 @@ class DaemonCluster {
 
 // The flags that keep a daemon on loopback: --bind and --advertise_host.
 std::vector<std::string> LoopbackFlags();
+// The same for address `host`.
+std::vector<std::string> HostFlags(const std::string& host);
 
 // Starts `argv` (argv[0] a path) with `env` added; output is kept.
 absl::StatusOr<std::unique_ptr<Subprocess>> StartProgram(
