@@ -58,12 +58,6 @@ function(petrel_cc_test)
   endif()
   add_executable(${P_NAME} ${P_SRCS})
   target_link_libraries(${P_NAME} PRIVATE ${P_DEPS} GTest::gmock GTest::gtest_main)
-  if(PETREL_TSAN)
-    # TSan sees Abseil's locking through these (the file says how).
-    target_sources(${P_NAME} PRIVATE
-                   ${PROJECT_SOURCE_DIR}/base/testing/tsan_absl_sync.cc)
-    target_link_libraries(${P_NAME} PRIVATE ${CMAKE_DL_LIBS})
-  endif()
   # `cmake --build B --target petrel_unit_tests` builds just what
   # `ctest -L unit` runs (the sanitizer build of deploy/run-tests.sh).
   if("unit" IN_LIST P_LABELS)
@@ -90,4 +84,23 @@ function(petrel_cc_benchmark)
   cmake_parse_arguments(P "" "NAME" "SRCS;DEPS" ${ARGN})
   add_executable(${P_NAME} ${P_SRCS})
   target_link_libraries(${P_NAME} PRIVATE ${P_DEPS} benchmark::benchmark_main)
+endfunction()
+
+# PETREL_TSAN builds: adds base/testing/tsan_absl_sync.cc, through which
+# TSan sees Abseil's locking (the file says how), to every executable
+# defined in directory `dir` and below.
+function(petrel_add_tsan_absl_sync dir)
+  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  foreach(t IN LISTS targets)
+    get_target_property(type ${t} TYPE)
+    if(type STREQUAL "EXECUTABLE")
+      target_sources(${t} PRIVATE
+                     ${PROJECT_SOURCE_DIR}/base/testing/tsan_absl_sync.cc)
+      target_link_libraries(${t} PRIVATE ${CMAKE_DL_LIBS})
+    endif()
+  endforeach()
+  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(sub IN LISTS subdirs)
+    petrel_add_tsan_absl_sync(${sub})
+  endforeach()
 endfunction()

@@ -4,12 +4,14 @@
 #      CUDA kernels compiled when nvcc is present);
 #   2. the unit tests again under ASan+UBSan, built with clang when present,
 #      which also checks the lock annotations (-Wthread-safety, as errors);
-#   3. the wire decoder's libFuzzer target for a bounded time (clang).
+#   3. the unit tests again under ThreadSanitizer (clang; PETREL_TSAN=0
+#      leaves them out);
+#   4. the wire decoder's libFuzzer target for a bounded time (clang).
 # After step 1 the Python tests (python/tests, pytest) run against the
 # normal build with Debian's /usr/bin/python3, which has the packages
 # install-deps.sh adds (a python3 earlier on PATH, e.g. pyenv's, may not).
 # Compiles go through ccache when it is installed (install-deps.sh adds it).
-# Build trees: build/ (normal), build-asan/, build-fuzz/.
+# Build trees: build/ (normal), build-asan/, build-tsan/, build-fuzz/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="${PETREL_JOBS:-2}"
@@ -65,6 +67,21 @@ cmake --build build-asan -j"$jobs" --target petrel_unit_tests
 rm -rf build-asan/test-tmp && mkdir -p build-asan/test-tmp
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" -L unit --timeout 300
+
+if [[ "${PETREL_TSAN:-1}" == 1 ]] && command -v clang++ > /dev/null; then
+  echo "== unit tests under ThreadSanitizer (clang)"
+  # -O1: TSan's usual level; test executables are listed when ctest runs
+  # them (PRE_TEST), not at build time. base/testing/tsan.supp names the
+  # races inside uninstrumented libraries that TSan cannot order.
+  CC=clang CXX=clang++ cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DPETREL_TSAN=ON \
+    -DPETREL_WITH_CUDA=OFF -DPETREL_BUILD_PYTHON=OFF \
+    -DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST > /dev/null
+  cmake --build build-tsan -j"$jobs" --target petrel_unit_tests
+  rm -rf build-tsan/test-tmp && mkdir -p build-tsan/test-tmp
+  TSAN_OPTIONS="halt_on_error=1 allocator_may_return_null=1 suppressions=$PWD/base/testing/tsan.supp" \
+    ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L unit --timeout 300
+fi
 
 if [[ "${PETREL_FUZZ:-1}" == 1 ]] && command -v clang++ > /dev/null; then
   echo "== fuzz the wire decoder (bounded)"

@@ -45,16 +45,27 @@ inline __attribute__((always_inline)) void AddVectors(const Val* a,
 // push with one request in flight shows on 2 cores. A macro because clang
 // takes target_clones on no template (and a target("avx2") template picked
 // by a run-time check came out no faster than SSE2 with GCC 12).
-#define PETREL_DEFINE_ADD_TO(Val)                               \
-  __attribute__((target_clones("avx2", "default"))) void AddTo( \
-      const Val* a, const Val* b, Val* out, size_t n) {         \
-    AddVectors(a, b, out, n);                                   \
+// No clones under ThreadSanitizer: the loader runs the clones' resolver
+// before TSan's runtime starts, and TSan's instrumentation of it crashes.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PETREL_ADD_TO_CLONES
+#endif
+#endif
+#ifndef PETREL_ADD_TO_CLONES
+#define PETREL_ADD_TO_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#define PETREL_DEFINE_ADD_TO(Val)                                       \
+  PETREL_ADD_TO_CLONES void AddTo(const Val* a, const Val* b, Val* out, \
+                                  size_t n) {                           \
+    AddVectors(a, b, out, n);                                           \
   }
 PETREL_DEFINE_ADD_TO(float)
 PETREL_DEFINE_ADD_TO(double)
 PETREL_DEFINE_ADD_TO(int32_t)
 PETREL_DEFINE_ADD_TO(int64_t)
 #undef PETREL_DEFINE_ADD_TO
+#undef PETREL_ADD_TO_CLONES
 
 // dst += src for one row: short rows inline (a call through the
 // target_clones resolver costs as much as summing 16 floats).

@@ -465,7 +465,8 @@ TEST(SchedulerTest, DeadNodeListedWithoutFailingWhenConfigured) {
 TEST(SchedulerTest, RefusesACaughtUpMadeAgainstAMapWhoseSourceDiedSince) {
   SchedulerOptions options;
   options.replicas = 3;
-  options.heartbeat_timeout = absl::Milliseconds(500);
+  options.heartbeat_timeout =
+      absl::Seconds(2);  // a loaded machine or TSan stalls 0.5 s
   Formed f(3, 1, options);
   f.servers[0]->po->Stop();
   ASSERT_TRUE(WaitUntil([&] { return f.workers[0]->po->map_version() == 2; }));
@@ -533,7 +534,8 @@ TEST(SchedulerTest, RunWaitsForEveryWorker) {
 // and the job ends once the live workers finished.
 TEST(SchedulerTest, AWorkerLostByTheHookNoLongerCounts) {
   SchedulerOptions options;
-  options.heartbeat_timeout = absl::Milliseconds(500);
+  options.heartbeat_timeout =
+      absl::Seconds(2);  // a loaded machine or TSan stalls 0.5 s
   absl::Mutex mu;
   std::vector<int> offered;
   Formed f(1, 3, options, [&](int id) {
@@ -562,7 +564,8 @@ TEST(SchedulerTest, AWorkerLostByTheHookNoLongerCounts) {
 // before.
 TEST(SchedulerTest, AWorkerTheHookRefusesFailsTheJob) {
   SchedulerOptions options;
-  options.heartbeat_timeout = absl::Milliseconds(500);
+  options.heartbeat_timeout =
+      absl::Seconds(2);  // a loaded machine or TSan stalls 0.5 s
   Formed f(1, 2, options, [](int) { return false; });
   f.workers[1]->po->Stop();
   absl::Status s = f.h.WaitRun();

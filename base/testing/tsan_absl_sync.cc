@@ -12,8 +12,8 @@
 // Abseil evaluates a waiter's condition under the lock at moments the
 // annotations cannot mark (inside its lock and unlock slow paths).
 //
-// Not part of any product binary: deploy/run-tests.sh links it into the
-// unit tests of its TSan build (cmake/PetrelHelpers.cmake).
+// Not part of any product build: a PETREL_TSAN build links it into every
+// executable (petrel_add_tsan_absl_sync in cmake/PetrelHelpers.cmake).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -96,6 +96,23 @@ void WaitEnds(const void* mu, unsigned flags) {
 
 constexpr unsigned kRead = __tsan_mutex_read_lock;
 
+// Abseil's functions call each other (AwaitWithTimeout calls
+// AwaitWithDeadline, Notification::Notify calls Lock), and those calls
+// come through these interposers too: only the outermost one on a thread
+// tells TSan, or a wait would give the lock up twice.
+thread_local int depth = 0;
+class Outermost {
+ public:
+  Outermost() : outer_(depth++ == 0) {}
+  ~Outermost() { --depth; }
+  Outermost(const Outermost&) = delete;
+  Outermost& operator=(const Outermost&) = delete;
+  explicit operator bool() const { return outer_; }
+
+ private:
+  const bool outer_;
+};
+
 }  // namespace
 
 namespace absl {
@@ -103,139 +120,160 @@ ABSL_NAMESPACE_BEGIN
 
 Mutex::~Mutex() {
   static auto real = Real<MutexFn>(AbslSymbol("5MutexD2Ev"));
-  __tsan_mutex_destroy(this, 0);
+  const Outermost outer;
+  if (outer) __tsan_mutex_destroy(this, 0);
   real(this);
 }
 
 void Mutex::Lock() {
   static auto real = Real<MutexFn>(AbslSymbol("5Mutex4LockEv"));
-  PreLock(this, 0);
+  const Outermost outer;
+  if (outer) PreLock(this, 0);
   real(this);
-  PostLock(this, 0);
+  if (outer) PostLock(this, 0);
 }
 
 void Mutex::Unlock() {
   static auto real = Real<MutexFn>(AbslSymbol("5Mutex6UnlockEv"));
-  Unlocking(this, 0);
+  const Outermost outer;
+  if (outer) Unlocking(this, 0);
   real(this);
-  Unlocked(this, 0);
+  if (outer) Unlocked(this, 0);
 }
 
 bool Mutex::TryLock() {
   static auto real = Real<MutexBoolFn>(AbslSymbol("5Mutex7TryLockEv"));
-  PreLock(this, __tsan_mutex_try_lock);
+  const Outermost outer;
+  if (outer) PreLock(this, __tsan_mutex_try_lock);
   const bool locked = real(this);
-  PostLock(this, locked ? __tsan_mutex_try_lock
-                        : __tsan_mutex_try_lock | __tsan_mutex_try_lock_failed);
+  if (outer) {
+    PostLock(this, locked
+                       ? __tsan_mutex_try_lock
+                       : __tsan_mutex_try_lock | __tsan_mutex_try_lock_failed);
+  }
   return locked;
 }
 
 void Mutex::ReaderLock() {
   static auto real = Real<MutexFn>(AbslSymbol("5Mutex10ReaderLockEv"));
-  PreLock(this, kRead);
+  const Outermost outer;
+  if (outer) PreLock(this, kRead);
   real(this);
-  PostLock(this, kRead);
+  if (outer) PostLock(this, kRead);
 }
 
 void Mutex::ReaderUnlock() {
   static auto real = Real<MutexFn>(AbslSymbol("5Mutex12ReaderUnlockEv"));
-  Unlocking(this, kRead);
+  const Outermost outer;
+  if (outer) Unlocking(this, kRead);
   real(this);
-  Unlocked(this, kRead);
+  if (outer) Unlocked(this, kRead);
 }
 
 bool Mutex::ReaderTryLock() {
   static auto real = Real<MutexBoolFn>(AbslSymbol("5Mutex13ReaderTryLockEv"));
-  PreLock(this, kRead | __tsan_mutex_try_lock);
+  const Outermost outer;
+  if (outer) PreLock(this, kRead | __tsan_mutex_try_lock);
   const bool locked = real(this);
-  PostLock(this, kRead | (locked ? __tsan_mutex_try_lock
-                                 : __tsan_mutex_try_lock |
-                                       __tsan_mutex_try_lock_failed));
+  if (outer)
+    PostLock(this, kRead | (locked ? __tsan_mutex_try_lock
+                                   : __tsan_mutex_try_lock |
+                                         __tsan_mutex_try_lock_failed));
   return locked;
 }
 
 void Mutex::LockWhen(const Condition& cond) {
   static auto real =
       Real<MutexCondFn>(AbslSymbol("5Mutex8LockWhenERKNS0_9ConditionE"));
-  PreLock(this, 0);
+  const Outermost outer;
+  if (outer) PreLock(this, 0);
   real(this, cond);
-  PostLock(this, 0);
+  if (outer) PostLock(this, 0);
 }
 
 bool Mutex::LockWhenWithTimeout(const Condition& cond, Duration timeout) {
   static auto real = Real<MutexCondTimeoutFn>(AbslSymbol(
       "5Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE"));
-  PreLock(this, 0);
+  const Outermost outer;
+  if (outer) PreLock(this, 0);
   const bool met = real(this, cond, timeout);
-  PostLock(this, 0);
+  if (outer) PostLock(this, 0);
   return met;
 }
 
 bool Mutex::LockWhenWithDeadline(const Condition& cond, Time deadline) {
   static auto real = Real<MutexCondDeadlineFn>(
       AbslSymbol("5Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE"));
-  PreLock(this, 0);
+  const Outermost outer;
+  if (outer) PreLock(this, 0);
   const bool met = real(this, cond, deadline);
-  PostLock(this, 0);
+  if (outer) PostLock(this, 0);
   return met;
 }
 
 void Mutex::ReaderLockWhen(const Condition& cond) {
   static auto real =
       Real<MutexCondFn>(AbslSymbol("5Mutex14ReaderLockWhenERKNS0_9ConditionE"));
-  PreLock(this, kRead);
+  const Outermost outer;
+  if (outer) PreLock(this, kRead);
   real(this, cond);
-  PostLock(this, kRead);
+  if (outer) PostLock(this, kRead);
 }
 
 void Mutex::Await(const Condition& cond) {
   static auto real =
       Real<MutexCondFn>(AbslSymbol("5Mutex5AwaitERKNS0_9ConditionE"));
-  WaitBegins(this, 0);
+  const Outermost outer;
+  if (outer) WaitBegins(this, 0);
   real(this, cond);
-  WaitEnds(this, 0);
+  if (outer) WaitEnds(this, 0);
 }
 
 bool Mutex::AwaitWithTimeout(const Condition& cond, Duration timeout) {
   static auto real = Real<MutexCondTimeoutFn>(
       AbslSymbol("5Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE"));
-  WaitBegins(this, 0);
+  const Outermost outer;
+  if (outer) WaitBegins(this, 0);
   const bool met = real(this, cond, timeout);
-  WaitEnds(this, 0);
+  if (outer) WaitEnds(this, 0);
   return met;
 }
 
 bool Mutex::AwaitWithDeadline(const Condition& cond, Time deadline) {
   static auto real = Real<MutexCondDeadlineFn>(
       AbslSymbol("5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE"));
-  WaitBegins(this, 0);
+  const Outermost outer;
+  if (outer) WaitBegins(this, 0);
   const bool met = real(this, cond, deadline);
-  WaitEnds(this, 0);
+  if (outer) WaitEnds(this, 0);
   return met;
 }
 
 void CondVar::Wait(Mutex* mu) {
   static auto real = Real<CondVarFn>(AbslSymbol("7CondVar4WaitEPNS0_5MutexE"));
-  WaitBegins(mu, 0);
+  const Outermost outer;
+  if (outer) WaitBegins(mu, 0);
   real(this, mu);
-  WaitEnds(mu, 0);
+  if (outer) WaitEnds(mu, 0);
 }
 
 bool CondVar::WaitWithTimeout(Mutex* mu, Duration timeout) {
   static auto real = Real<CondVarTimeoutFn>(
       AbslSymbol("7CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE"));
-  WaitBegins(mu, 0);
+  const Outermost outer;
+  if (outer) WaitBegins(mu, 0);
   const bool timed_out = real(this, mu, timeout);
-  WaitEnds(mu, 0);
+  if (outer) WaitEnds(mu, 0);
   return timed_out;
 }
 
 bool CondVar::WaitWithDeadline(Mutex* mu, Time deadline) {
   static auto real = Real<CondVarDeadlineFn>(
       AbslSymbol("7CondVar16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE"));
-  WaitBegins(mu, 0);
+  const Outermost outer;
+  if (outer) WaitBegins(mu, 0);
   const bool timed_out = real(this, mu, deadline);
-  WaitEnds(mu, 0);
+  if (outer) WaitEnds(mu, 0);
   return timed_out;
 }
 
