@@ -88,9 +88,11 @@ class Node {
 
  private:
   MetricsRegistry metrics_;
-  std::unique_ptr<ZmqVan> van_;
   absl::Mutex mu_;
   std::vector<cpu_set_t> masks_ ABSL_GUARDED_BY(mu_);
+  // Last, so it is destroyed first: its I/O thread calls the handler above
+  // until the van stops.
+  std::unique_ptr<ZmqVan> van_;
 };
 
 TEST(ZmqVanIoCpuTest, ACpuTheProcessMayNotUseFailsStart) {

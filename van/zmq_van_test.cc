@@ -90,12 +90,14 @@ class Endpoint {
 
  private:
   MetricsRegistry metrics_;
-  std::unique_ptr<ZmqVan> van_;
   std::function<void()> on_message_;
   std::atomic<int> ticks_{0};
   absl::Mutex mu_;
   std::vector<Message> got_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread::id> threads_ ABSL_GUARDED_BY(mu_);
+  // Last, so it is destroyed first: its I/O thread calls the handler above
+  // until the van stops.
+  std::unique_ptr<ZmqVan> van_;
 };
 
 // Starts both and connects each to the other.

@@ -112,10 +112,12 @@ class FaultVanTest : public ::testing::Test {
   LoopbackNetwork network_;
   MetricsRegistry sender_metrics_;
   MetricsRegistry receiver_metrics_;
-  std::unique_ptr<FaultVan> fault_;
-  std::unique_ptr<LoopbackVan> receiver_;
   absl::Mutex mu_;
   std::vector<Message> received_ ABSL_GUARDED_BY(mu_);
+  // Last, so they are destroyed first: their threads call Record until
+  // they stop.
+  std::unique_ptr<FaultVan> fault_;
+  std::unique_ptr<LoopbackVan> receiver_;
 };
 
 TEST_F(FaultVanTest, PassesMessagesThroughUnchangedWithoutFaults) {
