@@ -74,9 +74,11 @@ class Swallower {
   }
 
  private:
-  KVServer<float> server_;
   absl::Mutex mu_;
   int taken_ ABSL_GUARDED_BY(mu_) = 0;
+  // Last, so it is destroyed first: the van thread calls its handler until
+  // then.
+  KVServer<float> server_;
 };
 
 // Pulls `keys` from server node `id` itself (primary or backup), bypassing
@@ -159,9 +161,11 @@ TEST(KVFailoverSplitTest, MovedPushesReachEveryNewChainOnce) {
     EXPECT_EQ(vals[i], 3.0f) << "key " << keys[i];
   }
   // Every live replica of each key's range has it, once.
-  Customer reader(kApp, 1, cluster.worker(0));
   absl::Mutex mu;
   std::vector<float> answer;
+  // After what its handler touches, so it is destroyed first: the van thread
+  // calls the handler until then.
+  Customer reader(kApp, 1, cluster.worker(0));
   reader.set_response_handler([&](Message&& m) {
     absl::MutexLock lock(&mu);
     SArray<float> v(m.data[0]);

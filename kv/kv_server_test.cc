@@ -51,8 +51,10 @@ TEST(KVServerTest, DropsAndCountsRequestsThatBreakTheKvLayout) {
   LocalCluster cluster(Nodes());
   ASSERT_TRUE(cluster.Start().ok());
   std::vector<KVMeta> handled;
-  KVServer<float> server(0, cluster.server(0));
   KVStoreHandler<float> store;
+  // After what its handler touches, so it is destroyed first: the van thread
+  // calls the handler until then.
+  KVServer<float> server(0, cluster.server(0));
   server.set_request_handler(
       [&](const KVMeta& meta, const KVPairs<float>& d, KVServer<float>* s) {
         handled.push_back(meta);
@@ -103,9 +105,11 @@ TEST(KVServerTest, AnswersAPullWithValuesOnly) {
         s->Response(meta, out).IgnoreError();
       });
   ASSERT_TRUE(server.Start().ok());
-  Customer raw(0, 1, cluster.worker(0));
   absl::Mutex mu;
   std::vector<Message> answers;
+  // After what its handler touches, so it is destroyed first: the van thread
+  // calls the handler until then.
+  Customer raw(0, 1, cluster.worker(0));
   raw.set_response_handler([&](Message&& m) {
     absl::MutexLock lock(&mu);
     answers.push_back(std::move(m));
@@ -151,8 +155,10 @@ TEST(KVServerTest, AnswersAPullWithValuesOnly) {
 TEST(KVStoreHandlerTest, RejectsAPushOfAnotherWidthWhole) {
   LocalCluster cluster(Nodes());
   ASSERT_TRUE(cluster.Start().ok());
-  KVServer<float> server(0, cluster.server(0));
   KVStoreHandler<float> store;
+  // After what its handler touches, so it is destroyed first: the van thread
+  // calls the handler until then.
+  KVServer<float> server(0, cluster.server(0));
   server.set_request_handler(std::ref(store));
   ASSERT_TRUE(server.Start().ok());
   KVWorker<float> kv(0, 0, cluster.worker(0));
@@ -181,8 +187,10 @@ TEST(KVStoreHandlerTest, RejectsAPushOfAnotherWidthWhole) {
 TEST(KVServerTest, RefusesValuesOfAnotherTypeWithAnError) {
   LocalCluster cluster(Nodes());
   ASSERT_TRUE(cluster.Start().ok());
-  KVServer<float> server(0, cluster.server(0));
   KVStoreHandler<float> store;
+  // After what its handler touches, so it is destroyed first: the van thread
+  // calls the handler until then.
+  KVServer<float> server(0, cluster.server(0));
   server.set_request_handler(std::ref(store));
   ASSERT_TRUE(server.Start().ok());
   KVWorker<float> floats(0, 0, cluster.worker(0));
@@ -219,8 +227,10 @@ TEST(KVServerTest, RefusesValuesOfAnotherTypeWithAnError) {
 TEST(KVStoreHandlerTest, SumsDuplicatesAndRejectsWholeAfterASecondWidth) {
   LocalCluster cluster(Nodes());
   ASSERT_TRUE(cluster.Start().ok());
-  KVServer<float> server(0, cluster.server(0));
   KVStoreHandler<float> store;
+  // After what its handler touches, so it is destroyed first: the van thread
+  // calls the handler until then.
+  KVServer<float> server(0, cluster.server(0));
   server.set_request_handler(std::ref(store));
   ASSERT_TRUE(server.Start().ok());
   KVWorker<float> kv(0, 0, cluster.worker(0));

@@ -12,9 +12,9 @@ namespace petrel {
 template <typename Val>
 struct KVTypedStores::Store {
   Store(Postoffice* postoffice, bool sum)
-      : server(KVAppOf<Val>(), postoffice),
-        handler(sum ? KVStoreHandler<Val>::Mode::kSum
-                    : KVStoreHandler<Val>::Mode::kAssign) {}
+      : handler(sum ? KVStoreHandler<Val>::Mode::kSum
+                    : KVStoreHandler<Val>::Mode::kAssign),
+        server(KVAppOf<Val>(), postoffice) {}
 
   absl::Status Start(bool tables) {
     if (tables) {
@@ -36,8 +36,10 @@ struct KVTypedStores::Store {
     return server.Start();
   }
 
-  KVServer<Val> server;
   KVStoreHandler<Val> handler;
+  // After the handler, so destroyed (and stopped) before it: the van thread
+  // calls it until then.
+  KVServer<Val> server;
 };
 
 KVTypedStores::KVTypedStores(Postoffice* postoffice, bool sum, bool tables)

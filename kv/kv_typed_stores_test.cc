@@ -41,8 +41,10 @@ std::vector<Val> PushTwiceAndPull(KVWorker<Val>& kv, const SArray<Key>& keys,
 TEST(KVTypedStoresTest, SumsEachTypeExactlyInItsOwnRows) {
   LocalCluster cluster(Nodes());
   ASSERT_TRUE(cluster.Start().ok());
-  std::vector<std::unique_ptr<KVServer<float>>> floats;
   std::vector<std::unique_ptr<KVStoreHandler<float>>> handlers;
+  // After what their handlers touch, so they are destroyed first: the van
+  // thread calls the handlers until then.
+  std::vector<std::unique_ptr<KVServer<float>>> floats;
   std::vector<std::unique_ptr<KVTypedStores>> typed;
   for (int i = 0; i < 2; ++i) {
     floats.push_back(std::make_unique<KVServer<float>>(0, cluster.server(i)));

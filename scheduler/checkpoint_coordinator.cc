@@ -25,7 +25,10 @@ CheckpointCoordinator::CheckpointCoordinator(
       end_job_(std::move(end_job)),
       app_(kControlApp, 0, postoffice) {}
 
-CheckpointCoordinator::~CheckpointCoordinator() { Stop(); }
+CheckpointCoordinator::~CheckpointCoordinator() {
+  Stop();
+  app_.Stop();  // its handlers use the members destroyed before it
+}
 
 absl::Status CheckpointCoordinator::Start() {
   app_.set_request_handler(

@@ -25,7 +25,10 @@ WorkerRecovery::WorkerRecovery(Postoffice* postoffice, FailJob fail_job)
       fail_job_(std::move(fail_job)),
       app_(kRecoveryApp, 0, postoffice) {}
 
-WorkerRecovery::~WorkerRecovery() { Stop(); }
+WorkerRecovery::~WorkerRecovery() {
+  Stop();
+  app_.Stop();  // its handlers use the members destroyed before it
+}
 
 absl::Status WorkerRecovery::Start() {
   app_.set_request_handler(

@@ -122,9 +122,11 @@ class WorkerRecoveryTest : public ::testing::Test {
   RecoveryControl* control_ = nullptr;
   WorkerRecovery* recovery_ = nullptr;
   std::vector<std::unique_ptr<SimpleApp>> servers_;
-  std::vector<std::unique_ptr<SimpleApp>> workers_;
   absl::Mutex mu_;
   std::string replies_[3] ABSL_GUARDED_BY(mu_);
+  // Last, so they are destroyed first: the van threads call their handlers
+  // until then.
+  std::vector<std::unique_ptr<SimpleApp>> workers_;
 };
 
 TEST_F(WorkerRecoveryTest, ADeadWorkersDataGoesToTheLiveWorkers) {

@@ -34,7 +34,12 @@ using Handler = KVStoreHandler<float>;
 class ServerDaemon : public NodeDaemon {
  public:
   explicit ServerDaemon(const ServerDaemonOptions& options) : opts_(options) {}
-  ~ServerDaemon() override { JoinDrainCopies(); }
+  ~ServerDaemon() override {
+    // The apps' handlers use tables_ and server_, destroyed before them.
+    if (control_ != nullptr) control_->Stop();
+    if (recovery_ != nullptr) recovery_->Stop();
+    JoinDrainCopies();
+  }
   bool tunes_allocator() const override { return true; }
   // Reads --config (when given) and makes its cluster sizes the defaults of
   // the node flags.

@@ -32,10 +32,12 @@ pb::JobConfig Job(const std::string& text) {
 // A server node: KVServer + TableServer, with a handler wrapper that lets
 // the test wait for the number of held pulls (a seam, not a sleep).
 struct ServerNode {
-  std::unique_ptr<KVServer<float>> kv;
   std::unique_ptr<TableServer> tables;
   absl::Mutex mu;
   size_t held ABSL_GUARDED_BY(mu) = 0;
+  // Last, so it is destroyed first: the van thread calls its handler until
+  // then.
+  std::unique_ptr<KVServer<float>> kv;
 
   bool AwaitHeld(size_t n) {
     absl::MutexLock lock(&mu);

@@ -103,11 +103,13 @@ TEST(ZmqVanWatchTest, ReportsAPeerWhoseSocketsClosed) {
   options.bind_host = "127.0.0.1";
   options.tick_interval = absl::Milliseconds(10);
   MetricsRegistry metrics;
-  ZmqVan watcher(options, &metrics);
-  watcher.set_my_id(1);
   absl::Mutex mu;
   std::vector<std::pair<int, std::string>> lost;
   int received = 0;
+  // After what its handler touches, so it is destroyed first: the van thread
+  // calls the handler until then.
+  ZmqVan watcher(options, &metrics);
+  watcher.set_my_id(1);
   watcher.WatchConnections(absl::Milliseconds(100),
                            [&](int id, const std::string& reason) {
                              absl::MutexLock lock(&mu);

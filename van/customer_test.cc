@@ -291,7 +291,7 @@ struct Seen {
 class EchoServer {
  public:
   EchoServer(Postoffice* po, std::vector<int> drop = {})
-      : customer_(kApp, 0, po), drop_(std::move(drop)) {
+      : drop_(std::move(drop)), customer_(kApp, 0, po) {
     customer_.set_request_handler([this](Message&& msg, bool duplicate) {
       bool answer = true;
       {
@@ -322,10 +322,12 @@ class EchoServer {
   }
 
  private:
-  Customer customer_;
   absl::Mutex mu_;
   std::vector<Seen> seen_ ABSL_GUARDED_BY(mu_);
   std::vector<int> drop_;
+  // Last, so it is destroyed first: the van thread calls its handler until
+  // then.
+  Customer customer_;
 };
 
 // Opens a request to `recipients` and sends one message to each.
@@ -493,11 +495,13 @@ class HoldingServer {
   }
 
  private:
-  Customer customer_;
   absl::Mutex mu_;
   std::vector<int> seen_ ABSL_GUARDED_BY(mu_);
   std::vector<ReplyAddress> held_ ABSL_GUARDED_BY(mu_);
   bool released_ ABSL_GUARDED_BY(mu_) = false;
+  // Last, so it is destroyed first: the van thread calls its handler until
+  // then.
+  Customer customer_;
 };
 
 // A pull for clock t is sent before the push of clock t - 1; moved by a

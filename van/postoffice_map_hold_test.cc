@@ -41,9 +41,11 @@ class Recorder {
   }
 
  private:
-  Customer customer_;
   absl::Mutex mu_;
   std::vector<Seen> seen_;
+  // Last, so it is destroyed first: the van thread calls its handler until
+  // then.
+  Customer customer_;
 };
 
 // Sends server 0 one request from `from`, sliced by map `version`.

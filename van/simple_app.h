@@ -30,12 +30,19 @@ class SimpleApp {
   // `postoffice` must outlive the app.
   SimpleApp(int app_id, int customer_id, Postoffice* postoffice,
             CustomerOptions options = {});
+  // Stops first: the van thread may call the handlers until then.
+  ~SimpleApp() { Stop(); }
 
   // Handlers before Start. The default request handler answers with an
   // empty body; the default response handler does nothing.
   void set_request_handler(Handler h) { request_handler_ = std::move(h); }
   void set_response_handler(Handler h) { response_handler_ = std::move(h); }
   absl::Status Start();
+  // Unregisters from the Postoffice: once it returns no handler runs, or
+  // will (a request that arrives later is dropped, as for an unknown
+  // customer). Idempotent. An owner whose handlers touch its other members
+  // calls it in its destructor, before those members go.
+  void Stop() { customer_.Stop(); }
 
   // Sends `head`/`body` to `recipient` (a node or group id); returns the
   // request's timestamp.

@@ -26,9 +26,11 @@ TEST(SimpleAppTest, RequestReachesEveryGroupMemberAndResponsesComeBack) {
         });
     ASSERT_TRUE(servers.back()->Start().ok());
   }
-  SimpleApp client(kApp, 0, cluster.worker(0));
   absl::Mutex mu;
   std::set<std::pair<int, std::string>> answers;
+  // After what its handler touches, so it is destroyed first: the van thread
+  // calls the handler until then.
+  SimpleApp client(kApp, 0, cluster.worker(0));
   client.set_response_handler([&](const SimpleData& d, SimpleApp*) {
     absl::MutexLock lock(&mu);
     answers.insert({d.sender, d.body});

@@ -37,6 +37,8 @@ class RecoveryClient {
  public:
   // `postoffice` (a worker's) must outlive this object.
   explicit RecoveryClient(Postoffice* postoffice);
+  // Stops the app first: its handler uses the members after it.
+  ~RecoveryClient() { app_.Stop(); }
   RecoveryClient(const RecoveryClient&) = delete;
   RecoveryClient& operator=(const RecoveryClient&) = delete;
 

@@ -58,6 +58,9 @@ class Trainer {
         kv_(kTrainApp, 0, po),
         stats_(kStatsApp, 0, po),
         training_metrics_(po->metrics()) {}
+  // The van still runs (RunTrainer stops it after): a late stats request
+  // must not reach the members after stats_.
+  ~Trainer() { stats_.Stop(); }
 
   absl::StatusOr<TrainResult> Run();
 

@@ -40,6 +40,8 @@ class WorkerControl {
  public:
   // `postoffice` (a worker's) must outlive this object.
   explicit WorkerControl(Postoffice* postoffice);
+  // Stops the app first: its handler uses the members after it.
+  ~WorkerControl() { app_.Stop(); }
   WorkerControl(const WorkerControl&) = delete;
   WorkerControl& operator=(const WorkerControl&) = delete;
 

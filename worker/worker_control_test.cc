@@ -67,10 +67,12 @@ class WorkerControlTest : public ::testing::Test {
 
   VanCluster cluster_{ClusterOfSize(1, 1)};
   std::unique_ptr<WorkerControl> control_;
-  std::unique_ptr<SimpleApp> scheduler_;  // made once the cluster started
   absl::Mutex mu_;
   std::string answer_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> requests_ ABSL_GUARDED_BY(mu_);
+  // Made once the cluster started. Last, so it is destroyed first: the van
+  // thread calls its handlers until then.
+  std::unique_ptr<SimpleApp> scheduler_;
 };
 
 TEST_F(WorkerControlTest, PauseAnswersWithThePositionAndHoldsUntilResume) {
