@@ -94,7 +94,9 @@ class KVWorker {
            const SArray<int>& lens = {}, int cmd = 0, Callback cb = nullptr);
   // Fetches the values of `keys` into `*vals` (and per-key counts into
   // `*lens` when given). `*vals` is written in place when it already has
-  // the right size, else replaced.
+  // the right size, else replaced, on the receive thread: `vals` and `lens`
+  // must stay where they are until Wait returns other than
+  // DeadlineExceeded (which may be waited on again) or this is destroyed.
   int Pull(const SArray<Key>& keys, SArray<Val>* vals,
            SArray<int>* lens = nullptr, int cmd = 0, Callback cb = nullptr);
   // Push `vals`, then fetch the updated values into `*outs`, in one round

@@ -130,17 +130,21 @@ int Run() {
         (FLAGS_max_seconds > 0 && seconds() >= FLAGS_max_seconds);
     if (!done && window.size() < static_cast<size_t>(FLAGS_inflight)) {
       std::vector<uint64_t> keys = (*stream)->Next();
-      InFlight f;
+      // In the window before the request goes out: the answer is written
+      // into its outs, which a deque does not move when it grows.
+      InFlight& f = window.emplace_back();
       f.keys = SArray<Key>(keys.size());
       std::copy(keys.begin(), keys.end(), f.keys.begin());
       f.grads = SArray<float>(keys.size() * FLAGS_dim, 0.01f);
       f.ts = kv->PushPull(f.keys, f.grads, &f.outs, request);
-      window.push_back(std::move(f));
       ++batches;
       continue;
     }
     if (window.empty()) break;
     s = kv->Wait(window.front().ts, timeout);
+    // A request that failed stays in the window: a late answer may still
+    // write into it until kv stops.
+    if (!s.ok()) break;
     window.pop_front();
     if (absl::Now() >= next_report) {
       std::printf("%s\n",
@@ -149,7 +153,6 @@ int Run() {
       next_report += absl::Seconds(FLAGS_report_every_s);
     }
   }
-  for (InFlight& f : window) kv->Wait(f.ts, timeout).IgnoreError();
   if (s.ok()) {
     std::printf("%s\n", Line("stream", **stream, batches, seconds()).c_str());
     std::fflush(stdout);
