@@ -80,8 +80,9 @@ struct TableServerOptions {
   // shares to their use (server/server_memory_budget.h). 0: the shares
   // stay as made. Default 1024.
   uint64_t memory_rebalance_requests = 1024;
-  // Told how far the dense tables' fill got; its Cancel stops Create with
-  // Cancelled. May be null. Default null.
+  // Told how far the dense tables' fill and a checkpoint load got; its
+  // Cancel stops Create or LoadCheckpoint with Cancelled. May be null.
+  // Default null.
   StartupProgress* progress = nullptr;
 };
 
@@ -169,7 +170,9 @@ class TableServer {
   // mismatch, before anything is loaded, when the checkpoint does not fit
   // the job's tables (CheckCompatible); DataLoss naming the file when one is
   // corrupted or truncated; NotFound when one is missing. After an error
-  // the tables are partly loaded: do not serve them. Before Start.
+  // the tables are partly loaded: do not serve them. Cancelled when
+  // options.progress is cancelled (checked between chunks of about 4 MiB).
+  // Before Start.
   //
   // Tables with admit_after also save their admission counters
   // (checkpoint/admission_file.h) and load them back: a server takes the

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 
 #include "base/config_file.h"
+#include "base/startup_progress.h"
 #include "checkpoint/admission_file.h"
 #include "checkpoint/checkpoint_dir.h"
 #include "server/table_server.h"
@@ -205,6 +206,37 @@ TEST(TableServerCheckpointTest, RoundTripKeepsRowsAndTheNextPushes) {
           << "table " << id << " key " << key;
     }
   }
+}
+
+// A signal (StartupProgress::Cancel) stops the load before the next chunk,
+// with Cancelled naming the load; an uncancelled load ends its step.
+TEST(TableServerCheckpointTest, ACancelledLoadStopsNamingTheCheckpoint) {
+  const pb::JobConfig job = Job(kJob);
+  const KeyRangeMap ranges = Ranges(1);
+  auto original = MakeServer(job);
+  Train({original.get()}, ranges, 2000, 1, 1);
+  const std::string dir = SaveAll({original.get()}, ranges, TempDir(), 1);
+
+  StartupProgress progress;
+  TableServerOptions options;
+  options.num_threads = 1;
+  options.num_shards = 3;
+  options.progress = &progress;
+  auto loaded = TableServer::Create(job, 1, nullptr, options);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_TRUE(LoadInto(**loaded, dir, ranges, 0, true).ok());
+  EXPECT_EQ(progress.Describe(), "");
+  EXPECT_EQ(RowsOf(*(*loaded)->table(0)).size(), 2000u);
+
+  auto cancelled = TableServer::Create(job, 1, nullptr, options);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  progress.Cancel("SIGTERM received");
+  const absl::Status s = LoadInto(**cancelled, dir, ranges, 0, true);
+  EXPECT_TRUE(absl::IsCancelled(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("SIGTERM received while loading "
+                                     "checkpoint " +
+                                     dir));
+  EXPECT_TRUE(RowsOf(*(*cancelled)->table(0)).empty());
 }
 
 // A key seen twice before the checkpoint is admitted at its third
