@@ -84,8 +84,13 @@ TEST(MemoryCapTest, TwoTablesStayWithinEachServersCapWhileKeysStream) {
           SumMetric(*text, "petrel_server_memory_cap_bytes", "")[""];
       ASSERT_EQ(cap, kCapBytes);  // the flag overrode the config's 64 MiB
       ASSERT_LE(bytes, cap) << "server " << i;
+      // One scrape reads the gauges one after another while requests and
+      // share moves update them, so only each gauge alone is bounded: the
+      // sum of the two may mix a table before a move with one after it
+      // (the final lines below check the shares' sum).
       auto by_table = SumMetric(*text, "petrel_table_memory_bytes", "table");
-      ASSERT_LE(by_table["0"] + by_table["1"], cap);
+      ASSERT_LE(by_table["0"], cap);
+      ASSERT_LE(by_table["1"], cap);
       evicted[i] = SumMetric(*text, "petrel_table_evicted_total", "table");
       ++samples;
     }
