@@ -57,7 +57,8 @@ TEST(ElasticTest, AddedServerTakesItsShareWhileWorkersPush) {
       cluster.StartNode("petrel-server", {"--add_server"});
   ASSERT_TRUE(added.ok()) << added.status();
   ASSERT_TRUE(WaitForOutput(sched, "was added after")) << cluster.Output();
-  EXPECT_TRUE(absl::StrContains((*added)->Output(), "added server 3 caught up"))
+  // Its own line may still be on its way through the pipe.
+  EXPECT_TRUE(WaitForOutput(*added, "added server 3 caught up"))
       << (*added)->Output();
   absl::StatusOr<Announce> a = cluster.WaitReady(*added);
   ASSERT_TRUE(a.ok()) << a.status() << cluster.Output();
