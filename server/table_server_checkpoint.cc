@@ -218,33 +218,30 @@ absl::Status TableServer::LoadCheckpoint(const std::string& dir,
   std::vector<float> values;
   std::vector<uint32_t> owners;
   const uint32_t me = static_cast<uint32_t>(my_rank);
-  // The files this server reads, for the progress line; a signal stops the
-  // load between chunks (about 4 MiB each).
+  // The files that may hold rows this server owns; a signal stops the load
+  // between their chunks (about 4 MiB each).
+  std::vector<const pb::CheckpointFile*> mine;
+  uint64_t rows = 0;
+  for (const pb::CheckpointFile& file : manifest.files()) {
+    // An unknown table cannot happen (CheckCompatible).
+    if (tables_.count(file.table_id()) == 0 ||
+        !MayHoldMyKeys(manifest, file.server_rank(), ranges, my_rank)) {
+      continue;
+    }
+    mine.push_back(&file);
+    rows += file.rows();
+  }
   StartupProgress* progress = options_.progress;
   if (progress != nullptr) {
-    uint64_t files = 0, rows = 0;
-    for (const pb::CheckpointFile& file : manifest.files()) {
-      if (tables_.count(file.table_id()) == 0 ||
-          !MayHoldMyKeys(manifest, file.server_rank(), ranges, my_rank)) {
-        continue;
-      }
-      ++files;
-      rows += file.rows();
-    }
-    progress->Begin(absl::StrCat("loading checkpoint ", dir, " (", files,
+    progress->Begin(absl::StrCat("loading checkpoint ", dir, " (", mine.size(),
                                  " files, ", rows, " rows)"),
                     std::max<uint64_t>(rows, 1));
   }
-  for (const pb::CheckpointFile& file : manifest.files()) {
-    const std::string path = absl::StrCat(dir, "/", file.name());
-    auto it = tables_.find(file.table_id());
-    if (it == tables_.end()) continue;  // CheckCompatible: cannot happen
-    Table* table = it->second.get();
-    if (!MayHoldMyKeys(manifest, file.server_rank(), ranges, my_rank)) {
-      continue;
-    }
+  for (const pb::CheckpointFile* file : mine) {
+    const std::string path = absl::StrCat(dir, "/", file->name());
+    Table* table = tables_.at(file->table_id()).get();
     absl::Status s = ReadTableFile(
-        path, file,
+        path, *file,
         [&](const TableFileInfo& info, absl::Span<const uint64_t> chunk_keys,
             absl::Span<const float> chunk_values) -> absl::Status {
           if (progress != nullptr) {
