@@ -30,7 +30,7 @@ struct Group {
   const char* title;
 };
 constexpr Group kGroups[] = {
-    {"worker/worker_main.cc", "Worker jobs"},
+    {"worker/train/worker_flags.cc", "Worker jobs"},
     {"tools/bench/bench_main.cc", "Benchmark"},
     {"tools/datagen/datagen_main.cc", "Data generation"},
     {"tools/launch/launch_main.cc", "Launcher"},
@@ -43,8 +43,8 @@ constexpr Group kGroups[] = {
      "DMLC_ROLE=scheduler)"},
     {"server/server_flags.cc",
      "Server (petrel-server, or a node program run with DMLC_ROLE=server)"},
-    {"van/node_flags.cc", "Cluster (every node)"},
-    {"van/daemon_main.cc", "Process"},
+    {"node/node_flags.cc", "Cluster (every node)"},
+    {"node/daemon_main.cc", "Process"},
 };
 constexpr char kProgram[] = "Program";
 constexpr char kLogging[] = "Logging";

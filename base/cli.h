@@ -52,7 +52,7 @@ int ParseCommandLine(const CliOptions& options, int* argc, char*** argv);
 std::string HelpText(const CliOptions& options);
 
 // The --help group of a flag defined in source file `file` (as gflags
-// records it, e.g. "../van/node_flags.cc"): a title such as "Cluster
+// records it, e.g. "../node/node_flags.cc"): a title such as "Cluster
 // (every node)"; "Logging" for glog's --log_dir, --v and --vmodule (pass
 // their `name`); "" for the other flags of glog and gflags, which only
 // --helpfull shows. A file Petrel does not know (a user's program) is

@@ -33,8 +33,8 @@ int Parse(std::vector<std::string> args, const CliOptions& options) {
 }
 
 TEST(CliTest, GroupsFlagsByTheFileThatDefinesThem) {
-  EXPECT_EQ(FlagGroup("../van/node_flags.cc", "port"), "Cluster (every node)");
-  EXPECT_EQ(FlagGroup("/home/me/petrel/worker/worker_main.cc", "job"),
+  EXPECT_EQ(FlagGroup("../node/node_flags.cc", "port"), "Cluster (every node)");
+  EXPECT_EQ(FlagGroup("/home/me/petrel/worker/train/worker_flags.cc", "job"),
             "Worker jobs");
   EXPECT_EQ(FlagGroup("my_program.cc", "my_flag"), "Program");
   EXPECT_EQ(FlagGroup("./src/logging.cc", "log_dir"), "Logging");

@@ -26,7 +26,7 @@ namespace petrel {
 inline constexpr int kCheckpointFormatVersion = 1;
 inline constexpr char kManifestName[] = "MANIFEST";
 // The reason of the checkpoints early stopping asks for at each new best
-// validation result (worker/validator.h); retention keeps the newest one.
+// validation result (worker/train/validator.h); retention keeps the newest one.
 inline constexpr char kBestCheckpointReason[] = "best";
 
 // ROOT/ckpt-NNNNNNNN.

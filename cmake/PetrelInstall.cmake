@@ -38,7 +38,8 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/plot/petrel-plot
 # archive into shared objects too (the Python module does the same).
 set(PETREL_CLIENT_PARTS
     petrel_proto petrel_base petrel_build_info petrel_huge_page_memory
-    petrel_row_index petrel_shard_pool petrel_cpu_affinity petrel_van petrel_kv)
+    petrel_row_index petrel_shard_pool petrel_cpu_affinity petrel_security
+    petrel_van petrel_node petrel_kv)
 set(PETREL_NODE_FLAGS_PARTS petrel_node_flags petrel_flag_check petrel_cli)
 foreach(part IN LISTS PETREL_CLIENT_PARTS PETREL_NODE_FLAGS_PARTS)
   set_target_properties(${part} PROPERTIES POSITION_INDEPENDENT_CODE ON)
@@ -104,6 +105,18 @@ foreach(part IN LISTS PETREL_CLIENT_PARTS PETREL_NODE_FLAGS_PARTS)
     install(FILES ${src} DESTINATION ${_petrel_include_dir}/${_rel_dir}
             COMPONENT dev)
   endforeach()
+endforeach()
+# Headers that moved out of van/ (node start-up to node/, transport security
+# to security/) stay includable at their old paths: a one-line header there
+# includes the new one, so programs written against earlier releases build.
+foreach(_moved IN ITEMS node/node_runtime.h node/node_flags.h node/node_daemon.h
+                        security/curve_keys.h security/authorized_keys.h)
+  get_filename_component(_name ${_moved} NAME)
+  set(_forward ${PROJECT_BINARY_DIR}/compat/van/${_name})
+  file(WRITE ${_forward}
+       "// Moved to ${_moved}; this path is kept for earlier programs.\n"
+       "#include \"${_moved}\"\n")
+  install(FILES ${_forward} DESTINATION ${_petrel_include_dir}/van COMPONENT dev)
 endforeach()
 # status_macros.h belongs to the header-only petrel_status_macros.
 install(FILES ${PROJECT_SOURCE_DIR}/base/status_macros.h

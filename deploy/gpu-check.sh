@@ -43,7 +43,7 @@ fi
 echo "== benchmark"
 "$build/bin/petrel-cuda-bench" "${PETREL_BENCH_ITERATIONS:-50}"
 echo "== embedding + MLP model: CUDA against CPU"
-"$build/worker/mlp_model_test" --gtest_filter='*Cuda*' | tee "$build/mlp-cuda.log"
+"$build/worker/model/mlp_model_test" --gtest_filter='*Cuda*' | tee "$build/mlp-cuda.log"
 if grep -q "SKIPPED" "$build/mlp-cuda.log"; then
   echo "gpu-check: the MLP CUDA test skipped" >&2
   exit 1

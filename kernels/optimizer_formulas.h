@@ -2,7 +2,7 @@
 // shared by the servers' tables (server/optimizer.h) and the row kernels
 // (kernels/optimizer_rows.h, CPU and CUDA), so that every side computes the
 // same float operations in the same order. Each function takes one weight,
-// its gradient (the batch's MEAN, as the trainers push it: worker/model.h
+// its gradient (the batch's MEAN, as the trainers push it: worker/model/model.h
 // AverageOverBatch) and its state by reference,
 // updates the state and returns the new weight, clipped to
 // [weight_min, weight_max] (no bounds by default):

@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 
+#include "base/testing/wait_until.h"
 #include "kv/kv_codec.h"
 #include "kv/kv_server.h"
 #include "kv/kv_worker.h"
@@ -24,7 +25,6 @@
 #include "van/postoffice.h"
 #include "van/replica_map.h"
 #include "van/testing/van_cluster.h"
-#include "van/testing/wait_until.h"
 
 namespace petrel {
 namespace {

@@ -14,7 +14,7 @@
 #include "benchmark/benchmark.h"
 
 #include "kv/kv_slicer.h"
-#include "van/node_runtime.h"
+#include "node/node_runtime.h"
 
 namespace petrel {
 namespace {

@@ -7,9 +7,9 @@
 
 #include "base/net_util.h"
 #include "base/status_macros.h"
-#include "van/authorized_keys.h"
-#include "van/curve_keys.h"
-#include "van/legacy_env.h"
+#include "node/legacy_env.h"
+#include "security/authorized_keys.h"
+#include "security/curve_keys.h"
 
 namespace petrel {
 namespace {

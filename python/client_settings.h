@@ -1,7 +1,7 @@
 // ClientSettings: the node settings of a worker that joins a cluster from a
 // library (the Python module) rather than from a node binary's command
 // line. Layers, as node_flags.h builds them for binaries: defaults, then
-// the DMLC_* environment (van/legacy_env.h), then PETREL_SCHEDULER and
+// the DMLC_* environment (node/legacy_env.h), then PETREL_SCHEDULER and
 // PETREL_RANK (set by petrel-launch), then the caller's explicit arguments
 // (an argument always wins). No gflags: a library reads no flags.
 //
@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
-#include "van/node_runtime.h"
+#include "node/node_runtime.h"
 
 namespace petrel {
 

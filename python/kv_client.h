@@ -33,8 +33,8 @@
 #include "absl/time/time.h"
 
 #include "kv/kv_worker.h"
+#include "node/node_runtime.h"
 #include "van/buffer.h"
-#include "van/node_runtime.h"
 #include "van/simple_app.h"
 
 namespace petrel {

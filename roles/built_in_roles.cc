@@ -3,10 +3,10 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "node/daemon_main.h"
+#include "node/legacy_env.h"
 #include "scheduler/scheduler_flags.h"
 #include "server/server_flags.h"
-#include "van/daemon_main.h"
-#include "van/legacy_env.h"
 
 namespace petrel {
 

@@ -28,8 +28,8 @@
 
 #include "absl/status/statusor.h"
 
+#include "node/node_daemon.h"
 #include "proto/meta.pb.h"
-#include "van/node_daemon.h"
 
 namespace petrel {
 

@@ -7,7 +7,7 @@
 #include "glog/logging.h"
 
 #include "base/secret_compare.h"
-#include "van/authorized_keys.h"
+#include "security/authorized_keys.h"
 
 namespace petrel {
 namespace {

@@ -20,7 +20,7 @@
 
 #include "base/secret_compare.h"
 #include "scheduler/scheduler.h"
-#include "van/authorized_keys.h"
+#include "security/authorized_keys.h"
 
 namespace petrel {
 namespace {

@@ -1,4 +1,4 @@
-// The built-in scheduler as a NodeDaemon (van/node_daemon.h): admits the
+// The built-in scheduler as a NodeDaemon (node/node_daemon.h): admits the
 // nodes of a job, runs its barriers, watches heartbeats and connections,
 // coordinates checkpoints and graceful stops (with a job config) and ends
 // the job when every worker has finished. petrel-scheduler runs it, and so
@@ -14,7 +14,7 @@
 
 #include "absl/time/time.h"
 
-#include "van/node_daemon.h"
+#include "node/node_daemon.h"
 
 namespace petrel {
 

@@ -17,8 +17,8 @@
 //
 // Exit codes: 0 the job finished, 1 it failed or was stopped (a node died,
 // the cluster did not form, a signal), 2 bad flags or configuration.
+#include "node/daemon_main.h"
 #include "scheduler/scheduler_flags.h"
-#include "van/daemon_main.h"
 
 int main(int argc, char** argv) {
   petrel::DaemonInfo info;

@@ -7,11 +7,11 @@
 
 #include "gtest/gtest.h"
 
+#include "base/testing/wait_until.h"
 #include "job/checkpoint_protocol.h"
 #include "job/recovery_protocol.h"
 #include "van/simple_app.h"
 #include "van/testing/van_cluster.h"
-#include "van/testing/wait_until.h"
 
 namespace petrel {
 namespace {

@@ -1,4 +1,4 @@
-// The built-in server as a NodeDaemon (van/node_daemon.h): holds a share of
+// The built-in server as a NodeDaemon (node/node_daemon.h): holds a share of
 // the job's parameters and answers pushes and pulls until the scheduler
 // ends the job. Without a job config it is a plain key-value store (float
 // values on app 0, double, int32 and int64 values on apps of their own);
@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-#include "van/node_daemon.h"
+#include "node/node_daemon.h"
 
 namespace petrel {
 

@@ -20,8 +20,8 @@
 //
 // Exit codes: 0 the job finished, 1 runtime failure, 2 bad flags or
 // configuration.
+#include "node/daemon_main.h"
 #include "server/server_flags.h"
-#include "van/daemon_main.h"
 
 int main(int argc, char** argv) {
   petrel::DaemonInfo info;

@@ -14,9 +14,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-#include "van/curve_keys.h"
+#include "base/testing/wait_until.h"
+#include "security/curve_keys.h"
 #include "van/testing/van_cluster.h"
-#include "van/testing/wait_until.h"
 #include "van/zmq_van.h"
 
 namespace petrel {

@@ -65,7 +65,7 @@ size_t DataTypeSize(pb::DataType type);
 
 // Who sent a message, as the transport authenticated it: with CURVE on, the
 // connection's public key and the roles the receiver's authorized-keys file
-// grants it (van/zap_handler.h); both empty without CURVE.
+// grants it (security/zap_handler.h); both empty without CURVE.
 struct PeerAuth {
   std::string public_key;  // Z85
   std::string roles;       // e.g. "server,worker"

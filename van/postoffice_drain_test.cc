@@ -10,10 +10,10 @@
 
 #include "gtest/gtest.h"
 
+#include "base/testing/wait_until.h"
 #include "van/customer.h"
 #include "van/postoffice.h"
 #include "van/testing/van_cluster.h"
-#include "van/testing/wait_until.h"
 
 namespace petrel {
 namespace {

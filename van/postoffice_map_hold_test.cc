@@ -8,12 +8,12 @@
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 
+#include "base/testing/wait_until.h"
 #include "van/customer.h"
 #include "van/key_range_map.h"
 #include "van/postoffice.h"
 #include "van/replica_map.h"
 #include "van/testing/van_cluster.h"
-#include "van/testing/wait_until.h"
 
 namespace petrel {
 namespace {

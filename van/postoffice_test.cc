@@ -7,10 +7,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include "base/testing/wait_until.h"
 #include "van/customer.h"
 #include "van/loopback_van.h"
 #include "van/testing/van_cluster.h"
-#include "van/testing/wait_until.h"
 
 namespace petrel {
 namespace {

@@ -23,9 +23,9 @@
 
 #include "base/metrics.h"
 #include "proto/meta.pb.h"
-#include "van/curve_keys.h"
+#include "security/curve_keys.h"
+#include "security/peer_registry.h"
 #include "van/message.h"
-#include "van/peer_registry.h"
 #include "van/wire_codec.h"
 
 namespace petrel {
@@ -166,7 +166,7 @@ class Van {
   // thread-safe.
   void CountDrop(absl::string_view reason, absl::string_view detail);
   // The scheduler accepted the join of the node with `transport_id`: its
-  // connections get a member's memory budget (van/peer_registry.h) before
+  // connections get a member's memory budget (security/peer_registry.h) before
   // the node table binds its id. Changes no addressing rule. Thread-safe.
   void AdmitIdentity(const std::string& transport_id);
 

@@ -62,7 +62,7 @@ struct DecodeContext {
 // The one-frame message a connection opens with (van/zmq_sockets.cc): the
 // prefix with flags 1 and no meta. It tells the receiver, before any large
 // message, whose connection it is (its routing id), so that a member's
-// connection gets a member's budget (van/peer_registry.h). It is no Petrel
+// connection gets a member's budget (security/peer_registry.h). It is no Petrel
 // message: the van consumes it, and the decoder refuses it.
 Buffer HelloFrame();
 bool IsHelloFrame(const char* data, size_t size);

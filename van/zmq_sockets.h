@@ -24,8 +24,8 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 
+#include "security/curve_keys.h"
 #include "van/buffer.h"
-#include "van/curve_keys.h"
 
 namespace petrel {
 

@@ -27,10 +27,10 @@
 #include <thread>
 #include <vector>
 
-#include "van/connection_guard.h"
+#include "security/connection_guard.h"
+#include "security/zap_handler.h"
 #include "van/connection_watch.h"
 #include "van/van.h"
-#include "van/zap_handler.h"
 #include "van/zmq_sockets.h"
 
 namespace petrel {

@@ -12,8 +12,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include "base/testing/wait_until.h"
 #include "van/testing/van_cluster.h"
-#include "van/testing/wait_until.h"
 
 namespace petrel {
 namespace {

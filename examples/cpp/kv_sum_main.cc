@@ -24,9 +24,9 @@
 #include "base/flag_check.h"
 #include "base/status_macros.h"
 #include "kv/kv_worker.h"
+#include "node/node_flags.h"
+#include "node/node_runtime.h"
 #include "roles/built_in_roles.h"
-#include "van/node_flags.h"
-#include "van/node_runtime.h"
 
 DEFINE_int32(num_keys, 1000, "Keys 0..num_keys-1 (1..1000000). Default 1000.");
 DEFINE_int32(rounds, 5, "Pushes of every key (1..1000). Default 5.");

@@ -18,7 +18,7 @@
 namespace petrel {
 namespace testing {
 
-// A CSR batch as worker/batch.h stores it, plus its dedup result.
+// A CSR batch as worker/data/batch.h stores it, plus its dedup result.
 struct RandomBatch {
   std::vector<float> labels;      // [n], 0 or 1
   std::vector<uint64_t> keys;     // [nnz]

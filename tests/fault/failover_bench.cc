@@ -26,8 +26,8 @@
 #include "absl/time/clock.h"
 
 #include "kv/kv_worker.h"
+#include "node/node_runtime.h"
 #include "tests/harness/daemon_cluster.h"
-#include "van/node_runtime.h"
 
 namespace petrel {
 namespace {

@@ -4,7 +4,7 @@
 // stopped) while they push, its ranges fail over to a replica, and the
 // jobs still end with every key's sum exact: every acknowledged push is
 // there exactly once. The check job's own pull-and-compare is the oracle
-// (worker/check_job.h).
+// (worker/train/check_job.h).
 #include <cstdio>
 #include <fstream>
 #include <memory>

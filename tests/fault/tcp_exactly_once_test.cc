@@ -20,9 +20,9 @@
 #include "gtest/gtest.h"
 
 #include "kv/kv_worker.h"
+#include "node/node_runtime.h"
 #include "tests/harness/daemon_cluster.h"
 #include "tests/harness/tcp_proxy.h"
-#include "van/node_runtime.h"
 
 namespace petrel {
 namespace {

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "van/curve_keys.h"
+#include "security/curve_keys.h"
 
 namespace petrel {
 

@@ -16,7 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#include "van/curve_keys.h"
+#include "security/curve_keys.h"
 
 namespace petrel {
 

@@ -29,13 +29,13 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
+#include "base/testing/wait_until.h"
 #include "kv/kv_worker.h"
+#include "node/node_runtime.h"
+#include "security/curve_keys.h"
 #include "tests/harness/cluster_keys.h"
 #include "tests/harness/daemon_cluster.h"
 #include "tests/harness/tcp_proxy.h"
-#include "van/curve_keys.h"
-#include "van/node_runtime.h"
-#include "van/testing/wait_until.h"
 
 namespace petrel {
 namespace {

@@ -48,16 +48,16 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
+#include "base/testing/wait_until.h"
 #include "kv/kv_worker.h"
+#include "node/node_runtime.h"
+#include "security/curve_keys.h"
 #include "tests/harness/cluster_keys.h"
 #include "tests/harness/daemon_cluster.h"
 #include "tests/harness/hostile_peer.h"
-#include "van/curve_keys.h"
 #include "van/frame_split.h"
-#include "van/node_runtime.h"
-#include "van/testing/wait_until.h"
 #include "van/wire_codec.h"
-#include "worker/check_job.h"
+#include "worker/train/check_job.h"
 
 namespace petrel {
 namespace {
@@ -478,7 +478,7 @@ TEST_P(HostileInputTest, DaemonsSurviveAndCountMalformedMessages) {
   // 256 MiB on a connection bearing this member's identity (with CURVE, from
   // the insider's key: membership is the identity's): cut at the server's
   // member budget (64 MiB here; a smaller message can arrive whole between
-  // two of the guard's checks, see van/connection_guard.h).
+  // two of the guard's checks, see security/connection_guard.h).
   Buffer hello = HelloFrame();
   EXPECT_LT(
       OversizedMessage(

@@ -153,7 +153,7 @@ TEST_F(TrainTest, FactorizationMachineLearnsCloseToBayes) {
   EXPECT_LT(logloss, bayes_ + 0.6 * (constant_ - bayes_)) << out;
 }
 
-// Gradients are the batch's mean (worker/model.h AverageOverBatch): one
+// Gradients are the batch's mean (worker/model/model.h AverageOverBatch): one
 // plain-SGD learning rate trains at batch 64 and at batch 1024. With summed
 // gradients, the step at batch 1024 was 1024 times this one and the run
 // diverged.

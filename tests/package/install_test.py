@@ -68,8 +68,8 @@ class InstallTest(unittest.TestCase):
                      "lib/cmake/Petrel/PetrelTargets.cmake",
                      "lib/pkgconfig/petrel.pc",
                      "include/petrel/kv/kv_worker.h",
-                     "include/petrel/van/node_runtime.h",
-                     "include/petrel/van/node_flags.h",
+                     "include/petrel/node/node_runtime.h",
+                     "include/petrel/node/node_flags.h",
                      "include/petrel/proto/meta.pb.h",
                      "include/petrel/base/build_info.h",
                      "include/petrel/base/build_info_values.h",
@@ -79,6 +79,10 @@ class InstallTest(unittest.TestCase):
                      "share/doc/petrel/install.md"]:
             self.assertTrue(os.path.isfile(os.path.join(self.prefix, path)),
                             path)
+        # A header that moved keeps its old path, forwarding to the new one.
+        with open(os.path.join(self.prefix,
+                               "include/petrel/van/node_runtime.h")) as old:
+            self.assertIn('#include "node/node_runtime.h"', old.read())
         # Units installed into a prefix name that prefix's binaries and
         # configuration, never /usr or /etc.
         with open(os.path.join(self.prefix, "lib/systemd/system/"

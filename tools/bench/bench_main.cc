@@ -30,7 +30,7 @@
 //
 // Flags: --workload, --value_bytes, --num_keys, --dim, --key_dist,
 // --key_space, --zipf_exponent, --inflight, --duration_s, --iterations,
-// --repeat, --wait_timeout_s, and the node flags (van/node_flags.cc);
+// --repeat, --wait_timeout_s, and the node flags (node/node_flags.cc);
 // defaults and ranges in --help. Request size: --value_bytes bytes of
 // values over --num_keys keys, or, with --dim=D, --num_keys × D floats
 // (--value_bytes may then be left out or must equal num_keys × D × 4).
@@ -61,11 +61,11 @@
 
 #include "base/cli.h"
 #include "base/flag_check.h"
+#include "node/node_flags.h"
+#include "node/node_runtime.h"
 #include "roles/built_in_roles.h"
 #include "tools/bench/petrel_workloads.h"
 #include "tools/bench/workloads.h"
-#include "van/node_flags.h"
-#include "van/node_runtime.h"
 
 DEFINE_string(workload, "raw_zmq",
               "Comma-separated workloads to run, in order (see the list "

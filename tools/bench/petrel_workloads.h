@@ -39,9 +39,9 @@
 #include "absl/time/time.h"
 
 #include "kv/kv_worker.h"
+#include "node/node_runtime.h"
 #include "tools/bench/bench_result.h"
 #include "tools/bench/workloads.h"
-#include "van/node_runtime.h"
 
 namespace petrel {
 

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
-#include "worker/feature_hash.h"
+#include "worker/data/feature_hash.h"
 
 namespace petrel {
 namespace datagen {

@@ -5,7 +5,7 @@
 // 26 categorical fields whose values follow Zipf distributions over
 // vocabularies of 10^3..10^6 values, written as 8-digit hex strings. The
 // features are exactly what worker/ readers produce: Criteo keys from
-// worker/feature_hash.h, or for libsvm the index (key mod 2^bits) + 1 with
+// worker/data/feature_hash.h, or for libsvm the index (key mod 2^bits) + 1 with
 // the value counting colliding fields of one example.
 //
 // Ground truth: every feature's model index m = (key mod 2^bits) + 1 (the
@@ -41,7 +41,7 @@
 
 #include "base/zipf_sampler.h"
 #include "tools/datagen/random.h"
-#include "worker/reader.h"
+#include "worker/data/reader.h"
 
 namespace petrel {
 namespace datagen {

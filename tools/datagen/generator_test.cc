@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
-#include "worker/reader.h"
+#include "worker/data/reader.h"
 
 namespace petrel {
 namespace datagen {

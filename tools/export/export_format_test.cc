@@ -5,8 +5,8 @@
 #include "gtest/gtest.h"
 
 #include "van/key_range_map.h"
-#include "worker/feature_hash.h"
-#include "worker/model.h"
+#include "worker/data/feature_hash.h"
+#include "worker/model/model.h"
 
 namespace petrel {
 namespace {

@@ -20,8 +20,8 @@
 
 #include "base/cli.h"
 #include "base/flag_check.h"
-#include "van/authorized_keys.h"
-#include "van/curve_keys.h"
+#include "security/authorized_keys.h"
+#include "security/curve_keys.h"
 
 DEFINE_string(out, "",
               "Path prefix of the files to write: PREFIX.key (secret, mode "

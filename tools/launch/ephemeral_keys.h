@@ -19,7 +19,7 @@
 
 #include "absl/status/statusor.h"
 
-#include "van/curve_keys.h"
+#include "security/curve_keys.h"
 
 namespace petrel {
 

@@ -6,7 +6,7 @@
 
 #include "gtest/gtest.h"
 
-#include "van/authorized_keys.h"
+#include "security/authorized_keys.h"
 
 namespace petrel {
 namespace {

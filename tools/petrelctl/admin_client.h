@@ -15,7 +15,7 @@
 
 #include "base/metrics.h"
 #include "proto/meta.pb.h"
-#include "van/curve_keys.h"
+#include "security/curve_keys.h"
 #include "van/van.h"
 
 namespace petrel {

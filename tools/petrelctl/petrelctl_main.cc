@@ -29,10 +29,10 @@
 
 #include "base/cli.h"
 #include "base/net_util.h"
+#include "security/authorized_keys.h"
+#include "security/curve_keys.h"
 #include "tools/petrelctl/admin_client.h"
 #include "tools/petrelctl/status_format.h"
-#include "van/authorized_keys.h"
-#include "van/curve_keys.h"
 
 DEFINE_string(scheduler, "", "The scheduler's address HOST:PORT. Required.");
 DEFINE_string(auth_token, "",
@@ -77,7 +77,7 @@ int Usage(const std::string& why) {
 }
 
 // The CURVE settings from the flags and PETREL_CURVE_* variables, as the
-// daemons read theirs (van/curve_keys.h).
+// daemons read theirs (security/curve_keys.h).
 absl::StatusOr<petrel::CurveOptions> CurveFromFlags() {
   petrel::CurveKeySources sources;
   sources.secret_key_file = FLAGS_curve_secret_key_file;

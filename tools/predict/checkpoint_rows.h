@@ -1,5 +1,5 @@
 // CheckpointRows: a checkpoint's tables loaded into memory, outside any
-// cluster, serving a model's rows to worker/scorer.h's ScoreReader as a
+// cluster, serving a model's rows to worker/model/scorer.h's ScoreReader as a
 // training job's servers would: the stored row of a key, or for a key the
 // checkpoint does not hold the row its table's initializer gives it
 // (server/initializer.h; it depends only on the seed, table and key, so it is
@@ -23,7 +23,7 @@
 #include "proto/checkpoint.pb.h"
 #include "server/initializer.h"
 #include "server/table_server.h"
-#include "worker/scorer.h"
+#include "worker/model/scorer.h"
 
 namespace petrel {
 

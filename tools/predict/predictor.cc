@@ -15,10 +15,10 @@
 #include "kernels/device.h"
 #include "tools/predict/checkpoint_rows.h"
 #include "tools/predict/model_dir.h"
-#include "worker/cross_selection.h"
-#include "worker/model.h"
-#include "worker/reader.h"
-#include "worker/trainer.h"
+#include "worker/data/cross_selection.h"
+#include "worker/data/reader.h"
+#include "worker/model/model.h"
+#include "worker/train/trainer.h"
 
 namespace petrel {
 namespace {

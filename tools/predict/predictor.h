@@ -1,9 +1,9 @@
 // Predict: scoring a libsvm or Criteo file with a checkpoint's model, without
 // a cluster (petrel-predict). The checkpoint's tables are loaded into memory
 // (tools/predict/checkpoint_rows.h) and the file is scored by the same loop
-// as the training job's evaluation (worker/scorer.h ScoreReader), with the
-// job's batch size, so the scores are the ones the job's evaluation computes
-// on the same file.
+// as the training job's evaluation (worker/model/scorer.h ScoreReader), with
+// the job's batch size, so the scores are the ones the job's evaluation
+// computes on the same file.
 //
 // Thread safety: RunPredict runs on the caller's thread.
 #ifndef PETREL_TOOLS_PREDICT_PREDICTOR_H_
@@ -15,7 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#include "worker/scorer.h"
+#include "worker/model/scorer.h"
 
 namespace petrel {
 

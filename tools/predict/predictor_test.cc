@@ -23,11 +23,11 @@
 #include "server/table_server.h"
 #include "tests/harness/local_cluster.h"
 #include "tools/predict/model_dir.h"
-#include "worker/data_options.h"
-#include "worker/evaluator.h"
-#include "worker/model.h"
-#include "worker/model_rows.h"
-#include "worker/trainer.h"
+#include "worker/data/data_options.h"
+#include "worker/model/model.h"
+#include "worker/model/model_rows.h"
+#include "worker/train/evaluator.h"
+#include "worker/train/trainer.h"
 
 namespace petrel {
 namespace {

@@ -21,7 +21,7 @@
 #include "server/table_server.h"
 #include "tools/launch/subprocess.h"
 #include "van/key_range_map.h"
-#include "worker/trainer.h"
+#include "worker/train/trainer.h"
 
 namespace petrel {
 namespace {

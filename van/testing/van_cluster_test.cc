@@ -6,7 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-#include "van/testing/wait_until.h"
+#include "base/testing/wait_until.h"
 
 namespace petrel {
 namespace {

@@ -21,8 +21,8 @@
 #include "base/build_info.h"
 #include "base/cli.h"
 #include "kv/kv_worker.h"
-#include "van/node_flags.h"
-#include "van/node_runtime.h"
+#include "node/node_flags.h"
+#include "node/node_runtime.h"
 
 namespace {
 

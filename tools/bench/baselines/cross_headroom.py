@@ -14,7 +14,7 @@ present in an example, one more feature: a hash of (a, b, row_a, row_b).
                     knows which pairs interact, not their weights);
   --crosses=auto    the pairs that the selection by held-out gain picks from
                     the first --auto_sample_rows training rows, as Petrel's
-                    model.crosses.auto_max_pairs does (worker/cross_selection.h:
+                    model.crosses.auto_max_pairs does (worker/data/cross_selection.h:
                     base LR by backfitting Newton steps on a hash-split half,
                     each pair scored by the other half's logloss drop from
                     one shrunk Newton step per cross value; kept when the
@@ -72,7 +72,7 @@ def pairs_from_flag(text):
 
 def select_pairs(labels, ids, rows, max_pairs, l2=10.0, min_gain=3e-4,
                  min_z=3.0, sweeps=3, bits=18):
-    """The selection of worker/cross_selection.h on the first `rows` rows
+    """The selection of worker/data/cross_selection.h on the first `rows` rows
     (ids [n, 39], -1 = missing); returns [(a, b)] best first and prints
     each pair's relative gain and z-score."""
     y = labels[:rows].astype(np.float64)

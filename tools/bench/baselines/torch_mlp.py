@@ -3,7 +3,7 @@
 
 The model of worker/mlp_model on Criteo-format TSV (`label, I1..I13,
 C1..C26`, as petrel-datagen --format=criteo writes it), on the CPU:
-  - 39 fields: integer column Ii is bucketed like worker/feature_hash.h
+  - 39 fields: integer column Ii is bucketed like worker/data/feature_hash.h
     CriteoIntegerBucket ("SP<v>" for v <= 2, else floor(ln(v)^2)), and
     categorical column Cj is its text; each (field, token) is hashed (crc32)
     into one embedding table of 2^index_bits rows, dim --embedding_dim;
@@ -27,7 +27,7 @@ C1..C26`, as petrel-datagen --format=criteo writes it), on the CPU:
   - --crosses (needs --wide; default none, the model above): crossed field
     pairs in the wide part only, as Petrel's model.crosses (crosses.embed
     off): for each pair (a, b) of fields 0..38 (0..12 the integer columns,
-    13..38 the categorical ones, as worker/feature_hash.h and Petrel's log
+    13..38 the categorical ones, as worker/data/feature_hash.h and Petrel's log
     number them) present in an example, one more wide feature hashed from
     (a, b, row_a, row_b) into rows [2^index_bits, 2^(index_bits+1)) of the
     wide table (a range of their own), trained by the same FTRL; no
@@ -35,7 +35,7 @@ C1..C26`, as petrel-datagen --format=criteo writes it), on the CPU:
     (batch_keys, pairs_from_flag). --crosses=A-B,... names the pairs;
     --crosses=auto selects them by held-out gain from the first
     --auto_sample_rows training rows, at most --auto_max_pairs
-    (cross_headroom.select_pairs, the selection of worker/cross_selection.h
+    (cross_headroom.select_pairs, the selection of worker/data/cross_selection.h
     in numpy; it prints the top pairs' gains on stderr).
     On docs/training.md's per-pair data s300 (300k train, 100k test), with
     --wide --embedding_initial_accumulator=1e-6 --embedding_lr=0.2

@@ -11,7 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
-#include "van/curve_keys.h"
+#include "security/curve_keys.h"
 
 namespace petrel {
 namespace internal {
