@@ -39,7 +39,7 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/plot/petrel-plot
 set(PETREL_CLIENT_PARTS
     petrel_proto petrel_base petrel_build_info petrel_huge_page_memory
     petrel_row_index petrel_shard_pool petrel_cpu_affinity petrel_security
-    petrel_van petrel_node petrel_kv)
+    petrel_van petrel_store petrel_node petrel_kv)
 set(PETREL_NODE_FLAGS_PARTS petrel_node_flags petrel_flag_check petrel_cli)
 foreach(part IN LISTS PETREL_CLIENT_PARTS PETREL_NODE_FLAGS_PARTS)
   set_target_properties(${part} PROPERTIES POSITION_INDEPENDENT_CODE ON)

@@ -26,13 +26,12 @@
 #include "absl/time/time.h"
 
 #include "proto/meta.pb.h"
+#include "store/kv_pairs.h"
 #include "van/buffer.h"
 #include "van/customer.h"
 #include "van/message.h"
 
 namespace petrel {
-
-using Key = uint64_t;
 
 // The reason label of petrel_van_messages_rejected_total for a KV message
 // that failed the checks below.
@@ -70,13 +69,6 @@ struct KVMeta {
   ReplyAddress reply_address() const {
     return ReplyAddress{sender, customer_id, timestamp, part};
   }
-};
-
-template <typename Val>
-struct KVPairs {
-  SArray<Key> keys;
-  SArray<Val> vals;
-  SArray<int> lens;  // empty: every key has vals.size() / keys.size() values
 };
 
 // Writes the KV request fields of `kv` (cmd, push, pull, table_id, clock,

@@ -29,7 +29,7 @@
 #include "base/shard_pool.h"
 #include "kv/kv_codec.h"
 #include "kv/kv_replication.h"
-#include "kv/kv_store.h"
+#include "store/kv_store.h"
 #include "van/buffer.h"
 #include "van/customer.h"
 
@@ -193,7 +193,7 @@ class KVServer {
   Counter* ahead_of_map_ = nullptr;
 };
 
-// A default handler: keeps a KVStore (kv/kv_store.h: rows in slabs, one
+// A default handler: keeps a KVStore (store/kv_store.h: rows in slabs, one
 // index lookup per key) and sums pushed values into it (kSum) or
 // overwrites (kAssign). A pull returns the stored values; a key never
 // pushed has no values (length 0). Takes key slices (a key first pushed in

@@ -7,7 +7,7 @@
 
 #include "gtest/gtest.h"
 
-#include "kv/kv_store_internal.h"
+#include "store/kv_store_internal.h"
 
 namespace petrel {
 namespace {

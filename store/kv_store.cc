@@ -1,4 +1,4 @@
-#include "kv/kv_store.h"
+#include "store/kv_store.h"
 
 #include <algorithm>
 #include <atomic>
@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
-#include "kv/kv_store_internal.h"
+#include "store/kv_store_internal.h"
 
 namespace petrel {
 namespace {

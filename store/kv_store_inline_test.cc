@@ -8,7 +8,7 @@
 #include "gtest/gtest.h"
 
 #include "base/shard_pool.h"
-#include "kv/kv_store.h"
+#include "store/kv_store.h"
 
 namespace petrel {
 namespace {

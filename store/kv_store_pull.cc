@@ -1,4 +1,5 @@
-// KVStore's pulls (and Get); pushes are in kv_store.cc.
+// KVStore's reads: pulls, Get, and Export (the rows a replacement server is
+// sent: docs/failures.md, "Replacement servers"); pushes are in kv_store.cc.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -6,8 +7,8 @@
 #include "absl/base/attributes.h"
 #include "absl/base/optimization.h"
 
-#include "kv/kv_store.h"
-#include "kv/kv_store_internal.h"
+#include "store/kv_store.h"
+#include "store/kv_store_internal.h"
 
 namespace petrel {
 
@@ -239,9 +240,38 @@ std::vector<Val> KVStore<Val>::Get(Key key) const {
   return row;
 }
 
+template <typename Val>
+KVPairs<Val> KVStore<Val>::Export(const std::function<bool(Key)>& keep) const {
+  size_t keys = 0;
+  size_t vals = 0;
+  index_.ForEach([&](const RowIndex::Slot& slot) {
+    if (slot.width == 0 || !keep(slot.key)) return;
+    ++keys;
+    vals += slot.width;
+  });
+  KVPairs<Val> out;
+  out.keys = SArray<Key>(keys);
+  out.vals = SArray<Val>(vals);
+  out.lens = SArray<int>(keys);
+  size_t k = 0;
+  size_t v = 0;
+  index_.ForEach([&](const RowIndex::Slot& slot) {
+    if (slot.width == 0 || !keep(slot.key)) return;
+    const Val* row = RowData(slot);
+    std::copy(row, row + slot.width, out.vals.data() + v);
+    out.keys[k] = slot.key;
+    out.lens[k] = static_cast<int>(slot.width);
+    ++k;
+    v += slot.width;
+  });
+  return out;
+}
+
 #define PETREL_INSTANTIATE_KV_STORE_PULL(Val)                        \
   template KVPairs<Val> KVStore<Val>::Pull(const SArray<Key>& keys); \
-  template std::vector<Val> KVStore<Val>::Get(Key key) const;
+  template std::vector<Val> KVStore<Val>::Get(Key key) const;        \
+  template KVPairs<Val> KVStore<Val>::Export(                        \
+      const std::function<bool(Key)>& keep) const;
 PETREL_INSTANTIATE_KV_STORE_PULL(float)
 PETREL_INSTANTIATE_KV_STORE_PULL(double)
 PETREL_INSTANTIATE_KV_STORE_PULL(int32_t)

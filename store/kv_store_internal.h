@@ -1,8 +1,8 @@
 // Internals shared by kv_store.cc (pushes) and kv_store_pull.cc (pulls):
 // prefetch distances, row copies, the batch of index homes, and the slab
 // pool of one width. Not part of the KV layer's interface.
-#ifndef PETREL_KV_KV_STORE_INTERNAL_H_
-#define PETREL_KV_KV_STORE_INTERNAL_H_
+#ifndef PETREL_STORE_KV_STORE_INTERNAL_H_
+#define PETREL_STORE_KV_STORE_INTERNAL_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -15,7 +15,7 @@
 
 #include "base/huge_page_memory.h"
 #include "base/row_index.h"
-#include "kv/kv_store.h"
+#include "store/kv_store.h"
 
 namespace petrel {
 namespace kv_store_internal {
@@ -153,4 +153,4 @@ inline const Val* KVStore<Val>::RowData(const RowIndex::Slot& slot) const {
 
 }  // namespace petrel
 
-#endif  // PETREL_KV_KV_STORE_INTERNAL_H_
+#endif  // PETREL_STORE_KV_STORE_INTERNAL_H_

@@ -1,4 +1,4 @@
-#include "kv/kv_store.h"
+#include "store/kv_store.h"
 
 #include <cstdint>
 #include <random>

@@ -69,8 +69,8 @@
 // Thread safety: not thread-safe; one call at a time. A pull answer may be
 // read by other threads while the store goes on (it never writes an array
 // an answer still holds).
-#ifndef PETREL_KV_KV_STORE_H_
-#define PETREL_KV_KV_STORE_H_
+#ifndef PETREL_STORE_KV_STORE_H_
+#define PETREL_STORE_KV_STORE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -86,7 +86,7 @@
 #include "base/huge_page_memory.h"
 #include "base/row_index.h"
 #include "base/shard_pool.h"
-#include "kv/kv_codec.h"
+#include "store/kv_pairs.h"
 #include "van/buffer.h"
 
 namespace petrel {
@@ -154,7 +154,7 @@ class KVStore {
   std::vector<Val> Get(Key key) const;
   // The rows of every key `keep` selects, in no particular order: keys,
   // values and lens (one per key). For a replacement server's copy
-  // (kv_store_export.cc). REQUIRES: no push prepared and not committed.
+  // (kv_store_pull.cc). REQUIRES: no push prepared and not committed.
   KVPairs<Val> Export(const std::function<bool(Key)>& keep) const;
   // Bytes held by the index, slabs and large rows.
   size_t MemoryBytes() const;
@@ -251,4 +251,4 @@ class KVStore {
 
 }  // namespace petrel
 
-#endif  // PETREL_KV_KV_STORE_H_
+#endif  // PETREL_STORE_KV_STORE_H_

@@ -81,7 +81,7 @@
 #include "base/huge_page_memory.h"
 #include "base/row_index.h"
 #include "base/shard_pool.h"
-#include "kv/kv_store.h"
+#include "store/kv_store.h"
 
 namespace petrel {
 namespace {
