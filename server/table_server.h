@@ -185,7 +185,7 @@ class TableServer {
                               const KeyRangeMap& ranges, int my_rank,
                               bool with_state);
 
-  // Range copy to a replacement server (server/table_server_range_copy.cc,
+  // Range copy to a replacement server (server/table_server_rows.cc,
   // docs/failures.md "Replacement servers"). SnapshotRanges returns, as
   // one list of entries, every stored row of every table whose key `keep`
   // accepts (its stride() floats: weights and optimizer state, the
