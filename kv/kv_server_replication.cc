@@ -174,8 +174,9 @@ void KVServer<Val>::Forward(const Message& msg, const KVMeta& meta) {
   }
   Postoffice* po = customer_.postoffice();
   // A push sliced by a newer map than this server's: the backups of the
-  // older one may miss a replica of its ranges. The scheduler gives the
-  // servers a map before the workers, so none should come (counted).
+  // older one may miss a replica of its ranges. The Postoffice holds such a
+  // request until this server has the map (HoldIfAheadOfMap), so none
+  // should come past the hold's deadline (counted).
   if (msg.meta.origin_node() == 0 &&
       msg.meta.map_version() > po->map_version()) {
     if (ahead_of_map_ != nullptr) ahead_of_map_->Increment();

@@ -189,7 +189,8 @@ void Scheduler::SetMapVersionGauge() {
   postoffice_->metrics()
       ->GetGauge("petrel_key_range_map_version",
                  "Version of the key-range map this node routes by (bumped "
-                 "by each server failover).")
+                 "by each change: a failover, a replacement, an added or a "
+                 "drained server).")
       ->Set(static_cast<double>(replica_map_->version()));
 }
 

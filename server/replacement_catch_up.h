@@ -17,8 +17,10 @@ namespace petrel {
 
 struct CatchUpOptions {
   // Whether installing a copy overwrites rows (training tables), so that a
-  // range copied again ends as the new copy says. A KV store's install
-  // sums: its ranges cannot be copied twice. Default false.
+  // range copied again ends exactly as the new copy says. A KV store in
+  // sum mode installs a row by adding the copy less what it holds, which
+  // can round for floating-point values when it holds the row already, so
+  // its ranges are not copied twice. Default false.
   bool install_overwrites = false;
   // Rounds of copies at most (each after a source died). Default 4.
   int max_rounds = 4;

@@ -42,7 +42,8 @@ void Postoffice::SetReplicaMap(ReplicaMap map) {
   metrics_
       ->GetGauge("petrel_key_range_map_version",
                  "Version of the key-range map this node routes by (bumped "
-                 "by each failover and each replacement).")
+                 "by each change: a failover, a replacement, an added or a "
+                 "drained server).")
       ->Set(static_cast<double>(version));
 }
 

@@ -96,8 +96,9 @@ class ReplicaMap {
   // Whether range i's chain holds `rank`.
   bool ChainHolds(size_t i, int rank) const;
 
-  // The rank that took over the ranges `dead` led in this map (the next
-  // live rank after it in the ring), or -1 when it led none or is alive.
+  // The rank that takes over the ranges `dead` led (the next live rank
+  // after it in the ring), or -1 when `dead` is alive in this map or no
+  // rank is.
   int SuccessorOf(int dead) const;
 
   // Live ranks other than `primary` that hold a replica of a range
