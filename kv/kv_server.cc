@@ -10,7 +10,9 @@ namespace petrel {
 template <typename Val>
 KVServer<Val>::KVServer(int app_id, Postoffice* postoffice,
                         CustomerOptions options)
-    : customer_(app_id, /*customer_id=*/0, postoffice, options) {}
+    : customer_(app_id, /*customer_id=*/0, postoffice, options),
+      replication_(&customer_),
+      range_copy_(this, &customer_, &replication_) {}
 
 template <typename Val>
 KVServer<Val>::~KVServer() {
@@ -36,22 +38,8 @@ absl::Status KVServer<Val>::Start() {
     Process(std::move(msg), duplicate);
   });
   customer_.set_response_handler(
-      [this](Message&& response) { OnResponse(response); });
-  forwarded_ = metrics->GetCounter(
-      "petrel_server_replication_forwarded_total",
-      "Pushes this primary forwarded to a backup (one per backup).");
-  copies_applied_ = metrics->GetCounter(
-      "petrel_server_replication_applied_total",
-      "Copies of pushes applied here: forwarded by a primary, or resent to "
-      "this server after a failover.");
-  ahead_of_map_ = metrics->GetCounter(
-      "petrel_server_pushes_ahead_of_map_total",
-      "Pushes sliced by a newer key-range map than this server routed by "
-      "when it forwarded them to its backups (none in a drain, whose map "
-      "reaches the servers before the workers).");
-  copies_duplicate_ = metrics->GetCounter(
-      "petrel_server_replication_duplicates_total",
-      "Copies of pushes not applied again: this server had them already.");
+      [this](Message&& response) { range_copy_.OnResponse(response); });
+  replication_.Start(metrics);
   Customer::FailoverHooks hooks;
   // A backup that died owes no acknowledgement: its copies count as
   // answered. Nothing else of a server's is resent elsewhere.
@@ -81,11 +69,11 @@ void KVServer<Val>::Process(Message&& msg, bool duplicate) {
   KVMeta meta = DecodeKvMeta(msg.meta);
   meta.received = absl::Now();
   if (msg.meta.range_copy() == 1) {
-    ProcessCopyRequest(msg, meta, data, duplicate);
+    range_copy_.ProcessRequest(msg, meta, data, duplicate);
     return;
   }
   if (msg.meta.range_copy() == 2 && meta.push) {
-    ProcessCopy(msg, meta, data, duplicate);
+    range_copy_.ProcessCopy(msg, meta, data, duplicate);
     return;
   }
   // Before the duplicate check, so a resent slice gets the same answer.
@@ -107,20 +95,20 @@ void KVServer<Val>::Process(Message&& msg, bool duplicate) {
   bool copy_seen = false;
   if (meta.push && msg.meta.origin_node() != 0 && !duplicate) {
     KVPairs<Val> part;
-    duplicate = copy_seen = SeenAsResentCopy(msg, data, &part);
+    duplicate = copy_seen = replication_.SeenAsResentCopy(msg, data, &part);
     // A push-pull answers every key asked: applied whole (a partial
     // overlap is not expected at all; SeenOrRecordPiece logs it).
     if (!part.keys.empty() && !meta.pull) data = std::move(part);
   }
-  if (duplicate && meta.push && replicating_.load(std::memory_order_relaxed) &&
-      AnswerPending(meta.reply_address())) {
+  if (duplicate && meta.push && replication_.active() &&
+      replication_.AnswerPending(meta.reply_address())) {
     return;  // answered once its copies are acknowledged
   }
   if (duplicate && meta.push) {
     // Already applied: acknowledge (or answer the pull) without applying.
     VLOG(1) << "duplicate push ts=" << meta.timestamp << " from node "
             << meta.sender;
-    if (copy_seen) Forward(msg, meta);
+    if (copy_seen) replication_.Forward(msg, meta);
     if (!meta.pull) {
       Response(meta).IgnoreError();
       return;
@@ -129,8 +117,26 @@ void KVServer<Val>::Process(Message&& msg, bool duplicate) {
     data.vals = SArray<Val>();
     data.lens = SArray<int>();
   }
-  if (meta.push) Forward(msg, meta);
+  if (meta.push) replication_.Forward(msg, meta);
   handler_(meta, data, this);
+}
+
+template <typename Val>
+void KVServer<Val>::ProcessForwarded(const Message& msg, const KVMeta& meta,
+                                     const KVPairs<Val>& data, bool duplicate) {
+  const pb::Meta& m = msg.meta;
+  KVPairs<Val> part;
+  if (duplicate ||
+      replication_.SeenOrRecordPiece(m.origin_sender(), m.origin_customer(),
+                                     msg, data, m.origin_in_order(), &part)) {
+    replication_.CountCopy(/*duplicate=*/true);
+    Response(meta).IgnoreError();
+    return;
+  }
+  replication_.CountCopy(/*duplicate=*/false);
+  // The handler applies it as the primary did (same data, same order per
+  // key) and answers the primary.
+  handler_(meta, part.keys.empty() ? data : part, this);
 }
 
 template <typename Val>
@@ -145,8 +151,8 @@ absl::Status KVServer<Val>::Response(const KVMeta& meta,
     response.AddData(result.vals);
     if (!result.lens.empty()) response.AddData(result.lens);
   }
-  if (replicating_.load(std::memory_order_relaxed) &&
-      DeferResponse(meta.reply_address(), &response)) {
+  if (replication_.active() &&
+      replication_.DeferResponse(meta.reply_address(), &response)) {
     return absl::OkStatus();
   }
   return customer_.SendResponse(meta.reply_address(), std::move(response));
@@ -170,8 +176,8 @@ absl::Status KVServer<Val>::ResponseError(const KVMeta& meta,
   DCHECK(!error.ok());
   Message response;  // no data frames: the status travels in the header
   EncodeKvError(meta, error, &response.meta);
-  if (replicating_.load(std::memory_order_relaxed) &&
-      DeferResponse(meta.reply_address(), &response)) {
+  if (replication_.active() &&
+      replication_.DeferResponse(meta.reply_address(), &response)) {
     return absl::OkStatus();
   }
   return customer_.SendResponse(meta.reply_address(), std::move(response));
@@ -229,6 +235,38 @@ void KVStoreHandler<Val>::operator()(const KVMeta& meta,
   if (!s.ok()) {
     LOG_EVERY_T(WARNING, 1.0) << "response: " << s;
   }
+}
+
+template <typename Val>
+void KVStoreHandler<Val>::EnableRangeCopy(KVServer<Val>* server) {
+  server->set_range_copy(
+      [this](const std::function<bool(Key)>& keep) {
+        return store_.Export(keep);
+      },
+      [this](const KVPairs<Val>& rows) {
+        if (store_.mode() != Mode::kSum) {
+          return store_.Push(rows.keys, rows.vals, rows.lens);
+        }
+        // A copy sets the rows: a server that gains a range when another
+        // is drained may hold rows of it already (the whole pushes a
+        // primary forwards to it for the ranges it backs), so it adds the
+        // copy less what it holds.
+        SArray<Val> vals(rows.vals.size());
+        const size_t n = rows.keys.size();
+        const size_t width = n == 0 ? 0 : rows.vals.size() / n;
+        size_t at = 0;
+        for (size_t i = 0; i < n; ++i) {
+          const size_t w =
+              rows.lens.empty() ? width : static_cast<size_t>(rows.lens[i]);
+          const std::vector<Val> held = store_.Get(rows.keys[i]);
+          for (size_t j = 0; j < w; ++j) {
+            vals[at + j] =
+                rows.vals[at + j] - (held.size() == w ? held[j] : Val{});
+          }
+          at += w;
+        }
+        return store_.Push(rows.keys, vals, rows.lens);
+      });
 }
 
 template class KVServer<float>;

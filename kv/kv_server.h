@@ -17,18 +17,15 @@
 #ifndef PETREL_KV_KV_SERVER_H_
 #define PETREL_KV_KV_SERVER_H_
 
-#include <atomic>
 #include <functional>
-#include <tuple>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 
 #include "base/shard_pool.h"
 #include "kv/kv_codec.h"
-#include "kv/kv_replication.h"
+#include "kv/replication/range_copy.h"
+#include "kv/replication/server_replication.h"
 #include "store/kv_store.h"
 #include "van/buffer.h"
 #include "van/customer.h"
@@ -56,18 +53,16 @@ class KVServer {
   }
   absl::Status Start();
 
-  // Range copy to a replacement server (kv_server_range_copy.cc;
+  // Range copy to a replacement server (kv/replication/range_copy.h;
   // docs/failures.md, "Replacement servers"). `snapshot` returns the rows
   // of the keys its argument selects; `install` stores rows received so
   // (keys, values, lens) as they are. Both run on the handler's thread, in
   // order with the requests. Set before Start; KVStoreHandler's
   // EnableRangeCopy sets them for its store.
-  using SnapshotFn =
-      std::function<KVPairs<Val>(const std::function<bool(Key)>& keep)>;
-  using InstallFn = std::function<absl::Status(const KVPairs<Val>& rows)>;
+  using SnapshotFn = typename RangeCopy<Val>::SnapshotFn;
+  using InstallFn = typename RangeCopy<Val>::InstallFn;
   void set_range_copy(SnapshotFn snapshot, InstallFn install) {
-    snapshot_ = std::move(snapshot);
-    install_ = std::move(install);
+    range_copy_.set_functions(std::move(snapshot), std::move(install));
   }
   // On the replacement: asks server `source` (a node id) for its copy of
   // the key ranges `ranges` (indices in the key-range map). The source
@@ -77,9 +72,11 @@ class KVServer {
   // error (DeadlineExceeded after `timeout`; FailedPrecondition from a
   // source without a range copy).
   absl::Status CopyRangesFrom(int source, const std::vector<int>& ranges,
-                              absl::Duration timeout);
+                              absl::Duration timeout) {
+    return range_copy_.CopyFrom(source, ranges, timeout);
+  }
   // Rows received by copies (for logs and tests); any thread.
-  int64_t rows_copied_in() const { return rows_copied_in_.load(); }
+  int64_t rows_copied_in() const { return range_copy_.rows_copied_in(); }
 
   // Answers the request `meta`: a push with no data, a pull with the values
   // of the keys asked, in the request's order, and, for variable lengths,
@@ -111,86 +108,14 @@ class KVServer {
   Handler handler_;
   bool accepts_key_slices_ = false;
 
-  // Replication (kv_server_replication.cc; docs/failures.md, "Replicated
-  // servers"). A primary forwards each push to the live backups of its
-  // ranges and answers it only once they all acknowledged; a backup applies
-  // a forwarded push once, by its origin.
-  //
-  // Handles a push forwarded by a primary (msg.meta.forwarded()).
+  // A push forwarded by a primary (msg.meta.forwarded()): applied once,
+  // by its origin (ServerReplication), and answered to the primary.
   void ProcessForwarded(const Message& msg, const KVMeta& meta,
                         const KVPairs<Val>& data, bool duplicate);
-  // Whether push `msg` was applied before as a copy resent after a
-  // failover (it names its origin); records it otherwise. A piece some of
-  // whose key ranges were applied under its number before leaves the
-  // others' pairs in `*part` (else untouched: apply `data`).
-  bool SeenAsResentCopy(const Message& msg, const KVPairs<Val>& data,
-                        KVPairs<Val>* part);
-  // The duplicate check of a push named by its origin (forwarded, or
-  // resent after a failover) from stream (sender, customer, origin node):
-  // in order, by number; out of order, by number and key ranges
-  // (ReplicaDedup), with `*part` as for SeenAsResentCopy.
-  bool SeenOrRecordPiece(int sender, int customer, const Message& msg,
-                         const KVPairs<Val>& data, bool in_order,
-                         KVPairs<Val>* part);
-  // Primary: sends the copies of push `msg` to the backups; its answer then
-  // waits for them (DeferResponse).
-  void Forward(const Message& msg, const KVMeta& meta);
-  // The backups' node ids for the current map.
-  const std::vector<int>& Backups();
-  // Holds `response` to `to` while its request's copies are unanswered:
-  // true when held (OnForwarded sends it).
-  bool DeferResponse(const ReplyAddress& to, Message* response);
-  void OnForwarded(const ReplyAddress& to);
-  // Whether the answer to `to` is held or still to come.
-  bool AnswerPending(const ReplyAddress& to);
 
-  // Range copy (kv_server_range_copy.cc): the source's side of a
-  // replacement's request (range_copy 1), and the replacement's of the
-  // copy (range_copy 2).
-  void ProcessCopyRequest(const Message& msg, const KVMeta& meta,
-                          const KVPairs<Val>& data, bool duplicate);
-  void ProcessCopy(const Message& msg, const KVMeta& meta,
-                   const KVPairs<Val>& data, bool duplicate);
-  // Records the error of an answer to a range copy or its request.
-  void OnResponse(const Message& response);
-  SnapshotFn snapshot_;
-  InstallFn install_;
-  // Replacements this server forwards to besides the map's backups (node
-  // ids); handler thread only.
-  std::vector<int> copy_targets_;
-  // The map version when the last copy target was added: a target the map
-  // lists as live (a server that gains ranges in a drain) stays one until
-  // the map moves on.
-  uint64_t copy_targets_version_ = 0;  // handler thread only
-  std::atomic<int64_t> rows_copied_in_{0};
-
-  using AnswerKey = std::tuple<int, int, int, int>;
-  struct HeldAnswer {
-    bool copies_done = false;
-    bool held = false;
-    Message response;
-  };
-  ReplicaDedup dedup_;                       // handler thread only
-  uint64_t backups_version_ = ~uint64_t{0};  // handler thread only
-  std::vector<int> backups_;                 // handler thread only
-  // The primaries of the map before the current one: ranges this server
-  // led there and no longer leads are handed off (elastic servers).
-  std::vector<int32_t> previous_owners_;  // handler thread only
-  std::vector<int32_t> current_owners_;   // handler thread only
-  uint64_t owners_version_ = 0;           // handler thread only
-  std::atomic<bool> replicating_{false};
-  absl::Mutex answers_mu_;
-  absl::flat_hash_map<AnswerKey, HeldAnswer> answers_
-      ABSL_GUARDED_BY(answers_mu_);
-  // Errors answered to this server's range copies, by timestamp.
-  absl::flat_hash_map<int, absl::Status> copy_errors_
-      ABSL_GUARDED_BY(answers_mu_);
-  // petrel_server_replication_{forwarded,applied,duplicates}_total.
-  Counter* forwarded_ = nullptr;
-  Counter* copies_applied_ = nullptr;
-  Counter* copies_duplicate_ = nullptr;
-  // petrel_server_pushes_ahead_of_map_total.
-  Counter* ahead_of_map_ = nullptr;
+  // Replication (kv/replication/; docs/failures.md, "Replicated servers").
+  ServerReplication replication_;
+  RangeCopy<Val> range_copy_;
 };
 
 // A default handler: keeps a KVStore (store/kv_store.h: rows in slabs, one

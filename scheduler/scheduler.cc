@@ -1,3 +1,9 @@
+// Scheduler: the job's life (admission is in scheduler_join.cc): control
+// messages, barriers, the end of training, failure handling (declaring
+// nodes dead on missed heartbeats or a lost connection, telling the others,
+// failing the job or handing a server's death to the MembershipController),
+// and the cluster's status and metrics (petrelctl status, the
+// petrel_cluster_* / petrel_scheduler_* gauges).
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
@@ -6,46 +12,34 @@
 #include "absl/strings/str_join.h"
 #include "glog/logging.h"
 
-#include "base/secret_compare.h"
-#include "security/authorized_keys.h"
-
 namespace petrel {
 namespace {
 
-// Pending nodes have no id yet; replies to them travel on temporary routes.
-int PendingRoute(size_t index) { return -static_cast<int>(index) - 1; }
-
-std::string RoleName(pb::Role role) {
+const char* RoleLabel(pb::Role role) {
   return role == pb::ROLE_SERVER ? "server" : "worker";
 }
 
-std::string Where(const pb::Node& node) {
-  return absl::StrCat(node.host(), ":", node.port());
-}
+constexpr const char* kStates[] = {"alive", "finished", "dead", "lost"};
 
 }  // namespace
 
-// With CURVE on: whether the key the joining connection authenticated with
-// may take the role the node asks for (the authorized-keys file's roles).
-absl::Status Scheduler::CheckJoinKey(const pb::Node& node,
-                                     const PeerAuth& peer) {
-  const uint32_t wanted =
-      node.role() == pb::ROLE_SERVER ? kKeyRoleServer : kKeyRoleWorker;
-  absl::StatusOr<uint32_t> roles = ParseKeyRoles(peer.roles);
-  if (peer.public_key.empty() || !roles.ok()) {
-    return absl::PermissionDeniedError(
-        "the connection has no authenticated CURVE key");
-  }
-  if ((*roles & wanted) == 0) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "key ", peer.public_key, " may join as ", peer.roles, ", not as ",
-        RoleName(node.role()), " (see the authorized-keys file)"));
-  }
-  return absl::OkStatus();
+int Scheduler::PendingRoute(size_t index) {
+  return -static_cast<int>(index) - 1;
+}
+
+std::string Scheduler::RoleName(pb::Role role) {
+  return role == pb::ROLE_SERVER ? "server" : "worker";
+}
+
+std::string Scheduler::Where(const pb::Node& node) {
+  return absl::StrCat(node.host(), ":", node.port());
 }
 
 Scheduler::Scheduler(Postoffice* postoffice, SchedulerOptions options)
-    : postoffice_(postoffice), options_(std::move(options)) {
+    : postoffice_(postoffice),
+      options_(std::move(options)),
+      admin_(postoffice, options_.auth_token, AdminHandlers()),
+      membership_(postoffice, options_.replicas, this) {
   postoffice_->set_control_handler(
       [this](Message&& msg) { HandleControl(std::move(msg)); });
   postoffice_->set_tick_hook([this](absl::Time now) { OnTick(now); });
@@ -112,7 +106,7 @@ std::vector<int> Scheduler::live_servers() const {
 KeyRangeMap Scheduler::key_ranges() const {
   {
     absl::MutexLock lock(&mu_);
-    if (replica_map_.has_value()) return replica_map_->ranges();
+    if (membership_.map().has_value()) return membership_.map()->ranges();
   }
   return postoffice_->key_ranges();
 }
@@ -175,28 +169,80 @@ void Scheduler::SendToLiveNodes(const pb::Control& control, int except) {
   }
 }
 
-pb::Control Scheduler::NodeBackWithMap(int id) const {
-  pb::Control back;
-  back.set_cmd(pb::COMMAND_NODE_BACK);
-  for (const pb::Node& n : table_) {
-    if (n.id() == id) *back.add_nodes() = n;
-  }
-  replica_map_->ToControl(&back);
-  return back;
+std::vector<pb::Node>& Scheduler::table() {
+  mu_.AssertHeld();
+  return table_;
 }
 
-void Scheduler::SetMapVersionGauge() {
-  postoffice_->metrics()
-      ->GetGauge("petrel_key_range_map_version",
-                 "Version of the key-range map this node routes by (bumped "
-                 "by each change: a failover, a replacement, an added or a "
-                 "drained server).")
-      ->Set(static_cast<double>(replica_map_->version()));
+void Scheduler::AdmitServer(const pb::Node& node) {
+  mu_.AssertHeld();
+  for (auto it = dead_.begin(); it != dead_.end(); ++it) {
+    if (it->node.id() == node.id()) {
+      dead_.erase(it);
+      break;
+    }
+  }
+  last_seen_[node.id()] = absl::Now();
+  postoffice_->van()->AdmitIdentity(node.transport_id());
+  postoffice_->van()->Connect(node);
+}
+
+bool Scheduler::WorkerGone(int id) const {
+  mu_.AssertHeld();
+  return lost_workers_.contains(id) || done_workers_.contains(id);
+}
+
+void Scheduler::PassServerBarriers() {
+  mu_.AssertHeld();
+  for (int group = 1; group <= kAllGroup; ++group) {
+    if (group & kServerGroup) PassBarriers(group);
+  }
+}
+
+AdminChannel::Handlers Scheduler::AdminHandlers() {
+  AdminChannel::Handlers h;
+  h.status = [this](bool nodes, pb::AdminReply* reply) {
+    FillAdminReply(nodes, reply);
+  };
+  h.checkpoint = [this]() -> absl::Status {
+    return admin_actions_.checkpoint
+               ? admin_actions_.checkpoint()
+               : absl::FailedPreconditionError(
+                     "the job has no checkpoint directory");
+  };
+  h.stop = [this](const std::string& reason) {
+    if (admin_actions_.stop) {
+      admin_actions_.stop(reason);
+    } else {
+      Interrupt(reason);
+    }
+  };
+  h.drain = [this](int id) { return RequestDrain(id); };
+  return h;
+}
+
+void Scheduler::FillAdminReply(bool nodes, pb::AdminReply* reply) const {
+  absl::MutexLock lock(&mu_);
+  reply->set_num_servers(postoffice_->num_servers());
+  reply->set_num_workers(postoffice_->num_workers());
+  reply->set_formed(formed_);
+  reply->set_job_state(result_.has_value() ? "ending"
+                       : formed_           ? "running"
+                                           : "forming");
+  if (nodes) FillStatus(reply);
+}
+
+absl::Status Scheduler::RequestDrain(int id) {
+  absl::MutexLock lock(&mu_);
+  if (!formed_ || result_.has_value()) {
+    return absl::FailedPreconditionError("the job is not running");
+  }
+  return membership_.RequestDrain(id);
 }
 
 void Scheduler::HandleControl(Message&& msg) {
   if (msg.meta.control().cmd() == pb::COMMAND_ADMIN) {
-    HandleAdmin(msg);
+    admin_.Handle(msg);
     return;
   }
   absl::MutexLock lock(&mu_);
@@ -217,17 +263,10 @@ void Scheduler::HandleControl(Message&& msg) {
       HandleWorkerDone(sender);
       break;
     case pb::COMMAND_CAUGHT_UP:
-      // A server that copied for a drain is answered at once; a
-      // replacement's or an added server's CAUGHT_UP is checked against
-      // the map its copies were made by.
-      if (HandleDrainCaughtUp(sender)) {
-        AnswerCaughtUp(sender, "");
-      } else {
-        HandleCaughtUp(sender, msg.meta.control().map_version());
-      }
+      membership_.HandleCaughtUp(sender, msg.meta.control().map_version());
       break;
     case pb::COMMAND_DRAIN_DONE:
-      HandleDrainDone(sender, msg.meta.control());
+      membership_.HandleDrainDone(sender, msg.meta.control());
       break;
     case pb::COMMAND_HEARTBEAT: {
       if (formed_ && msg.meta.control().has_stats()) {
@@ -245,183 +284,6 @@ void Scheduler::HandleControl(Message&& msg) {
                                 << pb::Command_Name(msg.meta.control().cmd())
                                 << " from node " << sender;
   }
-}
-
-absl::Status Scheduler::CheckClusterSize(const pb::Node& node) const {
-  struct Count {
-    int given;
-    int mine;
-    const char* flag;
-    const char* variable;
-  };
-  for (const Count& c : {Count{node.num_servers(), postoffice_->num_servers(),
-                               "num_servers", "DMLC_NUM_SERVER"},
-                         Count{node.num_workers(), postoffice_->num_workers(),
-                               "num_workers", "DMLC_NUM_WORKER"}}) {
-    if (c.given != 0 && c.given != c.mine) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "this node has ", c.flag, "=", c.given, " but the scheduler ", c.flag,
-          "=", c.mine, " (give every node the same --", c.flag, " or ",
-          c.variable, ")"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Scheduler::CheckJoin(const pb::Node& node) {
-  if (node.role() != pb::ROLE_SERVER && node.role() != pb::ROLE_WORKER) {
-    return absl::InvalidArgumentError("only servers and workers may join");
-  }
-  if (formed_) {
-    absl::StatusOr<int> rank = ReplacementRank(node);
-    return rank.ok() ? absl::OkStatus() : rank.status();
-  }
-  if (options_.recover) {
-    return absl::FailedPreconditionError(
-        "this scheduler recovers a running job (--recover): only the job's "
-        "nodes may rejoin, with their ids");
-  }
-  int expected = node.role() == pb::ROLE_SERVER ? postoffice_->num_servers()
-                                                : postoffice_->num_workers();
-  int count = 0;
-  for (const pb::Node& n : pending_) {
-    if (n.role() != node.role()) continue;
-    ++count;
-    if (node.requested_rank() >= 0 &&
-        n.requested_rank() == node.requested_rank()) {
-      return absl::AlreadyExistsError(
-          absl::StrCat(RoleName(node.role()), " rank ", node.requested_rank(),
-                       " is already taken by the node at ", Where(n)));
-    }
-  }
-  if (count >= expected) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the job expects ", expected, " ", RoleName(node.role()),
-                     "s and all have joined"));
-  }
-  if (node.requested_rank() >= expected) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "rank ", node.requested_rank(), " requested but the job has ", expected,
-        " ", RoleName(node.role()), "s"));
-  }
-  return absl::OkStatus();
-}
-
-void Scheduler::HandleJoin(const Message& msg) {
-  const pb::Control& control = msg.meta.control();
-  if (control.nodes_size() != 1) return;
-  pb::Node node = control.nodes(0);
-  if (node.id() != kEmptyNodeId) {
-    HandleRejoin(msg);
-    return;
-  }
-  const bool curve = postoffice_->van()->options().curve.enabled();
-  // Peers reach the node with the key it authenticated with, never one it
-  // merely declared.
-  node.set_curve_public_key(curve ? msg.peer.public_key : "");
-  for (size_t i = 0; i < pending_.size(); ++i) {
-    if (pending_[i].transport_id() == node.transport_id()) return;  // resent
-  }
-  for (const pb::Node& n : table_) {
-    if (formed_ && n.transport_id() == node.transport_id()) return;  // ditto
-  }
-  if (!SecretsEqual(control.auth_token(), options_.auth_token)) {
-    // No answer and no connection back: a REJECT would mean connecting to
-    // the sender, which shows it this scheduler's transport identity, the
-    // one thing it needs to speak as the scheduler to the other nodes.
-    postoffice_->van()->CountDrop(
-        "unauthenticated",
-        absl::StrCat("join with a wrong auth token from ", Where(node)));
-    return;
-  }
-  // A route to the joining node for the reply (no identity bound yet).
-  pb::Node route = node;
-  route.set_id(PendingRoute(pending_.size()));
-  route.clear_transport_id();
-  postoffice_->van()->Connect(route);
-  pb::Control reply;
-  // Every reply to a node without an id names it (its transport identity,
-  // which only this scheduler was told): the node ignores replies that do
-  // not, so a stranger cannot refuse or answer its join.
-  *reply.add_nodes() = node;
-  absl::Status s = curve ? CheckJoinKey(node, msg.peer) : absl::OkStatus();
-  if (s.ok()) s = CheckJoin(node);
-  // After the token check: only a member of the job learns its size.
-  const bool bad_config = s.ok() && !(s = CheckClusterSize(node)).ok();
-  if (!s.ok()) {
-    LOG(WARNING) << "refused " << RoleName(node.role()) << " from "
-                 << Where(node) << ": " << s.message();
-    reply.set_cmd(pb::COMMAND_REJECT);
-    reply.set_reason(std::string(s.message()));
-    reply.set_bad_config(bad_config);
-    SendControl(route.id(), std::move(reply));
-    return;
-  }
-  if (formed_) {
-    AdmitReplacement(node, ReplacementRank(node).value());
-    return;
-  }
-  LOG(INFO) << RoleName(node.role()) << " from " << Where(node) << " joined";
-  postoffice_->van()->AdmitIdentity(node.transport_id());
-  pending_.push_back(node);
-  reply.set_cmd(pb::COMMAND_ADD_NODE);  // ack: waiting for the others
-  SendControl(route.id(), std::move(reply));
-  if (static_cast<int>(pending_.size()) ==
-      postoffice_->num_servers() + postoffice_->num_workers()) {
-    FormCluster();
-  }
-}
-
-void Scheduler::FormCluster() {
-  table_.clear();
-  pb::Node self = postoffice_->SelfNode();
-  self.set_id(kSchedulerId);
-  table_.push_back(self);
-  for (pb::Role role : {pb::ROLE_SERVER, pb::ROLE_WORKER}) {
-    int n = role == pb::ROLE_SERVER ? postoffice_->num_servers()
-                                    : postoffice_->num_workers();
-    std::vector<bool> taken(n, false);
-    for (const pb::Node& p : pending_) {
-      if (p.role() == role && p.requested_rank() >= 0)
-        taken[p.requested_rank()] = true;
-    }
-    int next = 0;
-    for (const pb::Node& p : pending_) {  // join order
-      if (p.role() != role) continue;
-      pb::Node node = p;
-      if (p.requested_rank() < 0) {
-        while (taken[next]) ++next;
-        taken[next] = true;
-        node.set_rank(next);
-      } else {
-        node.set_rank(p.requested_rank());
-      }
-      node.set_id(role == pb::ROLE_SERVER ? ServerRankToId(node.rank())
-                                          : WorkerRankToId(node.rank()));
-      table_.push_back(node);
-    }
-  }
-  // Validated at startup: num_servers >= 1, virtual_nodes >= 1.
-  KeyRangeMap ranges =
-      KeyRangeMap::Uniform(postoffice_->num_servers(), options_.virtual_nodes)
-          .value();
-  postoffice_->SetCluster(table_, ranges);
-  pb::Control reply;
-  reply.set_cmd(pb::COMMAND_ADD_NODE);
-  for (const pb::Node& n : table_) *reply.add_nodes() = n;
-  replica_map_ = ReplicaMap::Initial(ranges, ResolvedReplicas()).value();
-  replica_map_->ToControl(&reply);
-  absl::Time now = absl::Now();
-  for (const pb::Node& n : table_) {
-    if (n.id() == kSchedulerId) continue;
-    last_seen_[n.id()] = now;
-    SendControl(n.id(), reply);
-    LOG(INFO) << RoleName(n.role()) << " " << n.rank() << " at " << Where(n)
-              << " is node " << n.id();
-  }
-  formed_ = true;
-  LOG(INFO) << "cluster formed: " << postoffice_->num_servers() << " servers, "
-            << postoffice_->num_workers() << " workers";
 }
 
 void Scheduler::HandleBarrier(const Message& msg) {
@@ -445,7 +307,7 @@ std::vector<int> Scheduler::LiveMembers(int group) const {
   members.erase(std::remove_if(members.begin(), members.end(),
                                [this](int id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
                                  return lost_workers_.contains(id) ||
-                                        lost_servers_.contains(id);
+                                        membership_.lost(id);
                                }),
                 members.end());
   return members;
@@ -536,14 +398,14 @@ void Scheduler::TerminateAll(bool failed, const std::string& reason) {
 void Scheduler::OnTick(absl::Time now) {
   absl::MutexLock lock(&mu_);
   ExportClusterMetrics();
-  if (formed_ && !result_.has_value()) QueryDrain();
+  if (formed_ && !result_.has_value()) membership_.QueryDrain();
   if (!formed_ || result_.has_value() ||
       options_.heartbeat_timeout <= absl::ZeroDuration()) {
     return;
   }
   for (const pb::Node& n : table_) {
     if (n.id() == kSchedulerId || done_workers_.contains(n.id()) ||
-        lost_workers_.contains(n.id()) || drained_.contains(n.id())) {
+        lost_workers_.contains(n.id()) || membership_.drained(n.id())) {
       continue;
     }
     absl::Duration silent = now - last_seen_[n.id()];
@@ -553,6 +415,180 @@ void Scheduler::OnTick(absl::Time now) {
         silent, "heartbeat");
     if (result_.has_value()) return;
   }
+}
+
+void Scheduler::OnConnectionLost(int id, const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  // Before the cluster formed nobody depends on the node (a join that went
+  // away is caught by the join timeout); after the job ended, nodes leave.
+  if (!formed_ || result_.has_value() || id == kSchedulerId ||
+      done_workers_.contains(id) || membership_.drained(id)) {
+    return;
+  }
+  for (const pb::Node& n : table_) {
+    if (n.id() != id) continue;
+    DeclareDead(n, absl::StrCat("died: ", reason),
+                last_seen_.contains(id) ? absl::Now() - last_seen_[id]
+                                        : absl::ZeroDuration(),
+                "connection");
+    return;
+  }
+}
+
+void Scheduler::DeclareDead(const pb::Node& node, const std::string& reason,
+                            absl::Duration silent_for,
+                            const std::string& cause) {
+  for (const DeadNode& d : dead_) {
+    if (d.node.id() == node.id()) return;
+  }
+  const std::string what = absl::StrCat(Describe(node.id()), " ", reason);
+  dead_.push_back(DeadNode{node, silent_for, what});
+  postoffice_->metrics()
+      ->GetCounter("petrel_scheduler_dead_nodes_total",
+                   "Nodes declared dead, by cause (heartbeat, connection).",
+                   {{"cause", cause}})
+      ->Increment();
+  LOG(ERROR) << what << "; declared dead";
+  postoffice_->van()->MarkPeerDead(node.id());
+  // Before any TERMINATE, on the same connections: a node's waits on the
+  // dead one fail with this reason rather than the job's.
+  pb::Control notice;
+  notice.set_cmd(pb::COMMAND_NODE_DEAD);
+  *notice.add_nodes() = node;
+  notice.set_reason(what);
+  const bool failed_over =
+      node.role() == pb::ROLE_SERVER && membership_.FailOver(node, &notice);
+  SendToLiveNodes(notice, node.id());
+  if (failed_over) return;
+  // A training worker's death is survived when the job can hand its data to
+  // the live workers (worker_recovery); anything else fails the job.
+  if (node.role() == pb::ROLE_WORKER && worker_lost_hook_ &&
+      worker_lost_hook_(node.id())) {
+    LoseWorker(node.id());
+    return;
+  }
+  if (options_.fail_on_dead_node) {
+    TerminateAll(true, what);
+    result_ = absl::AbortedError(what);
+  }
+}
+
+bool Scheduler::TellDeadNode(int sender) {
+  for (const DeadNode& d : dead_) {
+    if (d.node.id() != sender) continue;
+    // A node declared dead that speaks again (SIGSTOP then SIGCONT): the
+    // job went on without it. It is told so, naming itself, and stops
+    // (Postoffice::HandleNodeDead); the others ignore what it sends.
+    LOG_EVERY_T(WARNING, 1.0)
+        << Describe(sender)
+        << " was declared dead and spoke again; told it is out of the job";
+    pb::Control notice;
+    notice.set_cmd(pb::COMMAND_NODE_DEAD);
+    *notice.add_nodes() = d.node;
+    notice.set_reason(absl::StrCat(d.reason, "; the job went on without it"));
+    SendControl(sender, std::move(notice));
+    return true;
+  }
+  return false;
+}
+
+void Scheduler::FillStatus(pb::AdminReply* reply) const {
+  const absl::Time now = absl::Now();
+  if (!formed_) {
+    for (const pb::Node& n : pending_) {
+      pb::NodeStatus* s = reply->add_nodes();
+      *s->mutable_node() = n;
+      s->set_state("joining");
+      s->set_heartbeat_age_s(-1);
+    }
+    return;
+  }
+  for (const pb::Node& n : table_) {
+    if (n.id() == kSchedulerId) continue;
+    pb::NodeStatus* s = reply->add_nodes();
+    *s->mutable_node() = n;
+    const bool dead =
+        std::any_of(dead_.begin(), dead_.end(),
+                    [&n](const DeadNode& d) { return d.node.id() == n.id(); });
+    s->set_state(lost_workers_.contains(n.id())   ? "lost"
+                 : membership_.drained(n.id())    ? "drained"
+                 : dead                           ? "dead"
+                 : done_workers_.contains(n.id()) ? "finished"
+                                                  : "alive");
+    auto seen = last_seen_.find(n.id());
+    s->set_heartbeat_age_s(seen == last_seen_.end()
+                               ? -1
+                               : absl::ToDoubleSeconds(now - seen->second));
+    auto report = reports_.find(n.id());
+    if (report != reports_.end()) {
+      s->set_requests_per_s(report->second.requests_per_s);
+      s->set_requests_total(report->second.stats.requests_total());
+      *s->mutable_tables() = report->second.stats.tables();
+    }
+  }
+}
+
+void Scheduler::RecordStats(int sender, const pb::NodeStats& stats) {
+  NodeReport& r = reports_[sender];
+  const absl::Time now = absl::Now();
+  if (r.at != absl::InfinitePast() && now > r.at) {
+    const double seconds = absl::ToDoubleSeconds(now - r.at);
+    const int64_t delta =
+        std::max<int64_t>(0, stats.requests_total() - r.stats.requests_total());
+    r.requests_per_s = static_cast<double>(delta) / seconds;
+  }
+  r.stats = stats;
+  r.at = now;
+}
+
+void Scheduler::ExportClusterMetrics() {
+  MetricsRegistry* metrics = postoffice_->metrics();
+  pb::AdminReply status;
+  FillStatus(&status);
+  for (pb::Role role : {pb::ROLE_SERVER, pb::ROLE_WORKER}) {
+    for (const char* state : kStates) {
+      int n = 0;
+      for (const pb::NodeStatus& s : status.nodes()) {
+        if (s.node().role() == role && s.state() == state) ++n;
+      }
+      metrics
+          ->GetGauge("petrel_cluster_nodes",
+                     "Nodes of the cluster by role and state (alive, "
+                     "finished, dead, lost).",
+                     {{"role", RoleLabel(role)}, {"state", state}})
+          ->Set(n);
+    }
+    metrics
+        ->GetGauge("petrel_cluster_nodes_expected",
+                   "Nodes the job expects, by role.",
+                   {{"role", RoleLabel(role)}})
+        ->Set(role == pb::ROLE_SERVER ? postoffice_->num_servers()
+                                      : postoffice_->num_workers());
+  }
+  metrics
+      ->GetGauge("petrel_cluster_formed",
+                 "1 once every expected node joined, else 0.")
+      ->Set(formed_ ? 1 : 0);
+  // The key-range map is fixed once the cluster formed (servers are not
+  // elastic yet): version 1 from then on, 0 before.
+  metrics
+      ->GetGauge("petrel_cluster_key_range_version",
+                 "Version of the key-range map the cluster uses (0: none).")
+      ->Set(formed_ ? 1 : 0);
+  size_t waiting = 0;
+  for (const auto& entry : barriers_) waiting += entry.second.size();
+  metrics
+      ->GetGauge("petrel_scheduler_barrier_waiting_nodes",
+                 "Nodes waiting at a barrier now.")
+      ->Set(static_cast<double>(waiting));
+  Counter* passed = metrics->GetCounter("petrel_scheduler_barriers_total",
+                                        "Barriers passed.");
+  if (static_cast<uint64_t>(passed->value()) < barriers_passed_) {
+    passed->Increment(static_cast<int64_t>(barriers_passed_) - passed->value());
+  }
+  metrics->GetCounter("petrel_scheduler_admin_requests_total",
+                      "Admin requests (petrelctl), by command and result.",
+                      {{"command", "any"}, {"result", "refused"}});
 }
 
 }  // namespace petrel

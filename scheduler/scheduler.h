@@ -21,8 +21,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
+#include "scheduler/admin_channel.h"
+#include "scheduler/membership_controller.h"
 #include "van/postoffice.h"
-#include "van/replica_map.h"
 
 namespace petrel {
 
@@ -53,7 +54,7 @@ struct SchedulerOptions {
   // Take over a running job whose scheduler died: instead of admitting new
   // nodes, wait (join_timeout) for every node of the job to rejoin with its
   // id, rank and address, rebuild the node table and key-range map from
-  // them and go on (scheduler_recovery.cc). Default false.
+  // them and go on (scheduler_join.cc). Default false.
   bool recover = false;
 };
 
@@ -66,8 +67,8 @@ struct DeadNode {
 };
 
 // What an operator may ask the scheduler for over the admin channel
-// (petrelctl; scheduler_admin.cc). Each runs on the van thread without the
-// scheduler's lock and must not block.
+// (petrelctl; scheduler/admin_channel.h). Each runs on the van thread without
+// the scheduler's lock and must not block.
 struct AdminActions {
   // Takes a checkpoint now. Null, or an error status (FailedPrecondition:
   // the job has no checkpoint directory), is what petrelctl reports.
@@ -77,7 +78,7 @@ struct AdminActions {
   std::function<void(const std::string& reason)> stop;
 };
 
-class Scheduler {
+class Scheduler : private MembershipController::Host {
  public:
   // Installs its handlers in `postoffice`, which must be a scheduler's,
   // not yet started, and outlive this object.
@@ -142,15 +143,18 @@ class Scheduler {
  private:
   void HandleControl(Message&& msg);
   // When `sender` was declared dead: tells it that it is out of the job
-  // (NODE_DEAD naming itself) and returns true (scheduler_failure.cc).
+  // (NODE_DEAD naming itself) and returns true.
   bool TellDeadNode(int sender) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleJoin(const Message& msg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Recovery (scheduler_recovery.cc). A node that had an id asks to be
+  // Recovery (scheduler_join.cc). A node that had an id asks to be
   // taken back: after a restart with `recover` it rebuilds the table; a
   // scheduler that knows the node (it only missed its heartbeats)
   // acknowledges it; any other refuses.
   void HandleRejoin(const Message& msg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckRejoin(const pb::Node& node, const PeerAuth& peer)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Answers a rejoin CheckRejoin refused, where the answer can reach it.
+  void RefuseRejoin(const pb::Node& node, const absl::Status& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Every node rejoined: installs the table and passes what waited for it.
   void CompleteRecovery() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -165,9 +169,12 @@ class Scheduler {
   std::vector<int> LiveMembers(int group) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnTick(absl::Time now);
-  // Admin channel (scheduler_admin.cc). Van thread, without mu_.
-  void HandleAdmin(const Message& msg);
-  // The reply to a status request. REQUIRES: mu_ held.
+  // What petrelctl's requests do (AdminChannel).
+  AdminChannel::Handlers AdminHandlers();
+  // An admin reply's view of the job and, when `nodes`, every node's
+  // status. Takes mu_.
+  void FillAdminReply(bool nodes, pb::AdminReply* reply) const;
+  // The nodes' part of a status reply.
   void FillStatus(pb::AdminReply* reply) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A heartbeat's stats: keeps them and the node's request rate.
@@ -175,7 +182,7 @@ class Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Updates the cluster gauges (petrel_cluster_*, petrel_scheduler_*).
   void ExportClusterMetrics() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Failure handling (scheduler_failure.cc). The van watched the node's
+  // Failure handling. The van watched the node's
   // connection and it stayed down; van thread.
   void OnConnectionLost(int id, const std::string& reason);
   // Declares `node` dead (once): records and logs it with its id, role,
@@ -184,66 +191,14 @@ class Scheduler {
   void DeclareDead(const pb::Node& node, const std::string& reason,
                    absl::Duration silent_for, const std::string& cause)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Replicated servers (scheduler_failover.cc): when every range the dead
-  // server `node` led has a live replica, builds the next map, adds it and
-  // the successor to `notice` and returns true (the job goes on).
-  bool FailOverServer(const pb::Node& node, pb::Control* notice)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Replacement servers (scheduler_replacement.cc). The dead server rank a
-  // server joining the formed job would replace, or the reason it may not.
-  absl::StatusOr<int> ReplacementRank(const pb::Node& node) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Gives `node` the dead rank's id and place in the table, tells every
-  // live node, and sends it the table and map (it then copies its ranges).
-  void AdmitReplacement(pb::Node node, int rank)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The replacement holds its copy, made against map `version`: publishes
-  // the map with it as a replica, or, when a failover since that map
-  // changed its copy sources, refuses it with the reason. Answers `sender`
-  // either way (a CAUGHT_UP whose reason is empty: accepted).
-  void HandleCaughtUp(int sender, uint64_t version)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void AnswerCaughtUp(int sender, const std::string& refused)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Records the current map's copy sources of every replacement under way.
-  void NoteMapForReplacements() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Elastic servers (scheduler_elastic.cc). The rank a server asking to be
-  // added would take (the next one), or why it may not be added.
-  absl::StatusOr<int> AddedServerRank() const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Makes `node` server `rank`, tells every live node, and sends it the
-  // table and the map in which it holds its share (it then copies it).
-  void AdmitAddedServer(pb::Node node, int rank)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The added server holds its share: publishes the map.
-  void HandleAddedCaughtUp() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Draining a server (scheduler_drain.cc). Starts removing server `id`
-  // (petrelctl drain-server), or says why it may not. Takes mu_.
+  // Draining a server (petrelctl drain-server): MembershipController's,
+  // while the job runs. Takes mu_.
   absl::Status RequestDrain(int id);
-  // A server that gains copies in the drain holds them; false when
-  // `sender` is none of those (a replacement's or added server's CAUGHT_UP).
-  bool HandleDrainCaughtUp(int sender) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Every copy is made: publishes the map without the drained server to
-  // the live servers (the drained one included); the other nodes get it
-  // once every live server confirmed it (round 0 of QueryDrain).
-  void PublishDrainedMap() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // NODE_BACK with the drained map to the live servers, or to the other
-  // live nodes.
-  void SendDrainedMap(bool servers) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The live nodes that must confirm the drained map in this round (not
-  // the drained server, dead or lost nodes, finished workers): the
-  // servers in round 0, every node in round 1.
-  std::vector<int> DrainWaitsFor() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Asks the nodes that did not confirm this round yet (each tick); before
-  // the map is published, abandons a drain whose copies take too long.
-  void QueryDrain() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void HandleDrainDone(int sender, const pb::Control& control)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Every node confirmed the map: tells the drained server to stop.
-  void FinishDrain() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The replication factor the job runs with (options_.replicas resolved,
-  // at most the number of servers).
-  int ResolvedReplicas() const;
+  // MembershipController::Host, with mu_ held.
+  std::vector<pb::Node>& table() override;
+  void AdmitServer(const pb::Node& node) override;
+  bool WorkerGone(int id) const override;
+  void PassServerBarriers() override;
   // With CURVE on: whether the key the joining (or rejoining) connection
   // authenticated with may take the role the node asks for.
   static absl::Status CheckJoinKey(const pb::Node& node, const PeerAuth& peer);
@@ -254,22 +209,23 @@ class Scheduler {
   // another cluster size than the scheduler's.
   absl::Status CheckClusterSize(const pb::Node& node) const;
   void FormCluster() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void SendControl(int recipient, pb::Control control);
+  void SendControl(int recipient, pb::Control control) override;
   // Sends `control` to every node of the table that is not dead, except the
   // scheduler and `except` (-1: none).
-  void SendToLiveNodes(const pb::Control& control, int except)
+  void SendToLiveNodes(const pb::Control& control, int except) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool IsDead(int id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // NODE_BACK naming node `id` (from the table) with the current key-range
-  // map: a replacement or an added server that is a replica now, or a
-  // drained server's map without it.
-  pb::Control NodeBackWithMap(int id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Sets petrel_key_range_map_version to the current map's version.
-  void SetMapVersionGauge() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool IsDead(int id) const override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TerminateAll(bool failed, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string DescribeMissing() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::string Describe(int id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string Describe(int id) const override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Pending nodes have no id yet; replies to them travel on temporary
+  // routes.
+  static int PendingRoute(size_t index);
+  static std::string RoleName(pb::Role role);
+  // "host:port".
+  static std::string Where(const pb::Node& node);
 
   Postoffice* const postoffice_;
   const SchedulerOptions options_;
@@ -277,6 +233,7 @@ class Scheduler {
   std::function<bool(int)> worker_lost_hook_;
   std::function<void(int)> barrier_passed_hook_;
   AdminActions admin_actions_;
+  AdminChannel admin_;
 
   mutable absl::Mutex mu_;
   std::vector<pb::Node> pending_ ABSL_GUARDED_BY(mu_);  // join order
@@ -287,45 +244,10 @@ class Scheduler {
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<int> done_workers_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<int> lost_workers_ ABSL_GUARDED_BY(mu_);
-  // Servers dead whose ranges replicas took over; the current map.
-  absl::flat_hash_set<int> lost_servers_ ABSL_GUARDED_BY(mu_);
-  std::optional<ReplicaMap> replica_map_ ABSL_GUARDED_BY(mu_);
-  // Replacements copying their ranges, by node id: the rank, when it
-  // joined, and its copy sources in each map published since (by version).
-  struct Replacing {
-    int rank;
-    absl::Time since;
-    absl::flat_hash_map<uint64_t, std::vector<std::pair<int, std::vector<int>>>>
-        sources;
-  };
-  absl::flat_hash_map<int, Replacing> replacing_ ABSL_GUARDED_BY(mu_);
+  // The servers' failovers, replacements, additions and drains, and the
+  // key-range map they publish.
+  MembershipController membership_ ABSL_GUARDED_BY(mu_);
   std::vector<DeadNode> dead_ ABSL_GUARDED_BY(mu_);
-  // A server being added (one at a time): its node id, when it joined, and
-  // the map it copies its share for.
-  struct AddingServer {
-    int id;
-    absl::Time since;
-    ReplicaMap target;
-  };
-  std::optional<AddingServer> adding_ ABSL_GUARDED_BY(mu_);
-  // A server being drained (one at a time): the map without it, the
-  // servers still copying their new ranges, and, once the map is
-  // published, the nodes that confirmed it in this round (0: the servers
-  // route by it; 1: every node does, and waits for nothing from the
-  // drained server).
-  struct DrainingServer {
-    int id;
-    int rank;
-    absl::Time since;
-    ReplicaMap target;
-    absl::flat_hash_set<int> copying;
-    bool published;
-    int round;  // DRAIN_QUERY: 0 servers, 1 every node, 2 retire it
-    absl::flat_hash_set<int> confirmed;
-  };
-  std::optional<DrainingServer> draining_ ABSL_GUARDED_BY(mu_);
-  // Servers drained out of the job (told to stop; their exit is no death).
-  absl::flat_hash_set<int> drained_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Status> result_ ABSL_GUARDED_BY(mu_);
   // The last heartbeat stats of each node, and its requests per second
   // between its last two heartbeats.
@@ -336,8 +258,6 @@ class Scheduler {
   };
   absl::flat_hash_map<int, NodeReport> reports_ ABSL_GUARDED_BY(mu_);
   uint64_t barriers_passed_ ABSL_GUARDED_BY(mu_) = 0;
-  // Admin replies travel on one of a few temporary routes, reused in turn.
-  uint64_t admin_requests_ ABSL_GUARDED_BY(mu_) = 0;
   // Recovery: the nodes that rejoined, by id, and the key-range map the
   // first of them reported.
   std::map<int, pb::Node> rejoined_ ABSL_GUARDED_BY(mu_);

@@ -3,7 +3,7 @@
 // server count's checkpoint, server/table_server.h), and the range copy to
 // a replacement server (docs/failures.md, "Replacement servers"): the
 // snapshot a live primary sends and the install on the newcomer. KVServer
-// (kv/kv_server_range_copy.cc) carries the copy's entries and the
+// (kv/replication/range_copy.cc) carries the copy's entries and the
 // duplicate-detection state; this file decides what a training server's
 // ranges hold.
 //

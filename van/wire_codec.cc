@@ -104,7 +104,7 @@ absl::Status CheckFrames(const pb::Meta& meta, std::vector<Buffer>& frames,
 // client's transport identity. A join or an admin request has no node id;
 // a rejoin (a node that had an id asks a restarted scheduler to take it
 // back) sends as the id it names, which the scheduler checks against the
-// job (scheduler/scheduler_recovery.cc).
+// job (scheduler/scheduler_join.cc).
 bool IsJoinRequest(const pb::Meta& meta, absl::string_view connection) {
   if (!meta.has_control() || connection.empty()) return false;
   const pb::Control& control = meta.control();

@@ -1,6 +1,6 @@
 // AdminClient: petrelctl's side of the scheduler's admin channel. It runs a
 // ZeroMQ van of its own with no node id, sends one COMMAND_ADMIN request to
-// the scheduler (like a join, see scheduler/scheduler_admin.cc) and waits
+// the scheduler (like a join, see scheduler/admin_channel.h) and waits
 // for the reply, which the scheduler sends back to this client's address.
 //
 // Thread safety: one call at a time per object.

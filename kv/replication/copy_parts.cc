@@ -1,4 +1,4 @@
-#include "kv/kv_copy_parts.h"
+#include "kv/replication/copy_parts.h"
 
 namespace petrel {
 

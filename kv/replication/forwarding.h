@@ -4,8 +4,8 @@
 //
 // Thread safety: ReplicaDedup is thread-compatible (KVServer uses it from
 // its handler only); the functions are stateless.
-#ifndef PETREL_KV_KV_REPLICATION_H_
-#define PETREL_KV_KV_REPLICATION_H_
+#ifndef PETREL_KV_REPLICATION_FORWARDING_H_
+#define PETREL_KV_REPLICATION_FORWARDING_H_
 
 #include <cstdint>
 #include <functional>
@@ -102,4 +102,4 @@ std::function<bool(int origin)> CopiedStreams(int source,
 
 }  // namespace petrel
 
-#endif  // PETREL_KV_KV_REPLICATION_H_
+#endif  // PETREL_KV_REPLICATION_FORWARDING_H_

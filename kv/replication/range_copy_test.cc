@@ -1,4 +1,4 @@
-// The range copy to a replacement server (kv/kv_server_range_copy.cc): a
+// The range copy to a replacement server (kv/replication/range_copy.cc): a
 // copy taken while a worker keeps pushing holds every acknowledged push
 // exactly once, and the source forwards what follows; the duplicate-
 // detection state travels with it.

@@ -1,4 +1,4 @@
-// The scheduler's side of draining a server (docs/failures.md, "Elastic
+// MembershipController: draining a server (docs/failures.md, "Elastic
 // servers"): `petrelctl drain-server --node=ID` asks it to remove a live
 // server from a running replicated job. It computes the map without the
 // server (ReplicaMap::WithServerDrained) and asks each server that gains
@@ -21,7 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
-#include "scheduler/scheduler.h"
+#include "scheduler/membership_controller.h"
 
 namespace petrel {
 namespace {
@@ -32,13 +32,9 @@ constexpr absl::Duration kDrainCopyTimeout = absl::Minutes(5);
 
 }  // namespace
 
-absl::Status Scheduler::RequestDrain(int id) {
-  absl::MutexLock lock(&mu_);
-  if (!formed_ || result_.has_value()) {
-    return absl::FailedPreconditionError("the job is not running");
-  }
+absl::Status MembershipController::RequestDrain(int id) {
   const pb::Node* node = nullptr;
-  for (const pb::Node& n : table_) {
+  for (const pb::Node& n : host_->table()) {
     if (n.id() == id) node = &n;
   }
   if (node == nullptr) {
@@ -53,23 +49,21 @@ absl::Status Scheduler::RequestDrain(int id) {
   const int rank = node->rank();
   if (drained_.contains(id)) {
     return absl::FailedPreconditionError(
-        absl::StrCat(Describe(id), " was drained already"));
+        absl::StrCat(host_->Describe(id), " was drained already"));
   }
-  const bool dead =
-      std::any_of(dead_.begin(), dead_.end(),
-                  [id](const DeadNode& d) { return d.node.id() == id; });
-  if (dead || (replica_map_.has_value() && replica_map_->dead(rank))) {
+  if (host_->IsDead(id) || (map_.has_value() && map_->dead(rank))) {
     return absl::FailedPreconditionError(
-        absl::StrCat(Describe(id), " is dead, not a live server"));
+        absl::StrCat(host_->Describe(id), " is dead, not a live server"));
   }
-  if (!replica_map_.has_value() || replica_map_->replicas() < 2) {
+  if (!map_.has_value() || map_->replicas() < 2) {
     return absl::FailedPreconditionError(
         "the job's servers are not replicated (--replicas=1): a drained "
         "server's key ranges would have no other copy");
   }
   if (draining_.has_value()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        Describe(draining_->id), " is being drained; drain one at a time"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(host_->Describe(draining_->id),
+                     " is being drained; drain one at a time"));
   }
   if (adding_.has_value()) {
     return absl::FailedPreconditionError(
@@ -79,13 +73,13 @@ absl::Status Scheduler::RequestDrain(int id) {
     return absl::FailedPreconditionError(
         "a replacement server is still copying its key ranges");
   }
-  absl::StatusOr<ReplicaMap> target = replica_map_->WithServerDrained(rank);
+  absl::StatusOr<ReplicaMap> target = map_->WithServerDrained(rank);
   if (!target.ok()) return target.status();
   DrainingServer drain{id, rank, absl::Now(), *target, {}, false, 0, {}};
   int64_t copies = 0;
   for (int r = 0; r < postoffice_->num_servers(); ++r) {
     if (r == rank || target->dead(r)) continue;
-    const auto sources = target->NewCopiesOf(*replica_map_, r);
+    const auto sources = target->NewCopiesOf(*map_, r);
     if (sources.empty()) continue;
     pb::Control copy;
     copy.set_cmd(pb::COMMAND_DRAIN_COPY);
@@ -99,9 +93,9 @@ absl::Status Scheduler::RequestDrain(int id) {
       }
     }
     drain.copying.insert(ServerRankToId(r));
-    SendControl(ServerRankToId(r), std::move(copy));
+    host_->SendControl(ServerRankToId(r), std::move(copy));
   }
-  LOG(WARNING) << "draining " << Describe(id) << ": " << copies
+  LOG(WARNING) << "draining " << host_->Describe(id) << ": " << copies
                << " key-range copies go to " << drain.copying.size()
                << " other server(s) while the job goes on";
   const bool none = drain.copying.empty();
@@ -110,72 +104,72 @@ absl::Status Scheduler::RequestDrain(int id) {
   return absl::OkStatus();
 }
 
-bool Scheduler::HandleDrainCaughtUp(int sender) {
+bool MembershipController::HandleDrainCaughtUp(int sender) {
   if (!draining_.has_value() || draining_->published ||
       !draining_->copying.contains(sender)) {
     return false;
   }
   draining_->copying.erase(sender);
-  LOG(INFO) << Describe(sender) << " holds its new copies for the drain of "
-            << Describe(draining_->id);
+  LOG(INFO) << host_->Describe(sender)
+            << " holds its new copies for the drain of "
+            << host_->Describe(draining_->id);
   if (draining_->copying.empty()) PublishDrainedMap();
   return true;
 }
 
-void Scheduler::PublishDrainedMap() {
-  if (draining_->target.version() != replica_map_->version() + 1) {
+void MembershipController::PublishDrainedMap() {
+  if (draining_->target.version() != map_->version() + 1) {
     // A failover or replacement moved the map on meanwhile.
-    LOG(ERROR) << "the drain of " << Describe(draining_->id)
+    LOG(ERROR) << "the drain of " << host_->Describe(draining_->id)
                << " is abandoned: the key-range map moved to version "
-               << replica_map_->version() << " during its copies";
+               << map_->version() << " during its copies";
     draining_.reset();
     return;
   }
-  replica_map_ = draining_->target;
+  map_ = draining_->target;
   draining_->published = true;
   draining_->round = 0;
   SetMapVersionGauge();
-  LOG(WARNING) << "drain of " << Describe(draining_->id)
+  LOG(WARNING) << "drain of " << host_->Describe(draining_->id)
                << ": its copies are made after "
                << absl::FormatDuration(absl::Now() - draining_->since)
-               << "; key-range map version " << replica_map_->version()
-               << " without it (" << replica_map_->live_servers()
+               << "; key-range map version " << map_->version()
+               << " without it (" << map_->live_servers()
                << " live servers) goes to the servers, then to the workers";
   SendDrainedMap(/*servers=*/true);
   QueryDrain();
 }
 
-void Scheduler::SendDrainedMap(bool servers) {
+void MembershipController::SendDrainedMap(bool servers) {
   const pb::Control back = NodeBackWithMap(draining_->id);
-  for (const pb::Node& n : table_) {
-    if (n.id() == kSchedulerId || IsDead(n.id()) ||
+  for (const pb::Node& n : host_->table()) {
+    if (n.id() == kSchedulerId || host_->IsDead(n.id()) ||
         (n.role() == pb::ROLE_SERVER) != servers) {
       continue;
     }
-    SendControl(n.id(), back);
+    host_->SendControl(n.id(), back);
   }
 }
 
-std::vector<int> Scheduler::DrainWaitsFor() const {
+std::vector<int> MembershipController::DrainWaitsFor() const {
   std::vector<int> out;
-  for (const pb::Node& n : table_) {
+  for (const pb::Node& n : host_->table()) {
     const int id = n.id();
     if (id == kSchedulerId || id == draining_->id || drained_.contains(id) ||
-        lost_workers_.contains(id) || lost_servers_.contains(id) ||
-        done_workers_.contains(id) ||
+        host_->WorkerGone(id) || lost_servers_.contains(id) ||
         (draining_->round == 0 && n.role() != pb::ROLE_SERVER)) {
       continue;
     }
-    if (!IsDead(id)) out.push_back(id);
+    if (!host_->IsDead(id)) out.push_back(id);
   }
   return out;
 }
 
-void Scheduler::QueryDrain() {
+void MembershipController::QueryDrain() {
   if (!draining_.has_value()) return;
   if (!draining_->published) {
     if (absl::Now() - draining_->since > kDrainCopyTimeout) {
-      LOG(ERROR) << "the drain of " << Describe(draining_->id)
+      LOG(ERROR) << "the drain of " << host_->Describe(draining_->id)
                  << " is abandoned: " << draining_->copying.size()
                  << " server(s) did not copy their ranges within "
                  << absl::FormatDuration(kDrainCopyTimeout);
@@ -189,11 +183,12 @@ void Scheduler::QueryDrain() {
   query.set_map_version(draining_->target.version());
   query.set_drain_retire(draining_->round == 2);
   for (int id : DrainWaitsFor()) {
-    if (!draining_->confirmed.contains(id)) SendControl(id, query);
+    if (!draining_->confirmed.contains(id)) host_->SendControl(id, query);
   }
 }
 
-void Scheduler::HandleDrainDone(int sender, const pb::Control& control) {
+void MembershipController::HandleDrainDone(int sender,
+                                           const pb::Control& control) {
   if (!draining_.has_value() || !draining_->published ||
       control.drained_node() != draining_->id ||
       control.map_version() != draining_->target.version() ||
@@ -211,7 +206,7 @@ void Scheduler::HandleDrainDone(int sender, const pb::Control& control) {
     // new replicas. Now the workers.
     draining_->round = 1;
     draining_->confirmed.clear();
-    LOG(INFO) << "drain of " << Describe(draining_->id)
+    LOG(INFO) << "drain of " << host_->Describe(draining_->id)
               << ": every live server routes by key-range map version "
               << draining_->target.version() << "; now the other nodes";
     SendDrainedMap(/*servers=*/false);
@@ -231,7 +226,7 @@ void Scheduler::HandleDrainDone(int sender, const pb::Control& control) {
   FinishDrain();
 }
 
-void Scheduler::FinishDrain() {
+void MembershipController::FinishDrain() {
   const int id = draining_->id;
   const absl::Duration took = absl::Now() - draining_->since;
   pb::Control stop;
@@ -240,23 +235,20 @@ void Scheduler::FinishDrain() {
                                " was drained: its key ranges are on the "
                                "other servers (key-range map version ",
                                draining_->target.version(), ")"));
-  SendControl(id, std::move(stop));
+  host_->SendControl(id, std::move(stop));
   drained_.insert(id);
   lost_servers_.insert(id);
   postoffice_->metrics()
       ->GetCounter("petrel_scheduler_servers_drained_total",
                    "Servers drained out of the running job (elastic).")
       ->Increment();
-  LOG(WARNING) << Describe(id) << " was drained after "
+  LOG(WARNING) << host_->Describe(id) << " was drained after "
                << absl::FormatDuration(took) << ": key-range map version "
-               << replica_map_->version() << ", "
-               << replica_map_->live_servers()
+               << map_->version() << ", " << map_->live_servers()
                << " live servers; it was told to stop";
   draining_.reset();
   // Barriers that waited for it pass without it.
-  std::vector<int> groups;
-  for (const auto& entry : barriers_) groups.push_back(entry.first.first);
-  for (int group : groups) PassBarriers(group);
+  host_->PassServerBarriers();
 }
 
 }  // namespace petrel

@@ -1,4 +1,4 @@
-#include "kv/kv_replication.h"
+#include "kv/replication/forwarding.h"
 
 #include <algorithm>
 #include <cstdint>

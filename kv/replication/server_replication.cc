@@ -1,5 +1,5 @@
-// KVServer: primary-backup replication of pushes (docs/failures.md,
-// "Replicated servers"). Kept apart from kv_server.cc's request path.
+#include "kv/replication/server_replication.h"
+
 #include <algorithm>
 #include <optional>
 #include <vector>
@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
-#include "kv/kv_server.h"
 #include "van/postoffice.h"
 
 namespace petrel {
@@ -49,19 +48,39 @@ KVPairs<Val> KeepRangesOf(const KVPairs<Val>& data, const KeyRangeMap& map,
 
 }  // namespace
 
+ServerReplication::ServerReplication(Customer* customer) : customer_(customer) {}
+
+void ServerReplication::Start(MetricsRegistry* metrics) {
+  forwarded_ = metrics->GetCounter(
+      "petrel_server_replication_forwarded_total",
+      "Pushes this primary forwarded to a backup (one per backup).");
+  copies_applied_ = metrics->GetCounter(
+      "petrel_server_replication_applied_total",
+      "Copies of pushes applied here: forwarded by a primary, or resent to "
+      "this server after a failover.");
+  ahead_of_map_ = metrics->GetCounter(
+      "petrel_server_pushes_ahead_of_map_total",
+      "Pushes sliced by a newer key-range map than this server routed by "
+      "when it forwarded them to its backups (none in a drain, whose map "
+      "reaches the servers before the workers).");
+  copies_duplicate_ = metrics->GetCounter(
+      "petrel_server_replication_duplicates_total",
+      "Copies of pushes not applied again: this server had them already.");
+}
+
 template <typename Val>
-bool KVServer<Val>::SeenOrRecordPiece(int sender, int customer,
-                                      const Message& msg,
-                                      const KVPairs<Val>& data, bool in_order,
-                                      KVPairs<Val>* part) {
+bool ServerReplication::SeenOrRecordPiece(int sender, int customer,
+                                          const Message& msg,
+                                          const KVPairs<Val>& data,
+                                          bool in_order, KVPairs<Val>* part) {
   const pb::Meta& m = msg.meta;
   if (in_order) {
     return dedup_.SeenOrRecord(sender, customer, m.origin_node(),
                                m.origin_seq(), /*in_order=*/true);
   }
   // Resent after a failover: a piece of the push, cut by a map; applied
-  // once per key range (kv_replication.h).
-  const KeyRangeMap map = customer_.postoffice()->key_ranges();
+  // once per key range (forwarding.h).
+  const KeyRangeMap map = customer_->postoffice()->key_ranges();
   const ReplicaDedup::Ranges ranges = RangesOfKeys(map, data.keys);
   ReplicaDedup::Ranges fresh;
   if (dedup_.SeenOrRecord(sender, customer, m.origin_node(), m.origin_seq(),
@@ -82,37 +101,33 @@ bool KVServer<Val>::SeenOrRecordPiece(int sender, int customer,
 }
 
 template <typename Val>
-void KVServer<Val>::ProcessForwarded(const Message& msg, const KVMeta& meta,
-                                     const KVPairs<Val>& data, bool duplicate) {
-  const pb::Meta& m = msg.meta;
-  KVPairs<Val> part;
-  if (duplicate || SeenOrRecordPiece(m.origin_sender(), m.origin_customer(),
-                                     msg, data, m.origin_in_order(), &part)) {
-    if (copies_duplicate_ != nullptr) copies_duplicate_->Increment();
-    Response(meta).IgnoreError();
-    return;
-  }
-  if (copies_applied_ != nullptr) copies_applied_->Increment();
-  // The handler applies it as the primary did (same data, same order per
-  // key) and answers the primary.
-  handler_(meta, part.keys.empty() ? data : part, this);
-}
-
-template <typename Val>
-bool KVServer<Val>::SeenAsResentCopy(const Message& msg,
-                                     const KVPairs<Val>& data,
-                                     KVPairs<Val>* part) {
+bool ServerReplication::SeenAsResentCopy(const Message& msg,
+                                         const KVPairs<Val>& data,
+                                         KVPairs<Val>* part) {
   const bool seen =
       SeenOrRecordPiece(msg.meta.sender(), msg.meta.customer_id(), msg, data,
                         /*in_order=*/false, part);
-  Counter* c = seen ? copies_duplicate_ : copies_applied_;
-  if (c != nullptr) c->Increment();
+  CountCopy(seen);
   return seen;
 }
 
-template <typename Val>
-const std::vector<int>& KVServer<Val>::Backups() {
-  Postoffice* po = customer_.postoffice();
+void ServerReplication::CountCopy(bool duplicate) {
+  Counter* c = duplicate ? copies_duplicate_ : copies_applied_;
+  if (c != nullptr) c->Increment();
+}
+
+void ServerReplication::AddCopyTarget(int to) {
+  if (std::find(copy_targets_.begin(), copy_targets_.end(), to) ==
+      copy_targets_.end()) {
+    copy_targets_.push_back(to);
+  }
+  copy_targets_version_ = customer_->postoffice()->map_version();
+  backups_version_ = ~uint64_t{0};
+  replicating_.store(true);
+}
+
+const std::vector<int>& ServerReplication::Backups() {
+  Postoffice* po = customer_->postoffice();
   const uint64_t version = po->map_version();
   if (version != backups_version_) {
     backups_version_ = version;
@@ -139,7 +154,7 @@ const std::vector<int>& KVServer<Val>::Backups() {
       if (map.replicas() > 1) replicating_.store(true);
       // A replacement the map lists as live is a backup like the others
       // (when it holds a range this server leads); one still dead is not
-      // there yet and stays a copy target (kv_server_range_copy.cc).
+      // there yet and stays a copy target (range_copy.cc).
       // A server that was live already when it asked for a copy (a drain)
       // stays a copy target until the map after that.
       if (version > copy_targets_version_) {
@@ -162,17 +177,16 @@ const std::vector<int>& KVServer<Val>::Backups() {
   return backups_;
 }
 
-template <typename Val>
-void KVServer<Val>::Forward(const Message& msg, const KVMeta& meta) {
+void ServerReplication::Forward(const Message& msg, const KVMeta& meta) {
   // This server's own streams, as its backups record them: a copy to a
   // replacement carries them, so that a request resent there after this
   // server's death is not applied twice.
   if (msg.meta.origin_node() == 0 && msg.meta.seq() > 0) {
     dedup_.SeenOrRecord(msg.meta.sender(), msg.meta.customer_id(),
-                        customer_.postoffice()->my_id(), msg.meta.seq(),
+                        customer_->postoffice()->my_id(), msg.meta.seq(),
                         /*in_order=*/true);
   }
-  Postoffice* po = customer_.postoffice();
+  Postoffice* po = customer_->postoffice();
   // A push sliced by a newer map than this server's: the backups of the
   // older one may miss a replica of its ranges. The Postoffice holds such a
   // request until this server has the map (HoldIfAheadOfMap), so none
@@ -198,13 +212,13 @@ void KVServer<Val>::Forward(const Message& msg, const KVMeta& meta) {
   // A backup declared dead meanwhile fails its part at once: that counts
   // as done (OnForwarded runs either way).
   const int ts =
-      customer_.NewRequest(backups, [this, to](int) { OnForwarded(to); });
+      customer_->NewRequest(backups, [this, to](int) { OnForwarded(to); });
   routing.reset();
   for (int id : backups) {
     Message copy = ForwardCopy(msg, po->my_id(), po->map_version());
     copy.meta.set_recipient(id);
     copy.meta.set_timestamp(ts);
-    absl::Status s = customer_.SendRequest(std::move(copy));
+    absl::Status s = customer_->SendRequest(std::move(copy));
     if (!s.ok()) {
       LOG_EVERY_T(WARNING, 1.0) << "forward to node " << id << ": " << s;
     }
@@ -212,8 +226,7 @@ void KVServer<Val>::Forward(const Message& msg, const KVMeta& meta) {
   if (forwarded_ != nullptr) forwarded_->Increment(backups.size());
 }
 
-template <typename Val>
-bool KVServer<Val>::DeferResponse(const ReplyAddress& to, Message* response) {
+bool ServerReplication::DeferResponse(const ReplyAddress& to, Message* response) {
   absl::MutexLock lock(&answers_mu_);
   auto it = answers_.find(KeyOf(to));
   if (it == answers_.end()) return false;
@@ -226,8 +239,7 @@ bool KVServer<Val>::DeferResponse(const ReplyAddress& to, Message* response) {
   return true;
 }
 
-template <typename Val>
-void KVServer<Val>::OnForwarded(const ReplyAddress& to) {
+void ServerReplication::OnForwarded(const ReplyAddress& to) {
   Message response;
   {
     absl::MutexLock lock(&answers_mu_);
@@ -240,21 +252,26 @@ void KVServer<Val>::OnForwarded(const ReplyAddress& to) {
     response = std::move(it->second.response);
     answers_.erase(it);
   }
-  absl::Status s = customer_.SendResponse(to, std::move(response));
+  absl::Status s = customer_->SendResponse(to, std::move(response));
   if (!s.ok()) {
     LOG_EVERY_T(WARNING, 1.0) << "response: " << s;
   }
 }
 
-template <typename Val>
-bool KVServer<Val>::AnswerPending(const ReplyAddress& to) {
+bool ServerReplication::AnswerPending(const ReplyAddress& to) {
   absl::MutexLock lock(&answers_mu_);
   return answers_.contains(KeyOf(to));
 }
 
-template class KVServer<float>;
-template class KVServer<double>;
-template class KVServer<int32_t>;
-template class KVServer<int64_t>;
+#define PETREL_INSTANTIATE(Val)                                              \
+  template bool ServerReplication::SeenOrRecordPiece<Val>(                   \
+      int, int, const Message&, const KVPairs<Val>&, bool, KVPairs<Val>*);   \
+  template bool ServerReplication::SeenAsResentCopy<Val>(                    \
+      const Message&, const KVPairs<Val>&, KVPairs<Val>*);
+PETREL_INSTANTIATE(float)
+PETREL_INSTANTIATE(double)
+PETREL_INSTANTIATE(int32_t)
+PETREL_INSTANTIATE(int64_t)
+#undef PETREL_INSTANTIATE
 
 }  // namespace petrel

@@ -1,8 +1,8 @@
 // The parts of a range copy (docs/failures.md, "Replacement servers"): a
 // copy larger than one message (--max_message_bytes) goes as several, each
 // a run of whole entries (key, its lens[i] values) in order.
-#ifndef PETREL_KV_KV_COPY_PARTS_H_
-#define PETREL_KV_KV_COPY_PARTS_H_
+#ifndef PETREL_KV_REPLICATION_COPY_PARTS_H_
+#define PETREL_KV_REPLICATION_COPY_PARTS_H_
 
 #include <cstdint>
 #include <vector>
@@ -23,4 +23,4 @@ std::vector<KVPairs<Val>> SplitCopy(const KVPairs<Val>& rows,
 
 }  // namespace petrel
 
-#endif  // PETREL_KV_KV_COPY_PARTS_H_
+#endif  // PETREL_KV_REPLICATION_COPY_PARTS_H_
