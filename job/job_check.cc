@@ -238,12 +238,11 @@ absl::Status CheckValidationConfig(const pb::JobConfig& job) {
   return absl::OkStatus();
 }
 
-absl::Status CheckJobConfig(const pb::JobConfig& config, int num_servers,
-                            int64_t physical_bytes) {
-  pb::JobConfig job = config;
-  if (num_servers > 0 && config.num_servers() >= 0) {
-    job.set_num_servers(num_servers);
-  }
+namespace {
+
+// The fields' own ranges and the sections' (crosses, MLP layout,
+// validation).
+absl::Status CheckJobFields(const pb::JobConfig& job) {
   if (job.num_servers() < 0 || job.num_workers() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(job.num_servers() < 0 ? "num_servers: " : "num_workers: ",
@@ -276,6 +275,13 @@ absl::Status CheckJobConfig(const pb::JobConfig& config, int num_servers,
         absl::StrCat("server.memory_cap_mib: ", server_cap_mib,
                      " is not a finite value in 0..10^12"));
   }
+  return absl::OkStatus();
+}
+
+// The tables' and the MLP's memory against the server caps and `limit`
+// bytes (memory_limit_mib, else the machine's `physical_bytes`; none when
+// both are 0).
+absl::Status CheckJobMemory(const pb::JobConfig& job, int64_t physical_bytes) {
   const bool mlp = job.model().kind() == pb::ModelConfig::KIND_MLP;
   const ServerEstimate estimate = EstimateServer(job);
   if (estimate.server_cap > 0 && estimate.dense > estimate.server_cap) {
@@ -323,6 +329,18 @@ absl::Status CheckJobConfig(const pb::JobConfig& config, int num_servers,
         Gib(limit)));
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckJobConfig(const pb::JobConfig& config, int num_servers,
+                            int64_t physical_bytes) {
+  pb::JobConfig job = config;
+  if (num_servers > 0 && config.num_servers() >= 0) {
+    job.set_num_servers(num_servers);
+  }
+  if (absl::Status s = CheckJobFields(job); !s.ok()) return s;
+  return CheckJobMemory(job, physical_bytes);
 }
 
 absl::Status CheckOneMachineMemory(const pb::JobConfig& job, int num_servers,

@@ -179,25 +179,16 @@ int KVWorker<Val>::Fail(absl::Status status, const Callback& cb) {
 }
 
 template <typename Val>
-int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
-                        const SArray<Val>& vals, const SArray<int>& lens,
-                        const KVRequestOptions& options, SArray<Val>* outs,
-                        SArray<int>* out_lens, Callback cb) {
-  if (pull && outs == nullptr) {
-    return Fail(absl::InvalidArgumentError("Pull needs an output array"), cb);
-  }
+absl::StatusOr<typename KVWorker<Val>::Routed> KVWorker<Val>::RouteByMap(
+    bool push, bool pull, const SArray<Key>& keys, const SArray<Val>& vals,
+    const SArray<int>& lens) {
   Postoffice* po = customer_.postoffice();
-  // From the map's read until the request is registered (a drain waits
-  // for it to be registered or routed by the new map).
-  std::optional<Postoffice::RoutingScope> routing(std::in_place, po);
-  uint64_t map_version = 0;
-  absl::StatusOr<std::vector<KVSlice>> slices;
-  std::vector<int> recipients;
+  Routed out;
   for (int attempt = 0;; ++attempt) {
-    map_version = po->map_version();
-    slices =
+    out.map_version = po->map_version();
+    absl::StatusOr<std::vector<KVSlice>> slices =
         SliceRequest(po->key_ranges(), keys, vals.buffer(), sizeof(Val), lens);
-    if (!slices.ok()) return Fail(slices.status(), cb);
+    if (!slices.ok()) return slices.status();
     if (push && !pull) {
       *slices = SplitPushSlices(*std::move(slices), sizeof(Val),
                                 max_push_part_bytes_.load(),
@@ -211,40 +202,27 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
             std::max<size_t>(1, max_bytes / (width * sizeof(Val))));
       }
     }
-    recipients.clear();
-    for (const KVSlice& s : *slices) {
-      recipients.push_back(ServerRankToId(s.server_rank));
+    out.slices = *std::move(slices);
+    out.recipients.clear();
+    for (const KVSlice& s : out.slices) {
+      out.recipients.push_back(ServerRankToId(s.server_rank));
     }
     // A server declared dead: fail now, naming it, instead of at the
     // deadline; unless its ranges failed over since the slicing (a new
     // map): slice again.
-    absl::Status alive = po->CheckAlive(recipients);
-    if (alive.ok()) break;
-    if (po->map_version() == map_version || attempt >= 3) {
-      return Fail(alive, cb);
-    }
+    absl::Status alive = po->CheckAlive(out.recipients);
+    if (alive.ok()) return out;
+    if (po->map_version() == out.map_version || attempt >= 3) return alive;
   }
-  const OpMetrics& op = push && pull ? push_pull_metrics_
-                        : push       ? push_metrics_
-                                     : pull_metrics_;
-  if (op.keys != nullptr) {  // null before Start
-    op.keys->Increment(static_cast<int64_t>(keys.size()));
-    op.bytes->Increment(static_cast<int64_t>(vals.size() * sizeof(Val)));
-  }
-  const absl::Time sent = absl::Now();
-  Histogram* latency = op.latency;
-  int ts = customer_.NewRequest(recipients, [this, cb, sent, latency](int ts) {
-    if (latency != nullptr) {
-      latency->Observe(absl::ToDoubleSeconds(absl::Now() - sent));
-    }
-    Complete(ts);
-    if (cb) cb();
-  });
-  routing.reset();
-  // Nothing is sent yet, so no answer can arrive before the state exists.
-  std::vector<Message> msgs(slices->size());
-  for (size_t i = 0; i < slices->size(); ++i) {
-    const KVSlice& s = (*slices)[i];
+}
+
+template <typename Val>
+std::vector<Message> KVWorker<Val>::EncodeSlices(
+    bool push, bool pull, const KVRequestOptions& options, const Routed& routed,
+    int ts) {
+  std::vector<Message> msgs(routed.slices.size());
+  for (size_t i = 0; i < routed.slices.size(); ++i) {
+    const KVSlice& s = routed.slices[i];
     KVMeta kv;
     kv.cmd = options.cmd;
     kv.push = push;
@@ -254,29 +232,66 @@ int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
     kv.value_offset = s.value_offset;
     kv.value_total = s.value_total;
     Message& msg = msgs[i];
-    msg.meta.set_recipient(recipients[i]);
+    msg.meta.set_recipient(routed.recipients[i]);
     msg.meta.set_timestamp(ts);
     EncodeKvRequest(kv, &msg.meta);
-    msg.meta.set_map_version(map_version);
+    msg.meta.set_map_version(routed.map_version);
     msg.AddData(s.keys);
     if (push) {
       msg.AddData(SArray<Val>(s.vals));
       if (!s.lens.empty()) msg.AddData(s.lens);
     }
   }
+  return msgs;
+}
+
+template <typename Val>
+int KVWorker<Val>::Send(bool push, bool pull, const SArray<Key>& keys,
+                        const SArray<Val>& vals, const SArray<int>& lens,
+                        const KVRequestOptions& options, SArray<Val>* outs,
+                        SArray<int>* out_lens, Callback cb) {
+  if (pull && outs == nullptr) {
+    return Fail(absl::InvalidArgumentError("Pull needs an output array"), cb);
+  }
+  // From the map's read until the request is registered (a drain waits
+  // for it to be registered or routed by the new map).
+  std::optional<Postoffice::RoutingScope> routing(std::in_place,
+                                                  customer_.postoffice());
+  absl::StatusOr<Routed> routed = RouteByMap(push, pull, keys, vals, lens);
+  if (!routed.ok()) return Fail(routed.status(), cb);
+  const OpMetrics& op = push && pull ? push_pull_metrics_
+                        : push       ? push_metrics_
+                                     : pull_metrics_;
+  if (op.keys != nullptr) {  // null before Start
+    op.keys->Increment(static_cast<int64_t>(keys.size()));
+    op.bytes->Increment(static_cast<int64_t>(vals.size() * sizeof(Val)));
+  }
+  const absl::Time sent = absl::Now();
+  Histogram* latency = op.latency;
+  const std::vector<int>& recipients = routed->recipients;
+  int ts = customer_.NewRequest(recipients, [this, cb, sent, latency](int ts) {
+    if (latency != nullptr) {
+      latency->Observe(absl::ToDoubleSeconds(absl::Now() - sent));
+    }
+    Complete(ts);
+    if (cb) cb();
+  });
+  routing.reset();
+  // Nothing is sent yet, so no answer can arrive before the state exists.
+  std::vector<Message> msgs = EncodeSlices(push, pull, options, *routed, ts);
   if (pull) {
     auto state = std::make_unique<PullState>();
     state->num_keys = keys.size();
     state->vals = outs;
     state->lens = out_lens;
     state->min_clock = options.min_clock;
-    state->parts.resize(slices->size());
+    state->parts.resize(routed->slices.size());
     absl::flat_hash_map<int, uint32_t> parts;  // as Customer numbers them
     for (size_t i = 0; i < recipients.size(); ++i) {
       state->slice_of_part[Customer::PartKey(recipients[i],
                                              parts[recipients[i]]++)] = i;
     }
-    state->slices = *std::move(slices);
+    state->slices = std::move(routed->slices);
     absl::MutexLock lock(&mu_);
     pulls_[ts] = std::move(state);
   }

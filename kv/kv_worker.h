@@ -186,6 +186,25 @@ class KVWorker {
            const SArray<Val>& vals, const SArray<int>& lens,
            const KVRequestOptions& options, SArray<Val>* outs,
            SArray<int>* out_lens, Callback cb);
+  // A request cut by the key-range map: its slices, the server each goes
+  // to, and the map's version.
+  struct Routed {
+    uint64_t map_version = 0;
+    std::vector<KVSlice> slices;
+    std::vector<int> recipients;
+  };
+  // Slices a request by the current map (cut in parts as the limits say).
+  // A recipient declared dead: Unavailable naming it, unless its ranges
+  // failed over since the slicing (a new map), which slices again.
+  // REQUIRES: a Postoffice::RoutingScope held.
+  absl::StatusOr<Routed> RouteByMap(bool push, bool pull,
+                                    const SArray<Key>& keys,
+                                    const SArray<Val>& vals,
+                                    const SArray<int>& lens);
+  // The messages of request `ts`, one per slice.
+  std::vector<Message> EncodeSlices(bool push, bool pull,
+                                    const KVRequestOptions& options,
+                                    const Routed& routed, int ts);
   // Records the first error of request `timestamp`. REQUIRES: mu_ held.
   void RecordError(int timestamp, absl::Status error)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

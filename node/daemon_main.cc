@@ -66,6 +66,32 @@ absl::StatusOr<pb::Role> OtherRole(const DaemonInfo& info) {
   return role == info.role ? pb::ROLE_UNSPECIFIED : role;
 }
 
+// Builds the daemon, then, unless a signal cancelled the start-up, runs
+// and finishes it; sets `*code` to the exit code. `*built`, under
+// `*phase_mu`, tells the signal handler that Build is over.
+absl::Status BuildAndRun(NodeDaemon& daemon, NodeRuntime& runtime,
+                         absl::Mutex* phase_mu, bool* built, int* code) {
+  absl::Status status = daemon.Build(runtime);
+  *code = status.ok() ? 0 : kExitBadFlags;
+  {
+    absl::MutexLock lock(phase_mu);
+    *built = true;
+    // Cancelled: Build stopped for it, or ended before it noticed.
+    if (runtime.startup()->cancelled()) {
+      status = absl::CancelledError(absl::StrCat(
+          runtime.startup()->CancelledError().message(), "; stopping"));
+      *code = 1;
+    }
+  }
+  if (status.ok()) {
+    status = daemon.Run(runtime);
+    runtime.Stop();
+    status = daemon.Finish(runtime, std::move(status));
+    *code = ExitCodeFor(status);
+  }
+  return status;
+}
+
 }  // namespace
 
 int RunNodeDaemon(int argc, char** argv, const DaemonInfo& info) {
@@ -146,24 +172,8 @@ int RunParsedNodeDaemon(const std::string& name, pb::Role role,
       daemon.Interrupt(*runtime, signal + " received");
     });
   });
-  absl::Status status = daemon.Build(*runtime);
-  int code = status.ok() ? 0 : kExitBadFlags;
-  {
-    absl::MutexLock lock(&phase_mu);
-    built = true;
-    // Cancelled: Build stopped for it, or ended before it noticed.
-    if (runtime->startup()->cancelled()) {
-      status = absl::CancelledError(absl::StrCat(
-          runtime->startup()->CancelledError().message(), "; stopping"));
-      code = 1;
-    }
-  }
-  if (status.ok()) {
-    status = daemon.Run(*runtime);
-    runtime->Stop();
-    status = daemon.Finish(*runtime, std::move(status));
-    code = ExitCodeFor(status);
-  }
+  int code = 0;
+  absl::Status status = BuildAndRun(daemon, *runtime, &phase_mu, &built, &code);
   signals.Stop();
   exited.Notify();
   if (stop_timer.joinable()) stop_timer.join();

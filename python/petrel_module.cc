@@ -339,38 +339,12 @@ void TranslateStatusError(std::exception_ptr p) {
   }
 }
 
-}  // namespace
-}  // namespace petrel
+using ClientClass = py::class_<PyClient, std::shared_ptr<PyClient>>;
 
-PYBIND11_MODULE(_petrel, m) {
-  using namespace petrel;  // NOLINT: the module's body names them all
-  m.doc() = "Petrel's C++ client, wrapped; use the petrel package instead.";
-  py::register_exception_translator(&TranslateStatusError);
-
-  py::class_<PyTicket>(m, "Ticket",
-                       "One asynchronous request; see petrel.Ticket.")
-      .def("wait", &PyTicket::Wait, py::arg("timeout_s"))
-      .def("done", &PyTicket::Done)
-      .def_property_readonly("timestamp", &PyTicket::timestamp)
-      .def_property_readonly("min_clock", &PyTicket::min_clock)
-      .def_property_readonly("id", &PyTicket::id);
-
-  py::class_<PyClient, std::shared_ptr<PyClient>>(
-      m, "Client", "A worker node and its KV client; see petrel.KVClient.")
-      .def(py::init(&MakeClient), py::arg("scheduler"), py::arg("num_servers"),
-           py::arg("num_workers"), py::arg("rank"), py::arg("bind"),
-           py::arg("port"), py::arg("advertise_host"), py::arg("interface"),
-           py::arg("auth_token"), py::arg("join_timeout"),
-           py::arg("heartbeat_interval"), py::arg("metrics_port"))
-      .def("start",
-           [](PyClient& c) {
-             absl::Status s;
-             {
-               py::gil_scoped_release release;
-               s = c.client->Start();
-             }
-             ThrowIfError(s);
-           })
+// The request calls of petrel.KVClient (push, pull, push-pull, completions,
+// broadcast).
+void BindRequests(ClientClass& client) {
+  client
       .def("push", &Push, py::arg("keys"), py::arg("values"), py::arg("lens"),
            py::arg("table_id"), py::arg("cmd"), py::arg("notify"),
            py::arg("dtype") = "float32")
@@ -390,17 +364,21 @@ PYBIND11_MODULE(_petrel, m) {
              if (t == nullptr) return std::nullopt;
              return reinterpret_cast<uintptr_t>(t.get());
            })
-      .def("broadcast",
-           [](PyClient& c, const std::string& value, int root,
-              double timeout_s) {
-             absl::StatusOr<std::string> got;
-             {
-               py::gil_scoped_release release;
-               got = c.client->Broadcast(value, root, ToDuration(timeout_s));
-             }
-             ThrowIfError(got.status());
-             return py::bytes(*got);
-           })
+      .def("broadcast", [](PyClient& c, const std::string& value, int root,
+                           double timeout_s) {
+        absl::StatusOr<std::string> got;
+        {
+          py::gil_scoped_release release;
+          got = c.client->Broadcast(value, root, ToDuration(timeout_s));
+        }
+        ThrowIfError(got.status());
+        return py::bytes(*got);
+      });
+}
+
+// Barriers, the end, and what the node knows of itself.
+void BindLifecycle(ClientClass& client) {
+  client
       .def_property_readonly(
           "advertise_host",
           [](PyClient& c) { return c.client->postoffice()->advertise_host(); })
@@ -444,4 +422,40 @@ PYBIND11_MODULE(_petrel, m) {
           [](PyClient& c) { return c.client->postoffice()->num_workers(); })
       .def_property_readonly("started",
                              [](PyClient& c) { return c.client->started(); });
+}
+
+}  // namespace
+}  // namespace petrel
+
+PYBIND11_MODULE(_petrel, m) {
+  using namespace petrel;  // NOLINT: the module's body names them all
+  m.doc() = "Petrel's C++ client, wrapped; use the petrel package instead.";
+  py::register_exception_translator(&TranslateStatusError);
+
+  py::class_<PyTicket>(m, "Ticket",
+                       "One asynchronous request; see petrel.Ticket.")
+      .def("wait", &PyTicket::Wait, py::arg("timeout_s"))
+      .def("done", &PyTicket::Done)
+      .def_property_readonly("timestamp", &PyTicket::timestamp)
+      .def_property_readonly("min_clock", &PyTicket::min_clock)
+      .def_property_readonly("id", &PyTicket::id);
+
+  ClientClass client(m, "Client",
+                     "A worker node and its KV client; see petrel.KVClient.");
+  client
+      .def(py::init(&MakeClient), py::arg("scheduler"), py::arg("num_servers"),
+           py::arg("num_workers"), py::arg("rank"), py::arg("bind"),
+           py::arg("port"), py::arg("advertise_host"), py::arg("interface"),
+           py::arg("auth_token"), py::arg("join_timeout"),
+           py::arg("heartbeat_interval"), py::arg("metrics_port"))
+      .def("start", [](PyClient& c) {
+        absl::Status s;
+        {
+          py::gil_scoped_release release;
+          s = c.client->Start();
+        }
+        ThrowIfError(s);
+      });
+  BindRequests(client);
+  BindLifecycle(client);
 }

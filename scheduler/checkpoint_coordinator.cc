@@ -324,6 +324,30 @@ absl::Status CheckpointCoordinator::SaveServers(
   return absl::OkStatus();
 }
 
+void CheckpointCoordinator::FillManifest(uint64_t id, const std::string& reason,
+                                         pb::CheckpointManifest* manifest) {
+  manifest->set_format_version(kCheckpointFormatVersion);
+  manifest->set_id(id);
+  manifest->set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
+  manifest->set_reason(reason);
+  *manifest->mutable_job() = options_.job;
+  manifest->set_num_servers(postoffice_->num_servers());
+  KeyRangeMap ranges = key_ranges_ ? key_ranges_() : postoffice_->key_ranges();
+  for (uint64_t b : ranges.begins()) manifest->add_range_begins(b);
+  for (int32_t o : ranges.owners()) manifest->add_range_owners(o);
+}
+
+void CheckpointCoordinator::ReleaseWorkers(uint64_t id, bool then_stop,
+                                           const std::string& stop_line) {
+  absl::Status released = then_stop
+                              ? Ask(kStop, stop_line, kWorkerGroup).status()
+                              : Ask(kResume, "", kWorkerGroup).status();
+  if (!released.ok()) {
+    LOG(WARNING) << "releasing the workers after checkpoint " << id << ": "
+                 << released.message();
+  }
+}
+
 absl::StatusOr<std::string> CheckpointCoordinator::TakeCheckpoint(
     const std::string& reason, bool then_stop, const std::string& stop_reason) {
   const std::string& root = options_.job.checkpoint().dir();
@@ -364,33 +388,16 @@ absl::StatusOr<std::string> CheckpointCoordinator::TakeCheckpoint(
       status = SaveServers(path, &manifest);
     }
     if (status.ok()) {
-      manifest.set_format_version(kCheckpointFormatVersion);
-      manifest.set_id(id);
-      manifest.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
-      manifest.set_reason(reason);
-      *manifest.mutable_job() = options_.job;
-      manifest.set_num_servers(postoffice_->num_servers());
-      KeyRangeMap ranges =
-          key_ranges_ ? key_ranges_() : postoffice_->key_ranges();
-      for (uint64_t b : ranges.begins()) manifest.add_range_begins(b);
-      for (int32_t o : ranges.owners()) manifest.add_range_owners(o);
+      FillManifest(id, reason, &manifest);
       status = WriteManifest(path, manifest);
     }
     paused = absl::Now() - pause_done;
   }
   if (workers_paused || then_stop) {
-    absl::Status released =
-        then_stop ? Ask(kStop,
-                        absl::StrCat("job stopped: ", stop_reason,
-                                     status.ok() ? "; checkpoint " + path
-                                                 : "; the checkpoint failed"),
-                        kWorkerGroup)
-                        .status()
-                  : Ask(kResume, "", kWorkerGroup).status();
-    if (!released.ok()) {
-      LOG(WARNING) << "releasing the workers after checkpoint " << id << ": "
-                   << released.message();
-    }
+    ReleaseWorkers(id, then_stop,
+                   absl::StrCat("job stopped: ", stop_reason,
+                                status.ok() ? "; checkpoint " + path
+                                            : "; the checkpoint failed"));
   }
   if (status.ok()) {
     absl::Status retained =

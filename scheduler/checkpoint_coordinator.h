@@ -133,6 +133,13 @@ class CheckpointCoordinator {
   absl::StatusOr<std::vector<pb::WorkerPosition>> PauseWorkers();
   absl::Status SaveServers(const std::string& path,
                            pb::CheckpointManifest* manifest);
+  // The manifest's own fields for checkpoint `id`: format, id, time,
+  // reason, the job, and the key-range map.
+  void FillManifest(uint64_t id, const std::string& reason,
+                    pb::CheckpointManifest* manifest);
+  // Resumes the paused workers, or stops them with `stop_line`.
+  void ReleaseWorkers(uint64_t id, bool then_stop,
+                      const std::string& stop_line);
   // Sends `head` to every node of `group` and waits for all answers.
   absl::StatusOr<std::vector<SimpleData>> Ask(int head, const std::string& body,
                                               int group);

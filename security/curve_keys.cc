@@ -161,6 +161,48 @@ void ReadCurveKeyEnvironment(
   sources->env_scheduler_public_key = read("PETREL_SCHEDULER_PUBLIC_KEY");
 }
 
+namespace {
+
+// The public key given beside the secret key (a file, else the
+// environment), which must be the secret key's `derived` one.
+absl::Status CheckGivenPublicKey(const Given& file, const Given& env,
+                                 const std::string& derived) {
+  std::string given;
+  std::string name;
+  if (!file.value.empty()) {
+    absl::StatusOr<std::string> key = ReadKeyFile(file.value, /*secret=*/false);
+    if (!key.ok()) return Invalid(file.name, key.status().message());
+    given = *key;
+    name = file.name;
+  } else if (!env.value.empty()) {
+    given = std::string(absl::StripAsciiWhitespace(env.value));
+    name = env.name;
+  }
+  if (!given.empty() && given != derived) {
+    return Invalid(name,
+                   "is not the public key of the secret key given (leave it "
+                   "out: it is derived from the secret key)");
+  }
+  return absl::OkStatus();
+}
+
+// The scheduler's public key: a Z85 key, or the file that holds one.
+absl::StatusOr<std::string> SchedulerKeyOf(const Given& scheduler) {
+  std::string key(absl::StripAsciiWhitespace(scheduler.value));
+  if (IsZ85Key(key)) return key;
+  absl::StatusOr<std::string> from_file =
+      ReadKeyFile(scheduler.value, /*secret=*/false);
+  if (!from_file.ok()) {
+    return Invalid(scheduler.name,
+                   absl::StrCat("neither a 40-character Z85 key nor a "
+                                "key file (",
+                                from_file.status().message(), ")"));
+  }
+  return *from_file;
+}
+
+}  // namespace
+
 absl::StatusOr<CurveOptions> LoadCurveOptions(const CurveKeySources& s) {
   const Given secret_file =
       Pick(s.secret_key_file, "curve_secret_key_file", "", "");
@@ -204,22 +246,10 @@ absl::StatusOr<CurveOptions> LoadCurveOptions(const CurveKeySources& s) {
   absl::StatusOr<std::string> derived = PublicKeyOf(out.keys.secret_key);
   if (!derived.ok()) return derived.status();
   out.keys.public_key = *derived;
-  std::string given_public;
-  std::string public_name;
-  if (!public_file.value.empty()) {
-    absl::StatusOr<std::string> key =
-        ReadKeyFile(public_file.value, /*secret=*/false);
-    if (!key.ok()) return Invalid(public_file.name, key.status().message());
-    given_public = *key;
-    public_name = public_file.name;
-  } else if (!public_env.value.empty()) {
-    given_public = std::string(absl::StripAsciiWhitespace(public_env.value));
-    public_name = public_env.name;
-  }
-  if (!given_public.empty() && given_public != out.keys.public_key) {
-    return Invalid(public_name,
-                   "is not the public key of the secret key given (leave it "
-                   "out: it is derived from the secret key)");
+  if (absl::Status s =
+          CheckGivenPublicKey(public_file, public_env, out.keys.public_key);
+      !s.ok()) {
+    return s;
   }
   if (authorized.value.empty()) {
     return Invalid("--authorized_keys",
@@ -228,19 +258,9 @@ absl::StatusOr<CurveOptions> LoadCurveOptions(const CurveKeySources& s) {
   }
   out.authorized_keys_path = authorized.value;
   if (!scheduler.value.empty()) {
-    std::string key(absl::StripAsciiWhitespace(scheduler.value));
-    if (!IsZ85Key(key)) {
-      absl::StatusOr<std::string> from_file =
-          ReadKeyFile(scheduler.value, /*secret=*/false);
-      if (!from_file.ok()) {
-        return Invalid(scheduler.name,
-                       absl::StrCat("neither a 40-character Z85 key nor a "
-                                    "key file (",
-                                    from_file.status().message(), ")"));
-      }
-      key = *from_file;
-    }
-    out.scheduler_public_key = key;
+    absl::StatusOr<std::string> key = SchedulerKeyOf(scheduler);
+    if (!key.ok()) return key.status();
+    out.scheduler_public_key = *key;
   }
   return out;
 }

@@ -15,6 +15,7 @@
 #include "base/startup_progress.h"
 #include "base/status_macros.h"
 #include "server/table_key_visit.h"
+#include "server/table_plan.h"
 #include "van/key_range_map.h"
 
 namespace petrel {
@@ -27,141 +28,16 @@ constexpr int kMadvPopulateWrite = MADV_POPULATE_WRITE;
 constexpr int kMadvPopulateWrite = 23;
 #endif
 
-absl::Status OutOfRange(absl::string_view option, double value,
-                        absl::string_view range) {
-  return absl::InvalidArgumentError(absl::StrCat("table option ", option, " = ",
-                                                 value, " is not in ", range));
-}
-
-absl::Status Validate(const TableOptions& o) {
-  if (o.dim < 1 || o.dim > 65536) return OutOfRange("dim", o.dim, "1..65536");
-  if (o.dense && (o.num_keys < 1 || o.num_keys > (uint64_t{1} << 32))) {
-    return OutOfRange("num_keys", static_cast<double>(o.num_keys),
-                      "1..2^32 for a dense table");
-  }
-  if (o.num_shards < 1 || o.num_shards > 1024) {
-    return OutOfRange("num_shards", o.num_shards, "1..1024");
-  }
-  if (o.rows_per_slab < 0 || o.rows_per_slab > (1 << 20)) {
-    return OutOfRange("rows_per_slab", o.rows_per_slab, "0..2^20");
-  }
-  if (o.admit_after > 65535) {
-    return OutOfRange("admit_after", o.admit_after, "0..65535");
-  }
-  if (o.admit_after > 1 && (o.admission_counters < 64 ||
-                            o.admission_counters > (uint64_t{1} << 32))) {
-    return OutOfRange("admission_counters",
-                      static_cast<double>(o.admission_counters), "64..2^32");
-  }
-  if (o.ttl_ticks > 1000000) {
-    return OutOfRange("ttl_ticks", static_cast<double>(o.ttl_ticks), "0..10^6");
-  }
-  if (o.dense &&
-      (o.admit_after > 1 || o.ttl_ticks > 0 || o.memory_cap_bytes > 0)) {
-    return absl::InvalidArgumentError(
-        "table options admit_after, ttl and memory_cap are for sparse "
-        "tables (a dense table holds all its rows)");
-  }
-  return absl::OkStatus();
-}
-
-// Sketch counters of one shard and sketch row: the table's
-// admission_counters over 4 rows and the shards, at least 16.
-uint32_t SketchWidth(const TableOptions& o) {
-  if (o.admit_after <= 1) return 0;
-  return static_cast<uint32_t>(std::max<uint64_t>(
-      16, o.admission_counters / 4 / static_cast<uint64_t>(o.num_shards)));
-}
-
-uint32_t ResolveRowsPerSlab(const TableOptions& o, int stride) {
-  return o.rows_per_slab > 0
-             ? o.rows_per_slab
-             : std::max<uint32_t>(1, HugePageMemory::kHugePageBytes /
-                                         (stride * sizeof(float)));
-}
-
-// A shard's bytes with `rows` rows, an index of `capacity` slots and
-// `rows_per_slab` rows a slab (as Table::MemoryBytes counts them).
-uint64_t ShardBytes(uint64_t rows, uint64_t capacity, uint32_t rows_per_slab,
-                    int stride, uint32_t sketch_width) {
-  const uint64_t slabs = (rows + rows_per_slab - 1) / rows_per_slab;
-  return capacity * sizeof(RowIndex::Slot) +
-         slabs * rows_per_slab * stride * sizeof(float) +
-         rows * 2 * sizeof(uint64_t) +
-         2 * (slabs + 1) * sizeof(HugePageMemory) +  // vector doubling
-         uint64_t{4} * sketch_width * sizeof(uint16_t) + sizeof(uint64_t);
-}
-
-// Under a memory cap: the most rows a shard may hold and the index capacity
-// that holds them (rows at most 11/16 of it, so that a Compact of a full
-// index, 3/4, frees at least 1/16 of it: a compaction then costs at most
-// 16 slot moves per row added since the last). Unless `fixed_slabs`,
-// `*rows_per_slab` may shrink so that slabs round a small budget up by
-// little.
-absl::Status PlanCap(const TableOptions& o, int stride, uint32_t* rows_per_slab,
-                     uint32_t* max_rows, uint64_t* index_capacity,
-                     bool fixed_slabs) {
-  const uint64_t budget = o.memory_cap_bytes / o.num_shards;
-  const uint32_t sketch = SketchWidth(o);
-  const uint64_t per_row = stride * sizeof(float) + 2 * sizeof(uint64_t);
-  const uint64_t fixed = uint64_t{4} * sketch * sizeof(uint16_t) + 4096;
-  uint64_t best_rows = 0;
-  uint64_t best_capacity = 0;
-  for (uint64_t c = 16;
-       c * sizeof(RowIndex::Slot) + fixed < budget && c <= (uint64_t{1} << 33);
-       c *= 2) {
-    const uint64_t rows = std::min(
-        c / 16 * 11, (budget - fixed - c * sizeof(RowIndex::Slot)) / per_row);
-    if (rows > best_rows) {
-      best_rows = rows;
-      best_capacity = c;
-    }
-  }
-  best_rows = std::min<uint64_t>(best_rows, UINT32_MAX - 1);
-  uint32_t rps = fixed_slabs
-                     ? *rows_per_slab
-                     : std::min<uint64_t>(*rows_per_slab,
-                                          std::max<uint64_t>(1, best_rows / 8));
-  uint64_t rows = 0;
-  if (fixed_slabs) {
-    // The slabs are there already: the most rows that fit, whole slabs or
-    // not (ShardBytes rises with the rows).
-    uint64_t lo = 0;
-    uint64_t hi = best_rows;
-    while (lo < hi) {
-      const uint64_t mid = lo + (hi - lo + 1) / 2;
-      if (ShardBytes(mid, best_capacity, rps, stride, sketch) <= budget) {
-        lo = mid;
-      } else {
-        hi = mid - 1;
-      }
-    }
-    rows = lo;
-  } else {
-    rows = best_rows / rps * rps;
-    while (rows > 0 &&
-           ShardBytes(rows, best_capacity, rps, stride, sketch) > budget) {
-      rows -= rps;
-    }
-  }
-  if (rows == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "table option memory_cap_bytes = ", o.memory_cap_bytes,
-        " leaves no room for a row in each of the ", o.num_shards,
-        " shards (a row takes ", per_row, " bytes, plus its index slots)"));
-  }
-  *rows_per_slab = rps;
-  *max_rows = static_cast<uint32_t>(rows);
-  *index_capacity = best_capacity;
-  return absl::OkStatus();
-}
+// How many keys ahead SetRows prefetches a key's index slot (its rows are
+// written in order and need none).
+constexpr size_t kSetPrefetchDistance = 16;
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Table>> Table::Create(
     const TableOptions& options, MetricsRegistry* metrics,
     const TableFill& fill) {
-  absl::Status s = Validate(options);
+  absl::Status s = ValidateTableOptions(options);
   if (!s.ok()) return s;
   absl::StatusOr<std::unique_ptr<Optimizer>> optimizer =
       Optimizer::Create(options.optimizer);
@@ -174,8 +50,9 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Create(
   uint32_t max_rows = UINT32_MAX;
   uint64_t index_capacity = 0;
   if (options.memory_cap_bytes > 0) {
-    s = PlanCap(options, stride, &rows_per_slab, &max_rows, &index_capacity,
-                /*fixed_slabs=*/false);
+    s = PlanTableCap(options, stride, &rows_per_slab, &max_rows,
+                     &index_capacity,
+                     /*fixed_slabs=*/false);
     if (!s.ok()) return s;
   }
   std::unique_ptr<Table> table(new Table(options, *std::move(optimizer),
@@ -434,8 +311,8 @@ absl::Status Table::SetMemoryCap(uint64_t bytes) {
   uint32_t rps = rows_per_slab_;
   uint32_t max_rows = 0;
   uint64_t index_capacity = 0;
-  absl::Status s = PlanCap(o, stride_, &rps, &max_rows, &index_capacity,
-                           /*fixed_slabs=*/true);
+  absl::Status s = PlanTableCap(o, stride_, &rps, &max_rows, &index_capacity,
+                                /*fixed_slabs=*/true);
   if (!s.ok()) return s;
   options_.memory_cap_bytes = bytes;
   max_rows_ = max_rows;
@@ -673,6 +550,142 @@ absl::Status Table::Push(absl::Span<const uint64_t> keys,
     UpdateGauges();
   }
   return absl::OkStatus();
+}
+
+// Bulk loads (Reserve, SetRows), the path checkpoint restores take: the
+// index grown once, lookups prefetched, rows appended to slabs populated up
+// front.
+absl::Status Table::Reserve(size_t rows) {
+  if (options_.dense) return absl::OkStatus();
+  // Shards get keys by hash: a little more than an even share each.
+  const size_t per_shard =
+      rows / shards_.size() + rows / shards_.size() / 20 + 64;
+  for (Shard& shard : shards_) {
+    size_t want = shard.index.size() + per_shard;
+    // Under a cap, never past the index the cap planned.
+    if (index_capacity_ != SIZE_MAX) {
+      want = std::min(want, index_capacity_ / 4 * 3);
+    }
+    absl::Status s = shard.index.Reserve(want);
+    if (!s.ok()) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("table ", options_.id, ": no memory to index ", rows,
+                       " more rows: ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Table::SetRows(absl::Span<const uint64_t> keys,
+                            absl::Span<const float> values, int value_stride,
+                            bool with_state, const ParallelRunner& runner) {
+  const int dim = options_.dim;
+  if (value_stride < dim || (with_state && value_stride != stride_) ||
+      values.size() != keys.size() * static_cast<size_t>(value_stride)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "setting ", keys.size(), " rows of table ", options_.id, " (dim ", dim,
+        ", stride ", stride_, ") from ", values.size(), " values of stride ",
+        value_stride, with_state ? " with" : " without", " optimizer state"));
+  }
+  absl::Status s = CheckKeys(keys);
+  if (!s.ok()) return s;
+  ++seq_;
+  const float* src = values.data();
+  std::atomic<bool> out_of_memory{false};
+  if (track_) {
+    // Rows that carry a key and a stamp, under a cap: one at a time.
+    ForEachKey(keys, runner, [&](Shard& shard, size_t i) {
+      bool added;
+      float* row = FindOrAddRow(shard, keys[i], &added);
+      if (row == nullptr) {
+        out_of_memory.store(true, std::memory_order_relaxed);
+        return;
+      }
+      std::memcpy(row, src + i * value_stride,
+                  sizeof(float) * (with_state ? stride_ : dim));
+      if (!with_state) optimizer_->InitState(row, row + dim, dim);
+    });
+  } else if (options_.dense) {
+    ForEachKey(keys, runner, [&](Shard& shard, size_t i) {
+      float* row = RowOf(shard, static_cast<uint32_t>(keys[i]));
+      const float* from = src + i * value_stride;
+      std::memcpy(row, from, sizeof(float) * (with_state ? stride_ : dim));
+      if (!with_state) optimizer_->InitState(row, row + dim, dim);
+    });
+  } else if (shards_.size() == 1) {
+    out_of_memory = !SetShardRows(shards_[0], keys.data(), nullptr, keys.size(),
+                                  src, value_stride, with_state);
+  } else {
+    ComputeShardOf(keys);
+    GroupByShard();
+    auto one = [&](int i) {
+      const uint32_t begin = shard_begin_[i];
+      if (!SetShardRows(shards_[i], keys.data(), order_.data() + begin,
+                        shard_begin_[i + 1] - begin, src, value_stride,
+                        with_state)) {
+        out_of_memory.store(true, std::memory_order_relaxed);
+      }
+    };
+    const int n = static_cast<int>(shards_.size());
+    if (runner && keys.size() >= options_.parallel_min_keys) {
+      runner(n, one);
+    } else {
+      for (int i = 0; i < n; ++i) one(i);
+    }
+  }
+  UpdateGauges();
+  if (!out_of_memory.load()) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "restoring table ", options_.id, ": out of memory for new rows (",
+      MemoryBytes(), " bytes held)"));
+}
+
+bool Table::SetShardRows(Shard& shard, const uint64_t* keys,
+                         const uint32_t* order, size_t n, const float* values,
+                         int value_stride, bool with_state) {
+  RowIndex& index = shard.index;
+  if (n == 0) return true;
+  if (!index.Reserve(index.size() + n).ok()) return false;
+  const int dim = options_.dim;
+  const size_t copy = sizeof(float) * (with_state ? stride_ : dim);
+  auto at = [&](size_t j) -> size_t { return order ? order[j] : j; };
+  // Where the shard's next new row goes: the rest of its last slab.
+  uint32_t left = 0;
+  float* next = nullptr;
+  if (shard.num_rows % rows_per_slab_ != 0) {
+    left = rows_per_slab_ - shard.num_rows % rows_per_slab_;
+    next = RowOf(shard, shard.num_rows);
+  }
+  for (size_t j = 0; j < n; ++j) {
+    if (j + kSetPrefetchDistance < n) {
+      index.Prefetch(index.Home(keys[at(j + kSetPrefetchDistance)]));
+    }
+    const size_t i = at(j);
+    bool inserted;
+    RowIndex::Slot* slot = index.FindOrInsert(keys[i], &inserted);
+    float* row;
+    if (slot->width != 0) {
+      row = RowOf(shard, slot->row);
+    } else {
+      if (left == 0) {
+        if (shard.num_rows == UINT32_MAX ||
+            !AddSlab(shard, rows_per_slab_, /*populate=*/true).ok()) {
+          return false;
+        }
+        left = rows_per_slab_;
+        next = static_cast<float*>(shard.slabs.back().data());
+      }
+      slot->width = static_cast<uint32_t>(dim);
+      slot->row = shard.num_rows++;
+      row = next;
+      next += stride_;
+      --left;
+    }
+    const float* from = values + i * value_stride;
+    std::memcpy(row, from, copy);
+    if (!with_state) optimizer_->InitState(row, row + dim, dim);
+  }
+  return true;
 }
 
 }  // namespace petrel

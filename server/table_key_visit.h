@@ -1,8 +1,8 @@
-// Table's key visits, shared by its files (table.cc: pulls and pushes;
-// table_bulk_load.cc: SetRows): each key of a request handed to a function
-// with its shard, index slots and rows prefetched ahead, shard by shard in
-// parallel for large requests. Template definitions of table.h's private
-// members; include only from server/table*.cc.
+// Table's key visits (table.cc: pulls, pushes and SetRows): each key of a
+// request handed to a function with its shard, index slots and rows
+// prefetched ahead, shard by shard in parallel for large requests. Template
+// definitions of table.h's private members; include only from
+// server/table*.cc.
 #ifndef PETREL_SERVER_TABLE_KEY_VISIT_H_
 #define PETREL_SERVER_TABLE_KEY_VISIT_H_
 

@@ -224,6 +224,25 @@ class TableServer {
   bool MustHold(int64_t clock, int64_t min_clock) const;
   // Answers the held pulls `min_clock` now allows.
   void ReleaseHeld(KVServer<float>* server, int64_t min_clock);
+  // LoadCheckpoint's steps. Reserves room for the rows this server will
+  // own, as the share of the key ranges it owns predicts.
+  absl::Status ReserveForMyShare(const pb::CheckpointManifest& manifest,
+                                 const KeyRangeMap& ranges, int my_rank);
+  // The files of `manifest` that may hold rows this server owns, and their
+  // rows in `*rows`.
+  std::vector<const pb::CheckpointFile*> FilesToLoad(
+      const pb::CheckpointManifest& manifest, const KeyRangeMap& ranges,
+      int my_rank, uint64_t* rows) const;
+  // InstallRanges' steps (table_server_rows.cc), with exec_mu_ held. The
+  // layout of copied `entries`, checked before anything is set: each a
+  // row of a table of this server, an admission sketch or the clocks.
+  absl::Status CheckCopiedEntries(const KVPairs<float>& entries) const;
+  // Merges a copied admission sketch (`len` floats at `entry`, its tag
+  // first) into `table`'s by the maximum of each counter.
+  absl::Status MergeAdmission(Table* table, const float* entry, size_t len);
+  // Merges copied clocks (tag first) into this server's: a worker's is the
+  // larger of both; one that left stays gone.
+  void MergeClocks(const float* entry);
   int64_t ComputeMinClock() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets min_clock_ to ComputeMinClock() and counts its rise for the
   // tables' clock TTLs.

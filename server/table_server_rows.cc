@@ -202,15 +202,9 @@ absl::Status TableServer::LoadAdmissionCounters(
   return absl::OkStatus();
 }
 
-absl::Status TableServer::LoadCheckpoint(const std::string& dir,
-                                         const pb::CheckpointManifest& manifest,
-                                         const KeyRangeMap& ranges, int my_rank,
-                                         bool with_state) {
-  const std::vector<pb::CheckpointTable> tables = CheckpointTables();
-  PETREL_RETURN_IF_ERROR(Annotate(CheckCompatible(manifest, tables, with_state),
-                                  absl::StrCat("checkpoint ", dir)));
-  // Room for the rows this server will own, as the share of the key
-  // ranges it owns predicts.
+absl::Status TableServer::ReserveForMyShare(
+    const pb::CheckpointManifest& manifest, const KeyRangeMap& ranges,
+    int my_rank) {
   size_t my_ranges = 0;
   for (int32_t owner : ranges.owners()) my_ranges += owner == my_rank;
   for (const auto& [id, table] : tables_) {
@@ -221,6 +215,33 @@ absl::Status TableServer::LoadCheckpoint(const std::string& dir,
     PETREL_RETURN_IF_ERROR(
         table->Reserve(rows * my_ranges / ranges.owners().size()));
   }
+  return absl::OkStatus();
+}
+
+std::vector<const pb::CheckpointFile*> TableServer::FilesToLoad(
+    const pb::CheckpointManifest& manifest, const KeyRangeMap& ranges,
+    int my_rank, uint64_t* rows) const {
+  std::vector<const pb::CheckpointFile*> mine;
+  for (const pb::CheckpointFile& file : manifest.files()) {
+    // An unknown table cannot happen (CheckCompatible).
+    if (tables_.count(file.table_id()) == 0 ||
+        !MayHoldMyKeys(manifest, file.server_rank(), ranges, my_rank)) {
+      continue;
+    }
+    mine.push_back(&file);
+    *rows += file.rows();
+  }
+  return mine;
+}
+
+absl::Status TableServer::LoadCheckpoint(const std::string& dir,
+                                         const pb::CheckpointManifest& manifest,
+                                         const KeyRangeMap& ranges, int my_rank,
+                                         bool with_state) {
+  const std::vector<pb::CheckpointTable> tables = CheckpointTables();
+  PETREL_RETURN_IF_ERROR(Annotate(CheckCompatible(manifest, tables, with_state),
+                                  absl::StrCat("checkpoint ", dir)));
+  PETREL_RETURN_IF_ERROR(ReserveForMyShare(manifest, ranges, my_rank));
   // Before Start the server's own pool runs everything inline: a pool of
   // the same size applies each chunk's rows over the shards in parallel.
   ShardPool pool(options_.num_threads);
@@ -235,19 +256,10 @@ absl::Status TableServer::LoadCheckpoint(const std::string& dir,
   std::vector<float> values;
   std::vector<uint32_t> owners;
   const uint32_t me = static_cast<uint32_t>(my_rank);
-  // The files that may hold rows this server owns; a signal stops the load
-  // between their chunks (about 4 MiB each).
-  std::vector<const pb::CheckpointFile*> mine;
+  // A signal stops the load between the files' chunks (about 4 MiB each).
   uint64_t rows = 0;
-  for (const pb::CheckpointFile& file : manifest.files()) {
-    // An unknown table cannot happen (CheckCompatible).
-    if (tables_.count(file.table_id()) == 0 ||
-        !MayHoldMyKeys(manifest, file.server_rank(), ranges, my_rank)) {
-      continue;
-    }
-    mine.push_back(&file);
-    rows += file.rows();
-  }
+  const std::vector<const pb::CheckpointFile*> mine =
+      FilesToLoad(manifest, ranges, my_rank, &rows);
   StartupProgress* progress = options_.progress;
   if (progress != nullptr) {
     progress->Begin(absl::StrCat("loading checkpoint ", dir, " (", mine.size(),
@@ -377,15 +389,13 @@ KVPairs<float> TableServer::SnapshotRanges(
   return pairs;
 }
 
-absl::Status TableServer::InstallRanges(const KVPairs<float>& entries,
-                                        KVServer<float>* server) {
-  absl::MutexLock exec(&exec_mu_);
+absl::Status TableServer::CheckCopiedEntries(
+    const KVPairs<float>& entries) const {
   const size_t n = entries.keys.size();
   if (entries.lens.size() != n) {
     return absl::InvalidArgumentError(absl::StrCat(
         "range copy: ", entries.lens.size(), " lengths for ", n, " keys"));
   }
-  // Checks the layout before anything is set.
   size_t total = 0;
   for (size_t i = 0; i < n; ++i) {
     const int len = entries.lens[i];
@@ -416,6 +426,49 @@ absl::Status TableServer::InstallRanges(const KVPairs<float>& entries,
     }
     total += static_cast<size_t>(len);
   }
+  return absl::OkStatus();
+}
+
+absl::Status TableServer::MergeAdmission(Table* table, const float* entry,
+                                         size_t len) {
+  std::vector<uint16_t> merged = table->AdmissionCounters();
+  if (merged.size() != len - 1) {
+    LOG(WARNING) << "range copy: " << len - 1
+                 << " admission counters do not fit table " << table->id()
+                 << " (" << merged.size()
+                 << "; admission_counters or the shard count differ); "
+                    "its admission counts of the copied keys start over";
+    return absl::OkStatus();
+  }
+  for (size_t c = 0; c < merged.size(); ++c) {
+    merged[c] = std::max(merged[c], static_cast<uint16_t>(entry[1 + c]));
+  }
+  return table->SetAdmissionCounters(merged);
+}
+
+void TableServer::MergeClocks(const float* entry) {
+  // min_clock_ rises without counting clocks for the TTLs: the copied rows
+  // are as fresh as the source's.
+  absl::MutexLock lock(&mu_);
+  for (int r = 0; r < num_workers_; ++r) {
+    const int64_t c = DecodeClock(entry + 1 + 2 * r);
+    int64_t& mine = clocks_[r];
+    if (c == -1) {
+      mine = -1;
+    } else if (mine != -1) {
+      mine = std::max(mine, c);
+    }
+  }
+  min_clock_ = ComputeMinClock();
+  if (min_clock_gauge_ != nullptr) {
+    min_clock_gauge_->Set(static_cast<double>(min_clock_));
+  }
+}
+
+absl::Status TableServer::InstallRanges(const KVPairs<float>& entries,
+                                        KVServer<float>* server) {
+  absl::MutexLock exec(&exec_mu_);
+  PETREL_RETURN_IF_ERROR(CheckCopiedEntries(entries));
   // Runs of rows of one table are set at once.
   std::vector<uint64_t> keys;
   std::vector<float> values;
@@ -430,7 +483,7 @@ absl::Status TableServer::InstallRanges(const KVPairs<float>& entries,
   };
   bool clocks_changed = false;
   size_t at = 0;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < entries.keys.size(); ++i) {
     const float* entry = entries.vals.data() + at;
     const size_t len = static_cast<size_t>(entries.lens[i]);
     at += len;
@@ -447,39 +500,11 @@ absl::Status TableServer::InstallRanges(const KVPairs<float>& entries,
     }
     PETREL_RETURN_IF_ERROR(flush());
     if (tag == kAdmissionTag) {
-      Table* table = tables_.at(static_cast<int>(entries.keys[i])).get();
-      std::vector<uint16_t> merged = table->AdmissionCounters();
-      if (merged.size() != len - 1) {
-        LOG(WARNING) << "range copy: " << len - 1
-                     << " admission counters do not fit table " << table->id()
-                     << " (" << merged.size()
-                     << "; admission_counters or the shard count differ); "
-                        "its admission counts of the copied keys start over";
-        continue;
-      }
-      for (size_t c = 0; c < merged.size(); ++c) {
-        merged[c] = std::max(merged[c], static_cast<uint16_t>(entry[1 + c]));
-      }
-      PETREL_RETURN_IF_ERROR(table->SetAdmissionCounters(merged));
+      PETREL_RETURN_IF_ERROR(MergeAdmission(
+          tables_.at(static_cast<int>(entries.keys[i])).get(), entry, len));
       continue;
     }
-    // The clocks: a worker's is the larger of both; one that left stays
-    // gone. min_clock_ rises without counting clocks for the TTLs: the
-    // copied rows are as fresh as the source's.
-    absl::MutexLock lock(&mu_);
-    for (int r = 0; r < num_workers_; ++r) {
-      const int64_t c = DecodeClock(entry + 1 + 2 * r);
-      int64_t& mine = clocks_[r];
-      if (c == -1) {
-        mine = -1;
-      } else if (mine != -1) {
-        mine = std::max(mine, c);
-      }
-    }
-    min_clock_ = ComputeMinClock();
-    if (min_clock_gauge_ != nullptr) {
-      min_clock_gauge_->Set(static_cast<double>(min_clock_));
-    }
+    MergeClocks(entry);
     clocks_changed = true;
   }
   PETREL_RETURN_IF_ERROR(flush());

@@ -18,6 +18,7 @@ using kv_store_internal::CopyRow;
 using kv_store_internal::HomeRing;
 using kv_store_internal::kPrefetchDistance;
 using kv_store_internal::LateRows;
+using kv_store_internal::WalkAhead;
 
 // out[i] = a[i] + b[i]; `out` may be `a`. Written with 32-byte vectors
 // because -O2 does not vectorize the plain loop (it would need an
@@ -112,6 +113,32 @@ absl::Status NoRowIds(uint32_t width) {
 // in bits 2 and up; without bit 1 the word is the slab row's address.
 constexpr uintptr_t kCopyBit = 1;
 constexpr uintptr_t kLargeBit = 2;
+
+// Sums the `width` values at `src` into the row `step` points to (with
+// kCopyBit: copies them there); kWidth: the rows' width, or 0 for `width`.
+template <size_t kWidth, typename Val>
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void WriteStep(uintptr_t step,
+                                                   const Val* src,
+                                                   uint32_t width) {
+  Val* row = reinterpret_cast<Val*>(step & ~kCopyBit);
+  if constexpr (kWidth == 1) {
+    // memcpy: `row` may be an index slot's bits.
+    Val v;
+    std::memcpy(&v, row, sizeof(Val));
+    v = (step & kCopyBit) ? *src : v + *src;
+    std::memcpy(row, &v, sizeof(Val));
+  } else if constexpr (kWidth != 0) {
+    if (step & kCopyBit) {
+      std::memcpy(row, src, kWidth * sizeof(Val));
+    } else {
+      AddFixed<kWidth>(row, src);
+    }
+  } else if (step & kCopyBit) {
+    CopyRow(row, src, width);
+  } else {
+    AddRow(row, src, width);
+  }
+}
 
 }  // namespace
 
@@ -440,6 +467,36 @@ absl::StatusOr<bool> KVStore<Val>::ReserveOnePass(size_t n, uint32_t width) {
 }
 
 template <typename Val>
+template <bool kInSlot>
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline uintptr_t KVStore<Val>::StepOf(
+    RowIndex::Slot* slot, uint32_t width, Pool* pool, uintptr_t hit_bits) {
+  if (ABSL_PREDICT_TRUE(slot->width == width)) {
+    return kInSlot
+               ? reinterpret_cast<uintptr_t>(&slot->row) | hit_bits
+               : reinterpret_cast<uintptr_t>(pool->Row(slot->row)) | hit_bits;
+  }
+  DCHECK(slot->width == 0 || mode_ == Mode::kAssign);
+  uint32_t row = 0;
+  if (kInSlot) {
+    // The value goes in the slot (copied by WriteStep).
+  } else if (pool->free_rows.empty()) {
+    row = static_cast<uint32_t>(pool->used++);
+  } else {
+    row = pool->free_rows.back();
+    pool->free_rows.pop_back();
+  }
+  if (slot->width == 0) {
+    ++num_rows_;
+  } else {
+    FreeRow(slot->width, slot->row);  // kAssign: another width
+  }
+  slot->width = width;
+  slot->row = row;
+  return kInSlot ? reinterpret_cast<uintptr_t>(&slot->row) | kCopyBit
+                 : reinterpret_cast<uintptr_t>(pool->Row(row)) | kCopyBit;
+}
+
+template <typename Val>
 template <size_t kWidth>
 void KVStore<Val>::ApplyOnePass() {
   const size_t n = keys_.size();
@@ -456,33 +513,8 @@ void KVStore<Val>::ApplyOnePass() {
   // not in its home bucket, looked up from probe[] when it is applied.
   uintptr_t ring[kPrefetchDistance];
   size_t probe[kPrefetchDistance];
-  // The step of a key's slot, found or inserted: its row, made when the
-  // key has none of this width (ReserveOnePass reserved the room).
   auto step_of = [&](RowIndex::Slot* slot) ABSL_ATTRIBUTE_ALWAYS_INLINE {
-    if (ABSL_PREDICT_TRUE(slot->width == width)) {
-      return in_slot
-                 ? reinterpret_cast<uintptr_t>(&slot->row) | hit_bits
-                 : reinterpret_cast<uintptr_t>(pool->Row(slot->row)) | hit_bits;
-    }
-    DCHECK(slot->width == 0 || mode_ == Mode::kAssign);
-    uint32_t row = 0;
-    if (in_slot) {
-      // The value goes in the slot (copied below).
-    } else if (pool->free_rows.empty()) {
-      row = static_cast<uint32_t>(pool->used++);
-    } else {
-      row = pool->free_rows.back();
-      pool->free_rows.pop_back();
-    }
-    if (slot->width == 0) {
-      ++num_rows_;
-    } else {
-      FreeRow(slot->width, slot->row);  // kAssign: another width
-    }
-    slot->width = width;
-    slot->row = row;
-    return in_slot ? reinterpret_cast<uintptr_t>(&slot->row) | kCopyBit
-                   : reinterpret_cast<uintptr_t>(pool->Row(row)) | kCopyBit;
+    return StepOf<in_slot>(slot, width, pool, hit_bits);
   };
   // Key j's row, its home bucket prefetched kPrefetchDistance keys ago and
   // its row prefetched now. A key not in its home bucket, which is full
@@ -508,25 +540,7 @@ void KVStore<Val>::ApplyOnePass() {
     ring[j % kPrefetchDistance] = step;
   };
   auto write = [&](size_t i, uintptr_t step) ABSL_ATTRIBUTE_ALWAYS_INLINE {
-    Val* row = reinterpret_cast<Val*>(step & ~kCopyBit);
-    const Val* src = vals + i * width;
-    if constexpr (kWidth == 1) {
-      // memcpy: `row` may be an index slot's bits.
-      Val v;
-      std::memcpy(&v, row, sizeof(Val));
-      v = (step & kCopyBit) ? *src : v + *src;
-      std::memcpy(row, &v, sizeof(Val));
-    } else if constexpr (kWidth != 0) {
-      if (step & kCopyBit) {
-        std::memcpy(row, src, kWidth * sizeof(Val));
-      } else {
-        AddFixed<kWidth>(row, src);
-      }
-    } else if (step & kCopyBit) {
-      CopyRow(row, src, width);
-    } else {
-      AddRow(row, src, width);
-    }
+    WriteStep<kWidth>(step, vals + i * width, width);
   };
   // Deferred keys with slab rows, looked up at their apply: their rows are
   // only prefetched then, so they are written a window later.
@@ -546,14 +560,16 @@ void KVStore<Val>::ApplyOnePass() {
     }
     write(i, step);
   };
-  const size_t head = std::min(n, kPrefetchDistance);
-  for (size_t j = 0; j < head; ++j) resolve(j);
-  size_t i = 0;
-  for (; i + kPrefetchDistance < n; ++i) {
-    apply(i);  // before its ring entry is reused
-    resolve(i + kPrefetchDistance);
-  }
-  for (; i < n; ++i) apply(i);
+  WalkAhead<kPrefetchDistance>(
+      n,
+      [&](size_t j) ABSL_ATTRIBUTE_ALWAYS_INLINE {
+        resolve(j);
+        return true;
+      },
+      [&](size_t i) ABSL_ATTRIBUTE_ALWAYS_INLINE {
+        apply(i);
+        return true;
+      });
   late.FinishBefore(n, write);
 }
 

@@ -202,6 +202,13 @@ class KVStore {
   // CommitPush's one-pass walk; kWidth 0: width_ values per key.
   template <size_t kWidth>
   void ApplyOnePass();
+  // ApplyOnePass's step for a key's slot, found or inserted: its row (in
+  // the slot with kInSlot, else in `pool`), made when the key has none of
+  // `width` (ReserveOnePass reserved the room), with kCopyBit for a new
+  // row and `hit_bits` for an existing one.
+  template <bool kInSlot>
+  uintptr_t StepOf(RowIndex::Slot* slot, uint32_t width, Pool* pool,
+                   uintptr_t hit_bits);
   void ApplyLarge(uint32_t row, const Val* src, size_t len, bool copy);
   // The width of every row in use when all have one and are slab rows
   // (0 when there is none), else -1.

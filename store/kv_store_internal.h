@@ -4,11 +4,13 @@
 #ifndef PETREL_STORE_KV_STORE_INTERNAL_H_
 #define PETREL_STORE_KV_STORE_INTERNAL_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/base/optimization.h"
 #include "absl/types/span.h"
 #include "glog/logging.h"
@@ -40,6 +42,50 @@ inline void CopyRow(Val* dst, const Val* src, size_t n) {
   } else {
     std::memcpy(dst, src, n * sizeof(Val));
   }
+}
+
+// Prefetches the first `lines` cache lines of the row at `row`.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void PrefetchRowLines(const void* row,
+                                                          size_t lines) {
+  const char* p = static_cast<const char*>(row);
+  for (size_t l = 0; l < lines; ++l) PrefetchLine(p + 64 * l);
+}
+
+// Copies the row of key i to its place in `out` (kWidth: the rows' width,
+// or 0 for `width`).
+template <size_t kWidth, typename Val>
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void CopyOut(Val* out, size_t i,
+                                                 const Val* row,
+                                                 uint32_t width) {
+  if constexpr (kWidth == 1) {
+    std::memcpy(out + i, row, sizeof(Val));  // maybe a slot's bits
+  } else if constexpr (kWidth != 0) {
+    std::memcpy(out + i * kWidth, row, kWidth * sizeof(Val));
+  } else {
+    CopyRow(out + i * width, row, width);
+  }
+}
+
+// The walk of a one-pass push or pull over `n` keys, `kD` keys ahead:
+// resolve(j) finds key j's row (and prefetches ahead), step(i) uses key
+// i's, before its ring entry is reused by resolve(i + kD). Both return
+// false to stop the walk, which then returns false.
+template <size_t kD, typename Resolve, typename Step>
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool WalkAhead(size_t n, Resolve&& resolve,
+                                                   Step&& step) {
+  const size_t head = std::min(n, kD);
+  for (size_t j = 0; j < head; ++j) {
+    if (!resolve(j)) return false;
+  }
+  size_t i = 0;
+  for (; i + kD < n; ++i) {
+    if (!step(i)) return false;
+    if (!resolve(i + kD)) return false;
+  }
+  for (; i < n; ++i) {
+    if (!step(i)) return false;
+  }
+  return true;
 }
 
 // The index homes of a batch of keys, each computed once: Next(i) returns

@@ -12,12 +12,15 @@
 
 namespace petrel {
 
+using kv_store_internal::CopyOut;
 using kv_store_internal::CopyRow;
 using kv_store_internal::HomeRing;
 using kv_store_internal::kPrefetchDistance;
 using kv_store_internal::kPullDistance;
 using kv_store_internal::kPullSlotDistance;
 using kv_store_internal::LateRows;
+using kv_store_internal::PrefetchRowLines;
+using kv_store_internal::WalkAhead;
 
 template <typename Val>
 int64_t KVStore<Val>::OnlyWidth() const {
@@ -56,11 +59,8 @@ bool KVStore<Val>::PullOnePass(absl::Span<const Key> keys, uint32_t width,
     index_.Prefetch(homes[j]);
   }
   auto row_of = [&](const RowIndex::Slot* slot) ABSL_ATTRIBUTE_ALWAYS_INLINE {
-    if constexpr (in_slot) {
-      return reinterpret_cast<const Val*>(&slot->row);
-    } else {
-      return static_cast<const Val*>(pool->Row(slot->row));
-    }
+    return in_slot ? reinterpret_cast<const Val*>(&slot->row)
+                   : static_cast<const Val*>(pool->Row(slot->row));
   };
   // Finds key j's row (its bucket prefetched 2D keys ago), prefetches it,
   // and fetches key j + 2D's bucket. False when key j has no row.
@@ -82,23 +82,13 @@ bool KVStore<Val>::PullOnePass(absl::Span<const Key> keys, uint32_t width,
     }
     if (ABSL_PREDICT_FALSE(slot->width != width)) return false;
     const Val* row = row_of(slot);
-    if constexpr (!in_slot) {
-      for (size_t l = 0; l < row_lines; ++l) {
-        PrefetchLine(reinterpret_cast<const char*>(row) + 64 * l);
-      }
-    }
+    if constexpr (!in_slot) PrefetchRowLines(row, row_lines);
     rows[j % D] = row;
     return true;
   };
-  // Copies key i's row out; false when it has none (a key looked up here).
+  // Copies key i's row out.
   auto copy_row = [&](size_t i, const Val* row) ABSL_ATTRIBUTE_ALWAYS_INLINE {
-    if constexpr (kWidth == 1) {
-      std::memcpy(out + i, row, sizeof(Val));  // maybe a slot's bits
-    } else if constexpr (kWidth != 0) {
-      std::memcpy(out + i * kWidth, row, kWidth * sizeof(Val));
-    } else {
-      CopyRow(out + i * width, row, width);
-    }
+    CopyOut<kWidth>(out, i, row, width);
   };
   // Keys looked up at the copy whose rows (not in the slot) were only
   // prefetched then: copied D keys later, so that the walk does not wait
@@ -113,9 +103,7 @@ bool KVStore<Val>::PullOnePass(absl::Span<const Key> keys, uint32_t width,
       if (slot == nullptr || slot->width != width) return false;
       row = row_of(slot);
       if constexpr (!in_slot) {
-        for (size_t l = 0; l < row_lines; ++l) {
-          PrefetchLine(reinterpret_cast<const char*>(row) + 64 * l);
-        }
+        PrefetchRowLines(row, row_lines);
         late.Add(i, row, copy_row);
         return true;
       }
@@ -123,18 +111,7 @@ bool KVStore<Val>::PullOnePass(absl::Span<const Key> keys, uint32_t width,
     copy_row(i, row);
     return true;
   };
-  const size_t head = std::min(n, D);
-  for (size_t j = 0; j < head; ++j) {
-    if (!resolve(j)) return false;
-  }
-  size_t i = 0;
-  for (; i + D < n; ++i) {
-    if (!copy(i)) return false;  // before its ring entry is reused
-    if (!resolve(i + D)) return false;
-  }
-  for (; i < n; ++i) {
-    if (!copy(i)) return false;
-  }
+  if (!WalkAhead<D>(n, resolve, copy)) return false;
   late.FinishBefore(n, copy_row);
   return true;
 }

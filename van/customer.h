@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -253,6 +254,31 @@ class Customer {
   std::vector<Message> TakeReleased() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sends messages TakeReleased took (without the lock).
   void SendReleased(std::vector<Message> msgs);
+  // FailOver's steps. A message to the dead node moved whole (to.size() ==
+  // 1, piece unset) or split into pieces (FailoverHooks::split).
+  struct Moved {
+    int timestamp;
+    uint64_t from;
+    std::vector<uint64_t> to;
+    std::vector<Message> msgs;
+    bool split = false;
+  };
+  // What MoveRequestsTo found: the messages moved, the requests to fail
+  // (a message that cannot be moved), and the requests complete with
+  // their handlers (everything they waited for went to the dead node).
+  struct MovedRequests {
+    std::vector<Moved> moved;
+    absl::flat_hash_set<int> fail;
+    std::vector<std::pair<int, CompletionHandler>> completed;
+  };
+  // Moves every unanswered message to dead node `dead` to `successor` or,
+  // cut by `ranges` (when splitting), to the nodes that lead its keys now.
+  MovedRequests MoveRequestsTo(int dead, int successor,
+                               const std::optional<KeyRangeMap>& ranges)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends the moved messages of requests not failed: the pushes now, the
+  // rest once the pushes are answered (after_pushes_). Logs what it sent.
+  void SendMoved(int dead, int successor, MovedRequests& m);
   // Failover (customer_failover.cc). The live node that took over dead
   // node `id`'s ranges, following successive failovers; 0 when none.
   int MovedTo(int id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -32,7 +32,7 @@ uint64_t Customer::Reroute(Pending& p, Message* msg, int to) {
   msg->meta.set_recipient(to);
   msg->meta.set_part(part);
   // Sent by the map that moved it: a server still on an older one holds it
-  // until that map arrives (postoffice_map_hold.cc).
+  // until that map arrives (van/map_hold.h).
   msg->meta.set_map_version(
       std::max(msg->meta.map_version(), postoffice_->map_version()));
   const uint64_t key = PartKey(to, part);
@@ -97,97 +97,113 @@ void Customer::FailOver(int dead, int successor, const absl::Status& status) {
     FailRequestsTo(dead, status);
     return;
   }
-  // A message moved whole (to.size() == 1, piece unset) or split into
-  // pieces (FailoverHooks::split).
-  struct Moved {
-    int timestamp;
-    uint64_t from;
-    std::vector<uint64_t> to;
-    std::vector<Message> msgs;
-    bool split = false;
-  };
   std::optional<KeyRangeMap> ranges;
   if (failover_hooks_.split) ranges = postoffice_->key_ranges();
-  std::vector<Moved> moved;
-  absl::flat_hash_set<int> fail;
-  std::vector<std::pair<int, CompletionHandler>> completed;
+  MovedRequests m;
   {
     absl::MutexLock lock(&mu_);
-    moved_to_[dead] = successor;
-    any_moved_.store(true, std::memory_order_release);
-    for (auto& [ts, p] : pending_) {
-      if (!p.failure.ok()) continue;
-      std::vector<uint64_t> parts;
-      for (uint64_t key : p.waiting) {
-        if (static_cast<int>(key >> 32) == dead) parts.push_back(key);
-      }
-      if (parts.empty()) continue;
-      for (uint64_t key : parts) {
-        auto it = p.sent.find(key);
-        if (it == p.sent.end()) {
-          const int part = static_cast<int>(key & 0xffffffffu);
-          // Not sent yet (another thread is sending the request): its
-          // SendRequest moves it. Sent but not kept (resends off): lost.
-          if (options_.resend_timeout > absl::ZeroDuration() &&
-              part < kReroutedPartBase && part >= p.parts_sent[dead]) {
-            continue;
-          }
-          fail.insert(ts);
-          break;
-        }
-        Message msg = it->second;  // shares the data frames
-        std::vector<Message> pieces;
-        if (ranges.has_value()) pieces = failover_hooks_.split(msg, *ranges);
-        const int to = pieces.empty() ? failover_hooks_.reroute(&msg, successor)
-                                      : successor;
-        if (to < 0) {
-          fail.insert(ts);
-          break;
-        }
-        p.waiting.erase(key);
-        p.sent.erase(it);
-        p.held_back.erase(key);
-        if (to == 0) continue;  // counts as answered
-        Moved m{ts, key, {}, {}, !pieces.empty()};
-        if (pieces.empty()) {
-          msg.meta.set_recipient(to);
-          pieces.push_back(std::move(msg));
-        }
-        for (Message& piece : pieces) {
-          piece.meta.set_seq(0);  // its origin fields identify it
-          m.to.push_back(Reroute(p, &piece, piece.meta.recipient()));
-          m.msgs.push_back(std::move(piece));
-        }
-        moved.push_back(std::move(m));
-      }
-      if (!fail.contains(ts) && p.waiting.empty()) {
-        completed.emplace_back(ts, std::move(p.on_complete));
-      }
-    }
-    // With a push moved, the other moved messages wait (below): no
-    // resending them meanwhile.
-    bool any_push = false;
-    for (const Moved& m : moved) {
-      for (const Message& msg : m.msgs) any_push |= msg.meta.push();
-    }
-    for (const Moved& m : moved) {
-      for (size_t i = 0; any_push && i < m.msgs.size(); ++i) {
-        if (m.msgs[i].meta.push()) continue;
-        auto p = pending_.find(m.timestamp);
-        if (p != pending_.end()) p->second.held_back.insert(m.to[i]);
-      }
-    }
+    m = MoveRequestsTo(dead, successor, ranges);
   }
-  if (!fail.empty()) {
+  if (!m.fail.empty()) {
+    const absl::flat_hash_set<int>& fail = m.fail;
     FailWhere([&fail](int ts, const Pending&) { return fail.contains(ts); },
               status);
   }
+  SendMoved(dead, successor, m);
+  // Every message of these went to the dead node and needs no answer now.
+  for (auto& [ts, on_complete] : m.completed) {
+    if (on_complete) on_complete(ts);
+    postoffice_->van()->RequestClosed();
+    absl::MutexLock lock(&mu_);
+    pending_.erase(ts);
+  }
+  std::vector<Message> released;
+  {
+    absl::MutexLock lock(&mu_);
+    released = TakeReleased();
+  }
+  SendReleased(std::move(released));
+}
+
+Customer::MovedRequests Customer::MoveRequestsTo(
+    int dead, int successor, const std::optional<KeyRangeMap>& ranges) {
+  MovedRequests out;
+  std::vector<Moved>& moved = out.moved;
+  absl::flat_hash_set<int>& fail = out.fail;
+  moved_to_[dead] = successor;
+  any_moved_.store(true, std::memory_order_release);
+  for (auto& [ts, p] : pending_) {
+    if (!p.failure.ok()) continue;
+    std::vector<uint64_t> parts;
+    for (uint64_t key : p.waiting) {
+      if (static_cast<int>(key >> 32) == dead) parts.push_back(key);
+    }
+    if (parts.empty()) continue;
+    for (uint64_t key : parts) {
+      auto it = p.sent.find(key);
+      if (it == p.sent.end()) {
+        const int part = static_cast<int>(key & 0xffffffffu);
+        // Not sent yet (another thread is sending the request): its
+        // SendRequest moves it. Sent but not kept (resends off): lost.
+        if (options_.resend_timeout > absl::ZeroDuration() &&
+            part < kReroutedPartBase && part >= p.parts_sent[dead]) {
+          continue;
+        }
+        fail.insert(ts);
+        break;
+      }
+      Message msg = it->second;  // shares the data frames
+      std::vector<Message> pieces;
+      if (ranges.has_value()) pieces = failover_hooks_.split(msg, *ranges);
+      const int to =
+          pieces.empty() ? failover_hooks_.reroute(&msg, successor) : successor;
+      if (to < 0) {
+        fail.insert(ts);
+        break;
+      }
+      p.waiting.erase(key);
+      p.sent.erase(it);
+      p.held_back.erase(key);
+      if (to == 0) continue;  // counts as answered
+      Moved m{ts, key, {}, {}, !pieces.empty()};
+      if (pieces.empty()) {
+        msg.meta.set_recipient(to);
+        pieces.push_back(std::move(msg));
+      }
+      for (Message& piece : pieces) {
+        piece.meta.set_seq(0);  // its origin fields identify it
+        m.to.push_back(Reroute(p, &piece, piece.meta.recipient()));
+        m.msgs.push_back(std::move(piece));
+      }
+      moved.push_back(std::move(m));
+    }
+    if (!fail.contains(ts) && p.waiting.empty()) {
+      out.completed.emplace_back(ts, std::move(p.on_complete));
+    }
+  }
+  // With a push moved, the other moved messages wait (SendMoved): no
+  // resending them meanwhile.
+  bool any_push = false;
+  for (const Moved& m : moved) {
+    for (const Message& msg : m.msgs) any_push |= msg.meta.push();
+  }
+  for (const Moved& m : moved) {
+    for (size_t i = 0; any_push && i < m.msgs.size(); ++i) {
+      if (m.msgs[i].meta.push()) continue;
+      auto p = pending_.find(m.timestamp);
+      if (p != pending_.end()) p->second.held_back.insert(m.to[i]);
+    }
+  }
+  return out;
+}
+
+void Customer::SendMoved(int dead, int successor, MovedRequests& moved) {
   // The pushes first; the rest once they are answered.
   AfterPushes later;
   std::vector<Message> now;
   size_t pieces = 0;
-  for (Moved& m : moved) {
-    if (fail.contains(m.timestamp)) {
+  for (Moved& m : moved.moved) {
+    if (moved.fail.contains(m.timestamp)) {
       // Failed: counts as answered (TakeReleased), like its pushes.
       for (size_t i = 0; i < m.msgs.size(); ++i) {
         if (m.msgs[i].meta.push())
@@ -218,12 +234,7 @@ void Customer::FailOver(int dead, int successor, const absl::Status& status) {
   } else {
     for (Message& m : later.msgs) now.push_back(std::move(m));
   }
-  for (Message& m : now) {
-    absl::Status s = postoffice_->Send(std::move(m));
-    if (!s.ok()) {
-      LOG_EVERY_T(WARNING, 1.0) << "resend after failover: " << s;
-    }
-  }
+  SendReleased(std::move(now));
   if (sent > 0) {
     LOG(INFO) << "app " << app_id_ << " customer " << customer_id_ << ": sent "
               << sent << " message(s) for node " << dead << " to node "
@@ -237,19 +248,6 @@ void Customer::FailOver(int dead, int successor, const absl::Status& status) {
                                           "are answered")
                            : std::string());
   }
-  // Every message of these went to the dead node and needs no answer now.
-  for (auto& [ts, on_complete] : completed) {
-    if (on_complete) on_complete(ts);
-    postoffice_->van()->RequestClosed();
-    absl::MutexLock lock(&mu_);
-    pending_.erase(ts);
-  }
-  std::vector<Message> released;
-  {
-    absl::MutexLock lock(&mu_);
-    released = TakeReleased();
-  }
-  SendReleased(std::move(released));
 }
 
 std::vector<Message> Customer::TakeReleased() {

@@ -38,6 +38,7 @@ Postoffice::Postoffice(PostofficeOptions options, std::unique_ptr<Van> van,
     : options_(std::move(options)),
       van_(std::move(van)),
       metrics_(metrics),
+      map_hold_(metrics),
       scheduler_watch_(
           SchedulerWatchOptions{
               std::max(3 * options_.heartbeat_interval, absl::Seconds(1)),
@@ -351,20 +352,13 @@ void Postoffice::HandleControl(Message&& msg) {
         HandleJoinReply(control);
       }
       break;
-    case pb::COMMAND_REJECT: {
+    case pb::COMMAND_REJECT:
       if (joined) {
         HandleRejoinRefused(control);
-        break;
+      } else {
+        HandleJoinRefused(control);
       }
-      absl::MutexLock lock(&mu_);
-      std::string reason =
-          absl::StrCat("the scheduler refused this node: ", control.reason());
-      // The node's own settings are wrong: as a bad flag (exit 2).
-      join_error_ = control.bad_config()
-                        ? absl::InvalidArgumentError(std::move(reason))
-                        : absl::PermissionDeniedError(std::move(reason));
       break;
-    }
     case pb::COMMAND_BARRIER: {
       absl::MutexLock lock(&mu_);
       uint64_t& done = barrier_done_[control.barrier_group()];
@@ -385,15 +379,9 @@ void Postoffice::HandleControl(Message&& msg) {
     case pb::COMMAND_NODE_BACK:
       HandleNodeBack(control);
       break;
-    case pb::COMMAND_CAUGHT_UP: {  // the answer to this node's CAUGHT_UP
-      absl::MutexLock lock(&mu_);
-      caught_up_answer_ =
-          control.reason().empty()
-              ? absl::OkStatus()
-              : absl::UnavailableError(absl::StrCat(
-                    "the scheduler refused its CAUGHT_UP: ", control.reason()));
+    case pb::COMMAND_CAUGHT_UP:  // the answer to this node's CAUGHT_UP
+      HandleCaughtUpAnswer(control);
       break;
-    }
     case pb::COMMAND_DRAIN_COPY:
       HandleDrainCopy(control);
       break;
@@ -485,6 +473,16 @@ void Postoffice::HandleNodeDead(const pb::Control& control) {
     return;
   }
   ForEachCustomer([&](Customer* c) { c->FailRequestsTo(id, status); });
+}
+
+void Postoffice::HandleJoinRefused(const pb::Control& control) {
+  absl::MutexLock lock(&mu_);
+  std::string reason =
+      absl::StrCat("the scheduler refused this node: ", control.reason());
+  // The node's own settings are wrong: as a bad flag (exit 2).
+  join_error_ = control.bad_config()
+                    ? absl::InvalidArgumentError(std::move(reason))
+                    : absl::PermissionDeniedError(std::move(reason));
 }
 
 void Postoffice::HandleJoinReply(const pb::Control& control) {

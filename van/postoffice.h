@@ -29,6 +29,7 @@
 
 #include "base/metrics.h"
 #include "van/key_range_map.h"
+#include "van/map_hold.h"
 #include "van/message.h"
 #include "van/replica_map.h"
 #include "van/scheduler_watch.h"
@@ -185,13 +186,17 @@ class Postoffice {
   void DispatchData(Message&& msg);
   // A server holds a worker's request sliced by a newer key-range map than
   // its own until that map arrives, so that it forwards the request by the
-  // map its sender used (postoffice_map_hold.cc; docs/failures.md, "The
-  // order in which nodes learn a map"). True when `msg` was taken.
+  // map its sender used (van/map_hold.h; docs/failures.md, "The order in
+  // which nodes learn a map"). True when `msg` was taken.
   bool HoldIfAheadOfMap(Message& msg, absl::Time now);
   // Dispatches the held requests that the map now covers, or that waited
   // longer than kMaxMapHold, in the order they came (van thread).
   void ReleaseHeldRequests(absl::Time now);
   void HandleJoinReply(const pb::Control& control);
+  // COMMAND_REJECT of this node's join: Start returns the reason.
+  void HandleJoinRefused(const pb::Control& control);
+  // The scheduler's answer to this node's CAUGHT_UP (SendCaughtUp).
+  void HandleCaughtUpAnswer(const pb::Control& control);
   // COMMAND_NODE_DEAD: remembers the node as dead and fails the
   // customers' requests waiting for it.
   void HandleNodeDead(const pb::Control& control);
@@ -201,7 +206,7 @@ class Postoffice {
   // (Customer::FailOver) instead of failing. False when the map is
   // malformed (then the requests fail as for any dead node).
   bool InstallFailoverMap(int dead, const pb::Control& control);
-  // COMMAND_NODE_BACK (postoffice_replacement.cc): a replacement server
+  // COMMAND_NODE_BACK (postoffice_membership.cc): a replacement server
   // took a dead one's id; with a map, it is a replica again.
   void HandleNodeBack(const pb::Control& control);
   // Installs the replicated map in `control` when it is newer than this
@@ -218,7 +223,7 @@ class Postoffice {
   // Unavailable with the scheduler's reason when it refused (a source of
   // the copies died since that map), DeadlineExceeded without an answer.
   absl::Status SendCaughtUp(uint64_t version, absl::Duration timeout);
-  // Elastic servers (postoffice_elastic.cc). A server added to a running
+  // Elastic servers (postoffice_membership.cc). A server added to a running
   // job: one more server in the table and the ring (the scheduler's, and a
   // node's on NODE_BACK of an unknown server id).
   void AddServer(const pb::Node& node);
@@ -258,7 +263,7 @@ class Postoffice {
   };
 
  private:
-  // COMMAND_DRAIN_COPY and COMMAND_DRAIN_QUERY (postoffice_elastic.cc).
+  // COMMAND_DRAIN_COPY and COMMAND_DRAIN_QUERY (postoffice_membership.cc).
   void HandleDrainCopy(const pb::Control& control);
   void HandleDrainQuery(const pb::Control& control);
 
@@ -278,7 +283,7 @@ class Postoffice {
   void AbandonRequests(const absl::Status& status);
   void OnTick();
   absl::Status Join();
-  // The watch on the scheduler (postoffice_rejoin.cc). Van thread.
+  // The watch on the scheduler (postoffice_membership.cc). Van thread.
   // Acts on the watch's verdict: logs a loss, asks to rejoin, gives up.
   void OnSchedulerWatch(SchedulerWatch::Action action, absl::Time now);
   // Asks the scheduler to take this node back, with its id, rank, address
@@ -303,12 +308,8 @@ class Postoffice {
   TickHook tick_hook_;
   DrainCopyHook drain_copy_hook_;
   absl::Time last_heartbeat_;  // van thread only
-  struct HeldRequest {
-    absl::Time since;
-    Message msg;
-  };
   // Van thread only (deliveries and ticks are serialised by the van).
-  std::deque<HeldRequest> held_for_map_;
+  MapHold map_hold_;
   bool started_ = false;
 
   // Held by the van thread while it calls into customers (Accept, Tick), so

@@ -1,4 +1,4 @@
-// A node's side of a server drain (van/postoffice_elastic.cc): it answers
+// A node's side of a server drain (van/postoffice_membership.cc): it answers
 // the scheduler's DRAIN_QUERY with DRAIN_DONE only when it routes by the
 // map asked about, waits for no answer from the drained server, and routes
 // no request at that moment (Postoffice::RoutingScope), so that a request

@@ -1,6 +1,6 @@
 // A server holds a worker's request sliced by a newer key-range map than
 // its own (and the worker's requests behind it) until that map arrives, so
-// that it forwards by the map the worker used (van/postoffice_map_hold.cc);
+// that it forwards by the map the worker used (van/map_hold.h);
 // a map that never comes releases them after a bound.
 #include <utility>
 #include <vector>

@@ -225,6 +225,103 @@ void ReplicaMap::ToControl(pb::Control* control) const {
   }
 }
 
+namespace {
+
+// The replica chains `control` carries (range_replicas), or the ring
+// chains of its homes (range_homes; the owners when none).
+absl::StatusOr<std::vector<int32_t>> ChainsOf(const pb::Control& control,
+                                              const KeyRangeMap& ranges,
+                                              int replicas, int num_servers) {
+  const size_t num_ranges = ranges.owners().size();
+  if (control.range_replicas_size() > 0) {
+    if (static_cast<size_t>(control.range_replicas_size()) !=
+        num_ranges * replicas) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(control.range_replicas_size(), " range replicas for ",
+                       num_ranges, " ranges of ", replicas, " replicas"));
+    }
+    return std::vector<int32_t>(control.range_replicas().begin(),
+                                control.range_replicas().end());
+  }
+  std::vector<int32_t> homes;
+  if (control.range_homes_size() == 0) {
+    homes = ranges.owners();
+  } else if (static_cast<size_t>(control.range_homes_size()) != num_ranges) {
+    return absl::InvalidArgumentError(absl::StrCat(control.range_homes_size(),
+                                                   " range homes for ",
+                                                   num_ranges, " ranges"));
+  } else {
+    homes.assign(control.range_homes().begin(), control.range_homes().end());
+  }
+  for (size_t i = 0; i < homes.size(); ++i) {
+    if (homes[i] < 0 || homes[i] >= num_servers) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("range ", i, " has home rank ", homes[i]));
+    }
+  }
+  return RingChains(homes, replicas, num_servers);
+}
+
+// Every replica a server, once per chain; the primary among them.
+absl::Status CheckChains(const std::vector<int32_t>& chains,
+                         const std::vector<int32_t>& owners, int replicas,
+                         int num_servers) {
+  for (size_t i = 0; i < owners.size(); ++i) {
+    const int32_t* c = &chains[i * replicas];
+    for (int k = 0; k < replicas; ++k) {
+      if (c[k] < 0 || c[k] >= num_servers ||
+          std::find(c, c + k, c[k]) != c + k) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "range ", i, ": replica rank ", c[k], " is not a server of ",
+            num_servers, " or is listed twice"));
+      }
+    }
+    const int owner = owners[i];
+    if (std::find(c, c + replicas, owner) == c + replicas) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "range ", i, ": primary rank ", owner, " is not among its ", replicas,
+          " replica(s) from rank ", c[0]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The dead ranks: all but those `control` lists as live, or, when it lists
+// none, the ranks skipped before each range's primary in its chain.
+absl::StatusOr<std::vector<bool>> DeadRanksOf(
+    const pb::Control& control, const std::vector<int32_t>& owners,
+    const std::vector<int32_t>& chains, int replicas, int num_servers) {
+  std::vector<bool> dead(num_servers, true);
+  if (control.live_servers_size() > 0) {
+    // Listed (a replacement may be live as a backup ahead of a primary).
+    for (int32_t r : control.live_servers()) {
+      if (r < 0 || r >= num_servers) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("live server rank ", r, " of ", num_servers));
+      }
+      dead[r] = false;
+    }
+    for (size_t i = 0; i < owners.size(); ++i) {
+      if (dead[owners[i]]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("range ", i, ": primary rank ", owners[i],
+                         " is not a live server"));
+      }
+    }
+    return dead;
+  }
+  // A server is live unless it lost a range it was home of or led to a
+  // later one in its chain: the ranks skipped before each primary.
+  for (int r = 0; r < num_servers; ++r) dead[r] = false;
+  for (size_t i = 0; i < owners.size(); ++i) {
+    const int32_t* c = &chains[i * replicas];
+    for (int k = 0; c[k] != owners[i]; ++k) dead[c[k]] = true;
+  }
+  return dead;
+}
+
+}  // namespace
+
 absl::StatusOr<ReplicaMap> ReplicaMap::FromControl(const pb::Control& control,
                                                    int num_servers) {
   if (control.num_servers() > 0) num_servers = control.num_servers();
@@ -238,83 +335,18 @@ absl::StatusOr<ReplicaMap> ReplicaMap::FromControl(const pb::Control& control,
     return absl::InvalidArgumentError(absl::StrCat(
         "replicas ", replicas, " exceeds the ", num_servers, " servers"));
   }
-  const size_t num_ranges = ranges->owners().size();
-  std::vector<int32_t> chains;
-  const bool explicit_chains = control.range_replicas_size() > 0;
-  if (explicit_chains) {
-    if (static_cast<size_t>(control.range_replicas_size()) !=
-        num_ranges * replicas) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(control.range_replicas_size(), " range replicas for ",
-                       num_ranges, " ranges of ", replicas, " replicas"));
-    }
-    chains.assign(control.range_replicas().begin(),
-                  control.range_replicas().end());
-  } else {
-    std::vector<int32_t> homes;
-    if (control.range_homes_size() == 0) {
-      homes = ranges->owners();
-    } else if (static_cast<size_t>(control.range_homes_size()) != num_ranges) {
-      return absl::InvalidArgumentError(absl::StrCat(control.range_homes_size(),
-                                                     " range homes for ",
-                                                     num_ranges, " ranges"));
-    } else {
-      homes.assign(control.range_homes().begin(), control.range_homes().end());
-    }
-    for (size_t i = 0; i < homes.size(); ++i) {
-      if (homes[i] < 0 || homes[i] >= num_servers) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("range ", i, " has home rank ", homes[i]));
-      }
-    }
-    chains = RingChains(homes, replicas, num_servers);
-  }
-  // Every replica a server, once per chain; the primary among them.
-  for (size_t i = 0; i < num_ranges; ++i) {
-    const int32_t* c = &chains[i * replicas];
-    for (int k = 0; k < replicas; ++k) {
-      if (c[k] < 0 || c[k] >= num_servers ||
-          std::find(c, c + k, c[k]) != c + k) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "range ", i, ": replica rank ", c[k], " is not a server of ",
-            num_servers, " or is listed twice"));
-      }
-    }
-    const int owner = ranges->owners()[i];
-    if (std::find(c, c + replicas, owner) == c + replicas) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "range ", i, ": primary rank ", owner, " is not among its ", replicas,
-          " replica(s) from rank ", c[0]));
-    }
-  }
-  std::vector<bool> dead(num_servers, true);
-  if (control.live_servers_size() > 0) {
-    // Listed (a replacement may be live as a backup ahead of a primary).
-    for (int32_t r : control.live_servers()) {
-      if (r < 0 || r >= num_servers) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("live server rank ", r, " of ", num_servers));
-      }
-      dead[r] = false;
-    }
-    for (size_t i = 0; i < num_ranges; ++i) {
-      if (dead[ranges->owners()[i]]) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("range ", i, ": primary rank ", ranges->owners()[i],
-                         " is not a live server"));
-      }
-    }
-  } else {
-    // A server is live unless it lost a range it was home of or led to a
-    // later one in its chain: the ranks skipped before each primary.
-    for (int r = 0; r < num_servers; ++r) dead[r] = false;
-    for (size_t i = 0; i < num_ranges; ++i) {
-      const int32_t* c = &chains[i * replicas];
-      for (int k = 0; c[k] != ranges->owners()[i]; ++k) dead[c[k]] = true;
-    }
-  }
-  return ReplicaMap(*std::move(ranges), std::move(chains), replicas,
-                    control.map_version(), std::move(dead), explicit_chains);
+  absl::StatusOr<std::vector<int32_t>> chains =
+      ChainsOf(control, *ranges, replicas, num_servers);
+  if (!chains.ok()) return chains.status();
+  absl::Status valid =
+      CheckChains(*chains, ranges->owners(), replicas, num_servers);
+  if (!valid.ok()) return valid;
+  absl::StatusOr<std::vector<bool>> dead =
+      DeadRanksOf(control, ranges->owners(), *chains, replicas, num_servers);
+  if (!dead.ok()) return dead.status();
+  return ReplicaMap(*std::move(ranges), *std::move(chains), replicas,
+                    control.map_version(), *std::move(dead),
+                    /*explicit_chains=*/control.range_replicas_size() > 0);
 }
 
 }  // namespace petrel

@@ -54,7 +54,7 @@ struct DecodeContext {
   // This node lost its scheduler and asks to rejoin: a join reply from an
   // unknown connection (a restarted scheduler's) is accepted if it names
   // this node's transport identity, as before the first join
-  // (postoffice_rejoin.cc then binds the scheduler's new identity).
+  // (postoffice_membership.cc then binds the scheduler's new identity).
   bool rejoining = false;
   DecodeLimits limits;
 };

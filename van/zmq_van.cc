@@ -18,6 +18,7 @@
 #include "glog/logging.h"
 
 #include "base/cpu_affinity.h"
+#include "base/status_macros.h"
 #include "van/frame_split.h"
 
 namespace petrel {
@@ -63,14 +64,7 @@ ZmqVan::ZmqVan(VanOptions options, MetricsRegistry* metrics)
 
 ZmqVan::~ZmqVan() { Stop(); }
 
-absl::Status ZmqVan::Start(MessageHandler on_message, TickHandler on_tick) {
-  on_message_ = std::move(on_message);
-  on_tick_ = std::move(on_tick);
-  if (options().io_cpu >= 0) {
-    if (absl::Status s = CheckCpuAllowed(options().io_cpu); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("io_cpu: ", s.message()));
-    }
-  }
+absl::Status ZmqVan::OpenRouter() {
   context_ = zmq_ctx_new();
   if (context_ == nullptr) return ZmqError("cannot create a ZeroMQ context");
   zmq_ctx_set(context_, ZMQ_MAX_SOCKETS, 65536);
@@ -98,6 +92,10 @@ absl::Status ZmqVan::Start(MessageHandler on_message, TickHandler on_tick) {
       router_, ZMQ_HANDSHAKE_IVL,
       static_cast<int>(std::max<int64_t>(
           1, absl::ToInt64Milliseconds(options().peers.handshake_timeout))));
+  return absl::OkStatus();
+}
+
+absl::Status ZmqVan::BindRouter() {
   std::string endpoint =
       options().port == 0
           ? absl::StrCat("tcp://", options().bind_host, ":*")
@@ -122,6 +120,10 @@ absl::Status ZmqVan::Start(MessageHandler on_message, TickHandler on_tick) {
     return absl::InternalError(absl::StrCat("cannot parse endpoint ", bound));
   }
   port_ = port;
+  return absl::OkStatus();
+}
+
+absl::Status ZmqVan::StartGuard() {
   const PeerBudget& budget = options().peers;
   const int64_t member_bytes =
       budget.member_bytes > 0
@@ -138,6 +140,20 @@ absl::Status ZmqVan::Start(MessageHandler on_message, TickHandler on_tick) {
     CloseSockets();
     return s;
   }
+  return absl::OkStatus();
+}
+
+absl::Status ZmqVan::Start(MessageHandler on_message, TickHandler on_tick) {
+  on_message_ = std::move(on_message);
+  on_tick_ = std::move(on_tick);
+  if (options().io_cpu >= 0) {
+    if (absl::Status s = CheckCpuAllowed(options().io_cpu); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("io_cpu: ", s.message()));
+    }
+  }
+  PETREL_RETURN_IF_ERROR(OpenRouter());
+  PETREL_RETURN_IF_ERROR(BindRouter());
+  PETREL_RETURN_IF_ERROR(StartGuard());
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   resume_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -587,16 +603,9 @@ void ZmqVan::ReceiveAvailable() {
   }
 }
 
-bool ZmqVan::ReceiveOne() {
-  std::string from;
-  PeerAuth peer;
-  std::vector<Buffer> frames;
+ZmqVan::ReadResult ZmqVan::ReadFrames(Received* r) {
   size_t max_frames = static_cast<size_t>(options().limits.max_frames) + 1;
   bool more = true;
-  bool too_many = false;
-  bool split = false;
-  int fd = -1;             // the connection it came on (ZMQ_SRCFD)
-  int64_t wire_bytes = 0;  // what it cost on that connection
   for (int part = 0; more; ++part) {
     auto* m = new zmq_msg_t;
     zmq_msg_init(m);
@@ -604,39 +613,39 @@ bool ZmqVan::ReceiveOne() {
       const int err = errno;
       zmq_msg_close(m);
       delete m;
-      if (part == 0 && err == EAGAIN) return false;  // nothing queued
+      if (part == 0 && err == EAGAIN) return ReadResult::kNothing;
       CountDrop("receive_failed", zmq_strerror(err));
-      return true;
+      return ReadResult::kFailed;
     }
     more = zmq_msg_more(m);
     if (part == 0) {
       // An application thread's socket: "<transport id>#<n>".
       absl::string_view id(static_cast<char*>(zmq_msg_data(m)),
                            zmq_msg_size(m));
-      from = std::string(id.substr(0, id.find(kThreadSocketSeparator[0])));
+      r->from = std::string(id.substr(0, id.find(kThreadSocketSeparator[0])));
       zmq_msg_close(m);
       delete m;
       continue;
     }
     if (part == 1) {
-      fd = zmq_msg_get(m, ZMQ_SRCFD);
+      r->fd = zmq_msg_get(m, ZMQ_SRCFD);
       if (IsSplitHeader(static_cast<const char*>(zmq_msg_data(m)),
                         zmq_msg_size(m))) {
-        split = true;  // its layout and parts follow
+        r->split = true;  // its layout and parts follow
         max_frames = 1 + kMaxSplitWireFrames;
       }
     }
-    wire_bytes += static_cast<int64_t>(zmq_msg_size(m)) + kWireBytesPerFrame;
+    r->wire_bytes += static_cast<int64_t>(zmq_msg_size(m)) + kWireBytesPerFrame;
     if (part == 1 && zap_ != nullptr) {
       // The ZAP handler's verdict on the connection (a received frame
       // carries it; the ROUTER's routing-id frame does not).
       const char* key = zmq_msg_gets(m, "User-Id");
       const char* roles = zmq_msg_gets(m, kRolesProperty);
-      if (key != nullptr) peer.public_key = key;
-      if (roles != nullptr) peer.roles = roles;
+      if (key != nullptr) r->peer.public_key = key;
+      if (roles != nullptr) r->peer.roles = roles;
     }
-    if (frames.size() >= max_frames) {  // keep draining, drop the rest
-      too_many = true;
+    if (r->frames.size() >= max_frames) {  // keep draining, drop the rest
+      r->too_many = true;
       zmq_msg_close(m);
       delete m;
       continue;
@@ -645,26 +654,41 @@ bool ZmqVan::ReceiveOne() {
       zmq_msg_close(p);
       delete p;
     });
-    frames.push_back(Buffer::Wrap(static_cast<char*>(zmq_msg_data(m)),
-                                  zmq_msg_size(m), std::move(owner)));
+    r->frames.push_back(Buffer::Wrap(static_cast<char*>(zmq_msg_data(m)),
+                                     zmq_msg_size(m), std::move(owner)));
   }
-  if (fd >= 0 && guard_ != nullptr) {
-    guard_->Delivered(fd, wire_bytes, [&] { return IsMemberConnection(from); });
+  return ReadResult::kRead;
+}
+
+bool ZmqVan::ReceiveOne() {
+  Received r;
+  switch (ReadFrames(&r)) {
+    case ReadResult::kNothing:
+      return false;  // nothing queued
+    case ReadResult::kFailed:
+      return true;
+    case ReadResult::kRead:
+      break;
+  }
+  std::vector<Buffer>& frames = r.frames;
+  if (r.fd >= 0 && guard_ != nullptr) {
+    guard_->Delivered(r.fd, r.wire_bytes,
+                      [&] { return IsMemberConnection(r.from); });
   }
   if (frames.size() == 1 && IsHelloFrame(frames[0].data(), frames[0].size())) {
     return true;  // a connection's first message: for the guard only
   }
-  if (too_many || frames.empty()) {
+  if (r.too_many || frames.empty()) {
     CountDrop("resource_exhausted",
               frames.empty() ? "message with no header frame"
-              : split        ? absl::StrCat("split message of more than ",
+              : r.split      ? absl::StrCat("split message of more than ",
                                             kMaxSplitParts, " parts")
                              : "too many frames");
     return true;
   }
   Buffer header = frames.front();
   frames.erase(frames.begin());
-  if (split) {
+  if (r.split) {
     absl::StatusOr<std::vector<Buffer>> joined =
         JoinSplitFrames(&header, std::move(frames), options().limits);
     if (!joined.ok()) {
@@ -676,7 +700,7 @@ bool ZmqVan::ReceiveOne() {
     frames = *std::move(joined);
   }
   absl::MutexLock lock(&handler_mu_);
-  Deliver(from, header, std::move(frames), peer);
+  Deliver(r.from, header, std::move(frames), r.peer);
   return true;
 }
 

@@ -74,6 +74,13 @@ class ZmqVan : public Van {
   // With CURVE: makes the ROUTER a CURVE server and starts the ZAP
   // handler. Without: warns once that the node is open.
   absl::Status SetUpSecurity();
+  // Start's steps. Creates the context and the ROUTER socket with its
+  // options and security (CURVE, ZAP).
+  absl::Status OpenRouter();
+  // Binds the ROUTER to options().port (0: a free one) and reads the port.
+  absl::Status BindRouter();
+  // Starts the ConnectionGuard on the ROUTER's socket monitor.
+  absl::Status StartGuard();
   // Queues a Connect for the I/O thread and wakes it.
   absl::Status EnqueueConnect(const pb::Node& node);
   void DrainQueue();
@@ -92,6 +99,23 @@ class ZmqVan : public Van {
   void ReceiveAvailable();
   // Receives and delivers one message; false when none was queued.
   bool ReceiveOne();
+  // One message as ReadFrames took it off the ROUTER: the sender's
+  // transport id, its connection's CURVE key and roles, its frames (the
+  // header first; at most max_frames, or too_many), whether it is split
+  // (frame_split.h), and its connection and cost there.
+  struct Received {
+    std::string from;
+    PeerAuth peer;
+    std::vector<Buffer> frames;
+    bool too_many = false;
+    bool split = false;
+    int fd = -1;             // the connection it came on (ZMQ_SRCFD)
+    int64_t wire_bytes = 0;  // what it cost on that connection
+  };
+  enum class ReadResult { kNothing, kFailed, kRead };
+  // Reads the frames of the next queued message: kNothing when none is
+  // queued, kFailed when the receive failed (counted).
+  ReadResult ReadFrames(Received* r);
   // The Do* functions and ReleaseSocket run on the I/O thread only.
   void DoConnect(const pb::Node& node);
   // Closes `socket` unless a peer in peers_ still uses it.

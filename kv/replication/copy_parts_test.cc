@@ -1,7 +1,7 @@
-// A range copy larger than one message (kv/replication/copy_parts.h): SplitCopy's
-// cuts, and a copy over TCP between vans whose max_message_bytes is far
-// below its size, taken while a worker keeps pushing: every key holds
-// every acknowledged push exactly once.
+// A range copy larger than one message (kv/replication/copy_parts.h):
+// SplitCopy's cuts, and a copy over TCP between vans whose max_message_bytes is
+// far below its size, taken while a worker keeps pushing: every key holds every
+// acknowledged push exactly once.
 #include "kv/replication/copy_parts.h"
 
 #include <atomic>

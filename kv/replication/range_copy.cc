@@ -88,11 +88,11 @@ void RangeCopy<Val>::ProcessRequest(const Message& msg, const KVMeta& meta,
   Postoffice* po = customer_->postoffice();
   if (!IsServerId(to) || !snapshot_) {
     server_
-        ->ResponseError(meta, absl::FailedPreconditionError(
-                                  !IsServerId(to)
-                                      ? "only a server takes a range copy"
-                                      : "this server's handler has no "
-                                        "range copy"))
+        ->ResponseError(meta,
+                        absl::FailedPreconditionError(
+                            !IsServerId(to) ? "only a server takes a range copy"
+                                            : "this server's handler has no "
+                                              "range copy"))
         .IgnoreError();
     return;
   }
@@ -181,13 +181,12 @@ void RangeCopy<Val>::ProcessCopy(const Message& msg, const KVMeta& meta,
   absl::Status s =
       !IsServerId(msg.meta.sender())
           ? absl::PermissionDeniedError("a range copy from a non-server")
-      : !install_
-          ? absl::FailedPreconditionError(
-                "this server's handler takes no range copy")
-          : replication_->dedup().Import(
-                msg.meta.replica_dedup(),
-                CopiedStreams(msg.meta.sender(),
-                              customer_->postoffice()->replica_map()));
+      : !install_ ? absl::FailedPreconditionError(
+                        "this server's handler takes no range copy")
+                  : replication_->dedup().Import(
+                        msg.meta.replica_dedup(),
+                        CopiedStreams(msg.meta.sender(),
+                                      customer_->postoffice()->replica_map()));
   if (s.ok()) s = install_(data);
   if (!s.ok()) {
     LOG(ERROR) << "range copy from node " << msg.meta.sender() << ": " << s;

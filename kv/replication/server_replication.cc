@@ -48,7 +48,8 @@ KVPairs<Val> KeepRangesOf(const KVPairs<Val>& data, const KeyRangeMap& map,
 
 }  // namespace
 
-ServerReplication::ServerReplication(Customer* customer) : customer_(customer) {}
+ServerReplication::ServerReplication(Customer* customer)
+    : customer_(customer) {}
 
 void ServerReplication::Start(MetricsRegistry* metrics) {
   forwarded_ = metrics->GetCounter(
@@ -226,7 +227,8 @@ void ServerReplication::Forward(const Message& msg, const KVMeta& meta) {
   if (forwarded_ != nullptr) forwarded_->Increment(backups.size());
 }
 
-bool ServerReplication::DeferResponse(const ReplyAddress& to, Message* response) {
+bool ServerReplication::DeferResponse(const ReplyAddress& to,
+                                      Message* response) {
   absl::MutexLock lock(&answers_mu_);
   auto it = answers_.find(KeyOf(to));
   if (it == answers_.end()) return false;
@@ -263,10 +265,10 @@ bool ServerReplication::AnswerPending(const ReplyAddress& to) {
   return answers_.contains(KeyOf(to));
 }
 
-#define PETREL_INSTANTIATE(Val)                                              \
-  template bool ServerReplication::SeenOrRecordPiece<Val>(                   \
-      int, int, const Message&, const KVPairs<Val>&, bool, KVPairs<Val>*);   \
-  template bool ServerReplication::SeenAsResentCopy<Val>(                    \
+#define PETREL_INSTANTIATE(Val)                                            \
+  template bool ServerReplication::SeenOrRecordPiece<Val>(                 \
+      int, int, const Message&, const KVPairs<Val>&, bool, KVPairs<Val>*); \
+  template bool ServerReplication::SeenAsResentCopy<Val>(                  \
       const Message&, const KVPairs<Val>&, KVPairs<Val>*);
 PETREL_INSTANTIATE(float)
 PETREL_INSTANTIATE(double)

@@ -169,6 +169,36 @@ absl::Status ConfigurePetrel(const petrel::WorkloadConfig& config,
   return absl::OkStatus();
 }
 
+// The workloads' settings from the flags, checked.
+absl::StatusOr<petrel::WorkloadConfig> ConfigFromFlags() {
+  petrel::WorkloadConfig config;
+  config.value_bytes = FLAGS_value_bytes;
+  config.num_keys = FLAGS_num_keys;
+  config.max_push_part_bytes = FLAGS_max_push_part_bytes;
+  config.split_large_keys = FLAGS_split_large_keys;
+  config.max_pull_part_bytes = FLAGS_max_pull_part_bytes;
+  config.inflight = FLAGS_inflight;
+  config.duration_s = FLAGS_duration_s;
+  config.iterations = FLAGS_iterations;
+  config.issue_from_callbacks = FLAGS_issue_from_callbacks;
+  config.curve = FLAGS_curve;
+  config.dim = FLAGS_dim;
+  config.key_space = FLAGS_key_space;
+  config.zipf_exponent = FLAGS_zipf_exponent;
+  absl::StatusOr<petrel::KeyDist> dist = petrel::ParseKeyDist(FLAGS_key_dist);
+  if (!dist.ok()) return dist.status();
+  config.key_dist = *dist;
+  const bool value_bytes_given =
+      !gflags::GetCommandLineFlagInfoOrDie("value_bytes").is_default;
+  if (absl::Status s = petrel::ApplyDim(value_bytes_given, &config); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = petrel::ValidateWorkloadConfig(config); !s.ok()) {
+    return s;
+  }
+  return config;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -190,31 +220,9 @@ int main(int argc, char** argv) {
   }
   // Started by a PS-Lite launcher as the scheduler or a server.
   if (std::optional<int> code = petrel::RunBuiltInRole(cli.name)) return *code;
-  petrel::WorkloadConfig config;
-  config.value_bytes = FLAGS_value_bytes;
-  config.num_keys = FLAGS_num_keys;
-  config.max_push_part_bytes = FLAGS_max_push_part_bytes;
-  config.split_large_keys = FLAGS_split_large_keys;
-  config.max_pull_part_bytes = FLAGS_max_pull_part_bytes;
-  config.inflight = FLAGS_inflight;
-  config.duration_s = FLAGS_duration_s;
-  config.iterations = FLAGS_iterations;
-  config.issue_from_callbacks = FLAGS_issue_from_callbacks;
-  config.curve = FLAGS_curve;
-  config.dim = FLAGS_dim;
-  config.key_space = FLAGS_key_space;
-  config.zipf_exponent = FLAGS_zipf_exponent;
-  absl::StatusOr<petrel::KeyDist> dist = petrel::ParseKeyDist(FLAGS_key_dist);
-  if (!dist.ok()) return BadFlags(dist.status());
-  config.key_dist = *dist;
-  const bool value_bytes_given =
-      !gflags::GetCommandLineFlagInfoOrDie("value_bytes").is_default;
-  if (absl::Status s = petrel::ApplyDim(value_bytes_given, &config); !s.ok()) {
-    return BadFlags(s);
-  }
-  if (absl::Status s = petrel::ValidateWorkloadConfig(config); !s.ok()) {
-    return BadFlags(s);
-  }
+  absl::StatusOr<petrel::WorkloadConfig> made = ConfigFromFlags();
+  if (!made.ok()) return BadFlags(made.status());
+  const petrel::WorkloadConfig config = *std::move(made);
   if (FLAGS_repeat < 1 || FLAGS_repeat > 1000) {
     return BadFlags(absl::InvalidArgumentError(
         absl::StrCat("--repeat=", FLAGS_repeat, " is not in [1, 1000]")));

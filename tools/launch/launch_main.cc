@@ -385,6 +385,47 @@ int RunSlurmTask(petrel::Launcher::Options options,
   return 1;
 }
 
+// The flags' ranges, and what needs what.
+absl::Status CheckLaunchFlags() {
+  if ((!FLAGS_checkpoint_dir.empty() || !FLAGS_restore_from.empty()) &&
+      FLAGS_config.empty()) {
+    return absl::InvalidArgumentError(
+        "--checkpoint_dir and --restore_from need --config");
+  }
+  if (FLAGS_stop_timeout_s < 1) {
+    return absl::InvalidArgumentError("--stop_timeout_s must be >= 1");
+  }
+  if (FLAGS_server_io_cpu < -1 || FLAGS_server_io_cpu > 1023) {
+    return absl::InvalidArgumentError("--server_io_cpu must be in -1..1023");
+  }
+  if (FLAGS_timeout_s < 0 || FLAGS_listen_timeout_s < 1 ||
+      FLAGS_drain_timeout_s < 0 || FLAGS_grace_period_s < 0) {
+    return absl::InvalidArgumentError(
+        "--timeout_s, --drain_timeout_s and --grace_period_s must be >= 0 "
+        "and --listen_timeout_s >= 1");
+  }
+  return absl::OkStatus();
+}
+
+// The launcher's options: the flags, the job config and the hosts.
+absl::StatusOr<petrel::Launcher::Options> LaunchOptions(
+    std::vector<std::string> command) {
+  petrel::Launcher::Options options = OptionsFromFlags(std::move(command));
+  // With --slurm the workers are the tasks left over, unless a flag or the
+  // config says how many.
+  if (FLAGS_slurm && !petrel::FlagIsSet("num_workers")) options.num_workers = 0;
+  if (absl::Status s = ApplyJobConfig(options); !s.ok()) return s;
+  if (FLAGS_metrics) {
+    options.server_args.push_back("--metrics_port=0");
+    options.scheduler_args.push_back("--metrics_port=0");
+    if (petrel::IsPetrelWorker(options.command[0])) {
+      options.command.push_back("--metrics_port=0");
+    }
+  }
+  if (absl::Status s = ApplyHosts(options); !s.ok()) return s;
+  return options;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -411,37 +452,13 @@ int main(int argc, char** argv) {
     return UsageError(absl::StrCat("--host: ", s.message()));
   }
 
-  if ((!FLAGS_checkpoint_dir.empty() || !FLAGS_restore_from.empty()) &&
-      FLAGS_config.empty()) {
-    return UsageError("--checkpoint_dir and --restore_from need --config");
-  }
-  if (FLAGS_stop_timeout_s < 1)
-    return UsageError("--stop_timeout_s must be >= 1");
-  if (FLAGS_server_io_cpu < -1 || FLAGS_server_io_cpu > 1023)
-    return UsageError("--server_io_cpu must be in -1..1023");
-  if (FLAGS_timeout_s < 0 || FLAGS_listen_timeout_s < 1 ||
-      FLAGS_drain_timeout_s < 0 || FLAGS_grace_period_s < 0) {
-    return UsageError(
-        "--timeout_s, --drain_timeout_s and --grace_period_s must be >= 0 "
-        "and --listen_timeout_s >= 1");
-  }
-  petrel::Launcher::Options options = OptionsFromFlags(std::move(command));
-  // With --slurm the workers are the tasks left over, unless a flag or the
-  // config says how many.
-  if (FLAGS_slurm && !petrel::FlagIsSet("num_workers")) options.num_workers = 0;
-  if (absl::Status s = ApplyJobConfig(options); !s.ok()) {
+  if (absl::Status s = CheckLaunchFlags(); !s.ok()) {
     return UsageError(std::string(s.message()));
   }
-  if (FLAGS_metrics) {
-    options.server_args.push_back("--metrics_port=0");
-    options.scheduler_args.push_back("--metrics_port=0");
-    if (petrel::IsPetrelWorker(options.command[0])) {
-      options.command.push_back("--metrics_port=0");
-    }
-  }
-  if (absl::Status s = ApplyHosts(options); !s.ok()) {
-    return UsageError(std::string(s.message()));
-  }
+  absl::StatusOr<petrel::Launcher::Options> made =
+      LaunchOptions(std::move(command));
+  if (!made.ok()) return UsageError(std::string(made.status().message()));
+  petrel::Launcher::Options options = *std::move(made);
   if (FLAGS_slurm) {
     if (options.command.empty() || options.command[0].empty()) {
       return UsageError("no worker command given (put it after '--')");

@@ -94,6 +94,49 @@ absl::StatusOr<petrel::CurveOptions> CurveFromFlags() {
   return curve;
 }
 
+// The client's options from the flags; InvalidArgument naming the flag.
+absl::StatusOr<petrel::AdminClientOptions> ClientOptionsFromFlags() {
+  if (FLAGS_scheduler.empty()) {
+    return absl::InvalidArgumentError("--scheduler=HOST:PORT is required");
+  }
+  absl::StatusOr<std::pair<std::string, int>> address =
+      petrel::ParseHostPort(FLAGS_scheduler);
+  if (!address.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--scheduler: ", address.status().message()));
+  }
+  if (FLAGS_timeout_s < 1 || FLAGS_timeout_s > 3600) {
+    return absl::InvalidArgumentError("--timeout_s: must be in 1..3600");
+  }
+  absl::StatusOr<petrel::CurveOptions> curve = CurveFromFlags();
+  if (!curve.ok()) return absl::InvalidArgumentError(curve.status().message());
+  petrel::AdminClientOptions options;
+  options.curve = *std::move(curve);
+  options.scheduler_host = address->first;
+  options.scheduler_port = address->second;
+  options.auth_token = FLAGS_auth_token;
+  options.bind_host = FLAGS_bind;
+  options.timeout = absl::Seconds(FLAGS_timeout_s);
+  options.node_id = FLAGS_node;
+  return options;
+}
+
+// What petrelctl prints for `command`'s reply.
+std::string FormatReply(const std::string& command,
+                        const petrel::pb::AdminReply& reply) {
+  if (FLAGS_json) return petrel::FormatJson(reply);
+  if (command == "status") return petrel::FormatStatus(reply);
+  if (command == "tables") return petrel::FormatTables(reply);
+  if (command == "checkpoint") return "checkpoint requested\n";
+  if (command == "drain-server") {
+    return absl::StrCat("drain of node ", FLAGS_node,
+                        " started: its key ranges are copied to the other "
+                        "servers, then it stops (see the scheduler's log)\n");
+  }
+  return "stop requested: the job checkpoints (when it has a directory) and "
+         "ends\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -135,51 +178,15 @@ int main(int argc, char** argv) {
     return Usage(absl::StrCat("unknown command '", command,
                               "'; use status, tables, checkpoint or stop"));
   }
-  if (FLAGS_scheduler.empty())
-    return Usage("--scheduler=HOST:PORT is required");
-  absl::StatusOr<std::pair<std::string, int>> address =
-      petrel::ParseHostPort(FLAGS_scheduler);
-  if (!address.ok()) {
-    return Usage(absl::StrCat("--scheduler: ", address.status().message()));
-  }
-  if (FLAGS_timeout_s < 1 || FLAGS_timeout_s > 3600) {
-    return Usage("--timeout_s: must be in 1..3600");
-  }
-  absl::StatusOr<petrel::CurveOptions> curve = CurveFromFlags();
-  if (!curve.ok()) return Usage(std::string(curve.status().message()));
-  petrel::AdminClientOptions options;
-  options.curve = *std::move(curve);
-  options.scheduler_host = address->first;
-  options.scheduler_port = address->second;
-  options.auth_token = FLAGS_auth_token;
-  options.bind_host = FLAGS_bind;
-  options.timeout = absl::Seconds(FLAGS_timeout_s);
-  options.node_id = FLAGS_node;
+  absl::StatusOr<petrel::AdminClientOptions> options = ClientOptionsFromFlags();
+  if (!options.ok()) return Usage(std::string(options.status().message()));
   absl::StatusOr<petrel::pb::AdminReply> reply =
-      petrel::AdminCall(options, admin);
+      petrel::AdminCall(*options, admin);
   if (!reply.ok()) {
     std::fprintf(stderr, "petrelctl: %s: %s\n", command.c_str(),
                  std::string(reply.status().message()).c_str());
     return reply.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
   }
-  std::string out;
-  if (FLAGS_json) {
-    out = petrel::FormatJson(*reply);
-  } else if (command == "status") {
-    out = petrel::FormatStatus(*reply);
-  } else if (command == "tables") {
-    out = petrel::FormatTables(*reply);
-  } else if (command == "checkpoint") {
-    out = "checkpoint requested\n";
-  } else if (command == "drain-server") {
-    out = absl::StrCat("drain of node ", FLAGS_node,
-                       " started: its key ranges are copied to the other "
-                       "servers, then it stops (see the scheduler's log)\n");
-  } else {
-    out =
-        "stop requested: the job checkpoints (when it has a directory) and "
-        "ends\n";
-  }
-  std::fputs(out.c_str(), stdout);
+  std::fputs(FormatReply(command, *reply).c_str(), stdout);
   return 0;
 }

@@ -73,13 +73,24 @@ void CrossSample::AddBatch(const Batch& batch, size_t max_rows) {
   }
 }
 
-CrossSelection SelectCrossPairs(const CrossSample& sample,
-                                const CrossSelectionOptions& options) {
-  CrossSelection result;
+namespace {
+
+// The sample split in two halves by a hash of the row: the fit rows first,
+// then the eval rows; each field's ids and the labels in that order.
+struct SplitSample {
+  size_t n = 0;
+  size_t fit_rows = 0;
+  size_t n_eval = 0;
+  std::vector<std::vector<uint32_t>> ids;  // [field][row]
+  std::vector<double> y;
+};
+
+// False (and `out` without rows) when a half would be empty or the sample
+// has fewer than `min_rows` rows.
+bool SplitRows(const CrossSample& sample, int min_rows, SplitSample* out) {
   const size_t n = sample.rows();
   const int nf = sample.num_fields();
-  result.rows = n;
-  // 1. The split: fit rows first, then eval rows.
+  out->n = n;
   std::vector<size_t> order;
   order.reserve(n);
   for (int half = 0; half < 2; ++half) {
@@ -89,45 +100,48 @@ CrossSelection SelectCrossPairs(const CrossSample& sample,
       }
     }
   }
-  size_t fit_rows = 0;
-  for (size_t i = 0; i < n; ++i) fit_rows += (Mix64(i ^ kSplitSeed) & 1) == 0;
-  const size_t n_eval = n - fit_rows;
-  if (n < static_cast<size_t>(options.min_rows) || fit_rows == 0 ||
-      n_eval == 0) {
-    return result;
+  for (size_t i = 0; i < n; ++i) {
+    out->fit_rows += (Mix64(i ^ kSplitSeed) & 1) == 0;
   }
-  std::vector<std::vector<uint32_t>> ids(nf, std::vector<uint32_t>(n));
-  std::vector<double> y(n);
+  out->n_eval = n - out->fit_rows;
+  if (n < static_cast<size_t>(min_rows) || out->fit_rows == 0 ||
+      out->n_eval == 0) {
+    return false;
+  }
+  out->ids.assign(nf, std::vector<uint32_t>(n));
+  out->y.resize(n);
   for (size_t r = 0; r < n; ++r) {
-    y[r] = sample.label(order[r]) > 0.5f ? 1.0 : 0.0;
-    for (int f = 0; f < nf; ++f) ids[f][r] = sample.id(order[r], f);
+    out->y[r] = sample.label(order[r]) > 0.5f ? 1.0 : 0.0;
+    for (int f = 0; f < nf; ++f) out->ids[f][r] = sample.id(order[r], f);
   }
-  const size_t table = size_t{1} << options.table_bits;
-  const uint64_t mask = table - 1;
-  const double l2 = options.l2;
-  std::vector<double> g(table), h(table);
+  return true;
+}
 
-  // 2. The base LR: a bias, then backfitting sweeps over the fields.
+// The base LR on the fit rows: a bias, then backfitting sweeps over the
+// fields. Its margin of every row goes to `*m`; false when stopped.
+bool FitBase(const SplitSample& s, const CrossSelectionOptions& options,
+             uint64_t mask, std::vector<double>* m) {
+  const size_t table = mask + 1;
+  const double l2 = options.l2;
+  const int nf = static_cast<int>(s.ids.size());
+  std::vector<double> g(table), h(table);
   double positives = 0;
-  for (size_t r = 0; r < fit_rows; ++r) positives += y[r];
-  const double p0 = std::clamp(positives / fit_rows, 1e-6, 1 - 1e-6);
-  std::vector<double> m(n, std::log(p0 / (1 - p0)));
+  for (size_t r = 0; r < s.fit_rows; ++r) positives += s.y[r];
+  const double p0 = std::clamp(positives / s.fit_rows, 1e-6, 1 - 1e-6);
+  m->assign(s.n, std::log(p0 / (1 - p0)));
   std::vector<std::vector<float>> w(nf);
   for (int sweep = 0; sweep < options.sweeps; ++sweep) {
     for (int f = 0; f < nf; ++f) {
-      if (options.stopped && options.stopped()) {
-        result.stopped = true;
-        return result;
-      }
+      if (options.stopped && options.stopped()) return false;
       if (w[f].empty()) w[f].assign(table, 0.0f);
       std::fill(g.begin(), g.end(), 0.0);
       std::fill(h.begin(), h.end(), 0.0);
-      const std::vector<uint32_t>& col = ids[f];
-      for (size_t r = 0; r < fit_rows; ++r) {
+      const std::vector<uint32_t>& col = s.ids[f];
+      for (size_t r = 0; r < s.fit_rows; ++r) {
         if (col[r] == CrossSample::kMissing) continue;
         const uint32_t b = BaseBucket(col[r], mask);
-        const double p = Sigmoid(m[r]);
-        g[b] += y[r] - p;
+        const double p = Sigmoid((*m)[r]);
+        g[b] += s.y[r] - p;
         h[b] += p * (1 - p);
       }
       for (size_t b = 0; b < table; ++b) {
@@ -135,81 +149,117 @@ CrossSelection SelectCrossPairs(const CrossSample& sample,
         g[b] = (g[b] - l2 * w[f][b]) / (h[b] + l2);  // the step
         w[f][b] += static_cast<float>(g[b]);
       }
-      for (size_t r = 0; r < n; ++r) {
+      for (size_t r = 0; r < s.n; ++r) {
         if (col[r] == CrossSample::kMissing) continue;
-        m[r] += g[BaseBucket(col[r], mask)];
+        (*m)[r] += g[BaseBucket(col[r], mask)];
       }
     }
   }
-  std::vector<double>().swap(g);
-  std::vector<double>().swap(h);
-  w.clear();
-  w.shrink_to_fit();
-  // The base's residuals and curvatures (fit half), losses (eval half).
-  std::vector<double> resid(fit_rows), curv(fit_rows), loss(n_eval);
-  for (size_t r = 0; r < fit_rows; ++r) {
-    const double p = Sigmoid(m[r]);
-    resid[r] = y[r] - p;
-    curv[r] = p * (1 - p);
-  }
-  double base = 0;
-  for (size_t r = fit_rows; r < n; ++r) {
-    loss[r - fit_rows] = LogLoss(m[r], y[r]);
-    base += loss[r - fit_rows];
-  }
-  base /= static_cast<double>(n_eval);
-  result.base_logloss = base;
+  return true;
+}
 
-  // 3. Every pair's held-out gain. One array of (g, h) per bucket, so an
-  // update touches one cache line; the fit rows' buckets are kept to clear
-  // what was touched.
+// The base's residuals and curvatures (fit half) and losses (eval half),
+// and its mean eval logloss.
+struct BaseFit {
+  std::vector<double> resid, curv, loss;
+  double logloss = 0;
+};
+
+BaseFit Residuals(const SplitSample& s, const std::vector<double>& m) {
+  BaseFit out;
+  out.resid.resize(s.fit_rows);
+  out.curv.resize(s.fit_rows);
+  out.loss.resize(s.n_eval);
+  for (size_t r = 0; r < s.fit_rows; ++r) {
+    const double p = Sigmoid(m[r]);
+    out.resid[r] = s.y[r] - p;
+    out.curv[r] = p * (1 - p);
+  }
+  for (size_t r = s.fit_rows; r < s.n; ++r) {
+    out.loss[r - s.fit_rows] = LogLoss(m[r], s.y[r]);
+    out.logloss += out.loss[r - s.fit_rows];
+  }
+  out.logloss /= static_cast<double>(s.n_eval);
+  return out;
+}
+
+// Every pair's held-out gain into `*scored`; false when stopped. One array
+// of (g, h) per bucket, so an update touches one cache line; the fit rows'
+// buckets are kept to clear what was touched.
+bool ScorePairs(const SplitSample& s, const std::vector<double>& m,
+                const BaseFit& base, const CrossSelectionOptions& options,
+                uint64_t mask, std::vector<ScoredPair>* scored) {
   struct Sums {
     double g = 0, h = 0;
   };
-  std::vector<Sums> sums(table);
+  std::vector<Sums> sums(mask + 1);
   std::vector<uint32_t> touched;
-  touched.reserve(fit_rows);
-  std::vector<ScoredPair> scored;
+  touched.reserve(s.fit_rows);
+  const int nf = static_cast<int>(s.ids.size());
   for (int a = 0; a < nf; ++a) {
     for (int b = a + 1; b < nf; ++b) {
-      if (options.stopped && options.stopped()) {
-        result.stopped = true;
-        result.chosen.clear();
-        return result;
-      }
+      if (options.stopped && options.stopped()) return false;
       const uint64_t salt = Mix64(static_cast<uint64_t>(a) * 256 + b + 1);
-      const uint32_t* ca = ids[a].data();
-      const uint32_t* cb = ids[b].data();
+      const uint32_t* ca = s.ids[a].data();
+      const uint32_t* cb = s.ids[b].data();
       touched.clear();
-      for (size_t r = 0; r < fit_rows; ++r) {
+      for (size_t r = 0; r < s.fit_rows; ++r) {
         if (ca[r] == CrossSample::kMissing || cb[r] == CrossSample::kMissing) {
           continue;
         }
         const uint32_t k = PairBucket(ca[r], cb[r], salt, mask);
-        sums[k].g += resid[r];
-        sums[k].h += curv[r];
+        sums[k].g += base.resid[r];
+        sums[k].h += base.curv[r];
         touched.push_back(k);
       }
       double gain = 0, gain_sq = 0;
-      for (size_t r = fit_rows; r < n; ++r) {
+      for (size_t r = s.fit_rows; r < s.n; ++r) {
         if (ca[r] == CrossSample::kMissing || cb[r] == CrossSample::kMissing) {
           continue;
         }
         const Sums& sk = sums[PairBucket(ca[r], cb[r], salt, mask)];
         if (sk.h == 0) continue;
-        const double d = sk.g / (sk.h + l2);
-        const double drop = loss[r - fit_rows] - LogLoss(m[r] + d, y[r]);
+        const double d = sk.g / (sk.h + options.l2);
+        const double drop =
+            base.loss[r - s.fit_rows] - LogLoss(m[r] + d, s.y[r]);
         gain += drop;
         gain_sq += drop * drop;
       }
       for (uint32_t k : touched) sums[k] = Sums{};
       // The mean drop per eval row and its standard error.
-      const double ne = static_cast<double>(n_eval);
+      const double ne = static_cast<double>(s.n_eval);
       const double mean = gain / ne;
       const double var = std::max(0.0, gain_sq / ne - mean * mean);
       const double z = var > 0 ? mean / std::sqrt(var / ne) : 0;
-      scored.push_back({{a, b}, mean / base, z});
+      scored->push_back({{a, b}, mean / base.logloss, z});
     }
+  }
+  return true;
+}
+
+}  // namespace
+
+CrossSelection SelectCrossPairs(const CrossSample& sample,
+                                const CrossSelectionOptions& options) {
+  CrossSelection result;
+  result.rows = sample.rows();
+  // 1. The split: fit rows first, then eval rows.
+  SplitSample split;
+  if (!SplitRows(sample, options.min_rows, &split)) return result;
+  const uint64_t mask = (uint64_t{1} << options.table_bits) - 1;
+  // 2. The base LR.
+  std::vector<double> m;
+  if (!FitBase(split, options, mask, &m)) {
+    result.stopped = true;
+    return result;
+  }
+  const BaseFit base = Residuals(split, m);
+  result.base_logloss = base.logloss;
+  // 3. Every pair's held-out gain.
+  std::vector<ScoredPair> scored;
+  if (!ScorePairs(split, m, base, options, mask, &scored)) {
+    result.stopped = true;
+    return result;
   }
   // 4. The best pairs above the threshold.
   std::stable_sort(

@@ -52,6 +52,13 @@ class MlpModel : public Model {
   // Checks the batch and the rows against the layout and stages both.
   absl::Status Stage(const ModelBatch& batch,
                      const std::vector<absl::Span<const float>>& rows);
+  // Stage's steps: the batch and rows checked against the layout (sets
+  // n_, emb_unique_ and unique_), and, with crosses, the embedding part's
+  // own batch (every position but the crosses', indexing the embedding
+  // table's keys) uploaded.
+  absl::Status CheckBatch(const ModelBatch& batch,
+                          const std::vector<absl::Span<const float>>& rows);
+  absl::Status StageEmbeddingPart(const ModelBatch& batch);
   // With `train`, applies the dropout masks of batch step_.
   absl::Status Forward(bool train);
   absl::Status Backward();
@@ -180,8 +187,8 @@ absl::StatusOr<absl::Span<const T>> MlpModel::Upload(absl::Span<const T> host,
   return absl::Span<const T>(staged->device.span());
 }
 
-absl::Status MlpModel::Stage(const ModelBatch& batch,
-                             const std::vector<absl::Span<const float>>& rows) {
+absl::Status MlpModel::CheckBatch(
+    const ModelBatch& batch, const std::vector<absl::Span<const float>>& rows) {
   n_ = batch.sparse.num_examples();
   const size_t nnz = batch.sparse.nnz();
   if (rows.size() != tables_.size()) {
@@ -231,6 +238,49 @@ absl::Status MlpModel::Stage(const ModelBatch& batch,
           "field ", f, " is out of range for ", layout_.num_fields, " fields"));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status MlpModel::StageEmbeddingPart(const ModelBatch& batch) {
+  const uint32_t num_fields = static_cast<uint32_t>(layout_.num_fields);
+  // The embedding part's batch: every position but the crosses', indexing
+  // the embedding table's keys.
+  const std::vector<uint32_t> emb_key =
+      TableKeyIndex(num_fields, unique_, batch.sparse.inverse, batch.fields);
+  size_t emb_keys = 0;
+  for (uint32_t k : emb_key) emb_keys += k != kNotInTable;
+  PETREL_RETURN_IF_ERROR(CheckSize("embedding rows", emb_unique_, emb_keys));
+  emb_offsets_.assign(1, 0);
+  emb_inverse_.clear();
+  emb_values_.clear();
+  emb_fields_.clear();
+  for (size_t i = 0; i < n_; ++i) {
+    for (uint32_t j = batch.sparse.offsets[i]; j < batch.sparse.offsets[i + 1];
+         ++j) {
+      if (batch.fields[j] >= num_fields) continue;
+      emb_inverse_.push_back(emb_key[batch.sparse.inverse[j]]);
+      emb_values_.push_back(batch.sparse.values[j]);
+      emb_fields_.push_back(batch.fields[j]);
+    }
+    emb_offsets_.push_back(static_cast<uint32_t>(emb_inverse_.size()));
+  }
+  PETREL_ASSIGN_OR_RETURN(
+      d_fields_, Upload(absl::Span<const uint32_t>(emb_fields_), &fields_));
+  PETREL_ASSIGN_OR_RETURN(
+      d_e_offsets_,
+      Upload(absl::Span<const uint32_t>(emb_offsets_), &e_offsets_));
+  PETREL_ASSIGN_OR_RETURN(
+      d_e_inverse_,
+      Upload(absl::Span<const uint32_t>(emb_inverse_), &e_inverse_));
+  PETREL_ASSIGN_OR_RETURN(
+      d_e_values_, Upload(absl::Span<const float>(emb_values_), &e_values_));
+  return absl::OkStatus();
+}
+
+absl::Status MlpModel::Stage(const ModelBatch& batch,
+                             const std::vector<absl::Span<const float>>& rows) {
+  PETREL_RETURN_IF_ERROR(CheckBatch(batch, rows));
+  const size_t nnz = batch.sparse.nnz();
   PETREL_ASSIGN_OR_RETURN(d_offsets_, Upload(batch.sparse.offsets, &offsets_));
   PETREL_ASSIGN_OR_RETURN(d_inverse_, Upload(batch.sparse.inverse, &inverse_));
   PETREL_ASSIGN_OR_RETURN(d_values_, Upload(batch.sparse.values, &values_));
@@ -240,37 +290,7 @@ absl::Status MlpModel::Stage(const ModelBatch& batch,
     d_e_inverse_ = d_inverse_;
     d_e_values_ = d_values_;
   } else {
-    // The embedding part's batch: every position but the crosses', indexing
-    // the embedding table's keys.
-    const std::vector<uint32_t> emb_key =
-        TableKeyIndex(num_fields, unique_, batch.sparse.inverse, batch.fields);
-    size_t emb_keys = 0;
-    for (uint32_t k : emb_key) emb_keys += k != kNotInTable;
-    PETREL_RETURN_IF_ERROR(CheckSize("embedding rows", emb_unique_, emb_keys));
-    emb_offsets_.assign(1, 0);
-    emb_inverse_.clear();
-    emb_values_.clear();
-    emb_fields_.clear();
-    for (size_t i = 0; i < n_; ++i) {
-      for (uint32_t j = batch.sparse.offsets[i];
-           j < batch.sparse.offsets[i + 1]; ++j) {
-        if (batch.fields[j] >= num_fields) continue;
-        emb_inverse_.push_back(emb_key[batch.sparse.inverse[j]]);
-        emb_values_.push_back(batch.sparse.values[j]);
-        emb_fields_.push_back(batch.fields[j]);
-      }
-      emb_offsets_.push_back(static_cast<uint32_t>(emb_inverse_.size()));
-    }
-    PETREL_ASSIGN_OR_RETURN(
-        d_fields_, Upload(absl::Span<const uint32_t>(emb_fields_), &fields_));
-    PETREL_ASSIGN_OR_RETURN(
-        d_e_offsets_,
-        Upload(absl::Span<const uint32_t>(emb_offsets_), &e_offsets_));
-    PETREL_ASSIGN_OR_RETURN(
-        d_e_inverse_,
-        Upload(absl::Span<const uint32_t>(emb_inverse_), &e_inverse_));
-    PETREL_ASSIGN_OR_RETURN(
-        d_e_values_, Upload(absl::Span<const float>(emb_values_), &e_values_));
+    PETREL_RETURN_IF_ERROR(StageEmbeddingPart(batch));
   }
   PETREL_ASSIGN_OR_RETURN(d_labels_, Upload(batch.labels, &labels_));
   PETREL_ASSIGN_OR_RETURN(d_numeric_, Upload(batch.numeric, &numeric_));
