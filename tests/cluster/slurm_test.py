@@ -160,10 +160,12 @@ def main():
              "--device=abacus"])
         print(out)
         assert state == "FAILED", (state, code)
+        # srun lists tasks as "task 3" or "tasks 3-4".
         if code != "2:0":
             assert code == "143:0", (state, code)
-            assert re.search(r"task [34]: Terminated", out), out
-        assert re.search(r"task [34]: Exited with exit code 2", out), out
+            assert re.search(r"tasks? [\d,-]+: Terminated", out), out
+        assert re.search(r"tasks? [\d,-]*[34][\d,-]*: Exited with exit code 2",
+                         out), out
         assert re.search(r"^[34]: petrel-worker: train.device: device "
                          r"\"abacus\"", out, re.M), out
 

@@ -123,7 +123,7 @@ def test_trains_on_two_hosts(bin_dir, d, port):
                              ("worker", 0, HOSTS[0]), ("worker", 1, HOSTS[1])]:
         assert re.search(rf"^\[{role} {rank}@{host}\] PETREL_READY role={role} "
                          rf"id=\d+ rank={rank} host={host} ", out, re.M), (role, rank)
-        assert re.search(rf"scheduler.cc:\d+\] {role} {rank} at {host}:\d+ is node",
+        assert re.search(rf"\.cc:\d+\] {role} {rank} at {host}:\d+ is node",
                          out), (role, rank)
     # The daemons bound their own host's address, not 0.0.0.0.
     assert re.search(r"\[server 1@127.0.0.3\] .*server bound port \d+, "
