@@ -28,8 +28,7 @@ constexpr int kMaxReceivesPerWake = 256;
 // After a borrower with no request pending gave the ROUTER back, the I/O
 // thread takes it within this time (unless another borrower came).
 constexpr absl::Duration kLazyResume = absl::Milliseconds(1);
-// Longest single wait of a thread receiving for itself (ReceiveUntil)
-// before it looks at its condition again.
+// Longest wait of ReceiveUntil between looks at its condition.
 constexpr absl::Duration kReceiveSlice = absl::Milliseconds(100);
 
 absl::Status ZmqError(absl::string_view what) {
@@ -662,14 +661,8 @@ ZmqVan::ReadResult ZmqVan::ReadFrames(Received* r) {
 
 bool ZmqVan::ReceiveOne() {
   Received r;
-  switch (ReadFrames(&r)) {
-    case ReadResult::kNothing:
-      return false;  // nothing queued
-    case ReadResult::kFailed:
-      return true;
-    case ReadResult::kRead:
-      break;
-  }
+  const ReadResult read = ReadFrames(&r);
+  if (read != ReadResult::kRead) return read == ReadResult::kFailed;
   std::vector<Buffer>& frames = r.frames;
   if (r.fd >= 0 && guard_ != nullptr) {
     guard_->Delivered(r.fd, r.wire_bytes,
