@@ -39,7 +39,7 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/plot/petrel-plot
 set(PETREL_CLIENT_PARTS
     petrel_proto petrel_base petrel_build_info petrel_huge_page_memory
     petrel_row_index petrel_shard_pool petrel_cpu_affinity petrel_security
-    petrel_van petrel_store petrel_node petrel_kv)
+    petrel_van petrel_cluster petrel_store petrel_node petrel_kv)
 set(PETREL_NODE_FLAGS_PARTS petrel_node_flags petrel_flag_check petrel_cli)
 foreach(part IN LISTS PETREL_CLIENT_PARTS PETREL_NODE_FLAGS_PARTS)
   set_target_properties(${part} PROPERTIES POSITION_INDEPENDENT_CODE ON)
@@ -107,10 +107,15 @@ foreach(part IN LISTS PETREL_CLIENT_PARTS PETREL_NODE_FLAGS_PARTS)
   endforeach()
 endforeach()
 # Headers that moved out of van/ (node start-up to node/, transport security
-# to security/) stay includable at their old paths: a one-line header there
-# includes the new one, so programs written against earlier releases build.
+# to security/, the Postoffice, Customer and maps to cluster/) stay includable
+# at their old paths: a one-line header there includes the new one, so
+# programs written against earlier releases build.
 foreach(_moved IN ITEMS node/node_runtime.h node/node_flags.h node/node_daemon.h
-                        security/curve_keys.h security/authorized_keys.h)
+                        security/curve_keys.h security/authorized_keys.h
+                        cluster/postoffice.h cluster/customer.h
+                        cluster/simple_app.h cluster/key_range_map.h
+                        cluster/replica_map.h cluster/map_hold.h
+                        cluster/scheduler_watch.h)
   get_filename_component(_name ${_moved} NAME)
   set(_forward ${PROJECT_BINARY_DIR}/compat/van/${_name})
   file(WRITE ${_forward}

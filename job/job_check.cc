@@ -10,10 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
+#include "cluster/replica_map.h"
 #include "job/crosses_config.h"
 #include "job/job_tables.h"
 #include "job/model_layout.h"
-#include "van/replica_map.h"
 
 namespace petrel {
 namespace {

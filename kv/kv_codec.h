@@ -25,10 +25,10 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 
+#include "cluster/customer.h"
 #include "proto/meta.pb.h"
 #include "store/kv_pairs.h"
 #include "van/buffer.h"
-#include "van/customer.h"
 #include "van/message.h"
 
 namespace petrel {

@@ -17,14 +17,14 @@
 #include "gtest/gtest.h"
 
 #include "base/testing/wait_until.h"
+#include "cluster/customer.h"
+#include "cluster/key_range_map.h"
+#include "cluster/postoffice.h"
+#include "cluster/replica_map.h"
+#include "cluster/testing/van_cluster.h"
 #include "kv/kv_codec.h"
 #include "kv/kv_server.h"
 #include "kv/kv_worker.h"
-#include "van/customer.h"
-#include "van/key_range_map.h"
-#include "van/postoffice.h"
-#include "van/replica_map.h"
-#include "van/testing/van_cluster.h"
 
 namespace petrel {
 namespace {

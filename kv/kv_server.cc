@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
-#include "van/postoffice.h"
+#include "cluster/postoffice.h"
 
 namespace petrel {
 

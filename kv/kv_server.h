@@ -23,12 +23,12 @@
 #include "absl/status/status.h"
 
 #include "base/shard_pool.h"
+#include "cluster/customer.h"
 #include "kv/kv_codec.h"
 #include "kv/replication/range_copy.h"
 #include "kv/replication/server_replication.h"
 #include "store/kv_store.h"
 #include "van/buffer.h"
-#include "van/customer.h"
 
 namespace petrel {
 

@@ -10,9 +10,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include "cluster/customer.h"
 #include "kv/kv_worker.h"
 #include "tests/harness/local_cluster.h"
-#include "van/customer.h"
 
 namespace petrel {
 namespace {

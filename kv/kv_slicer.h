@@ -12,8 +12,8 @@
 
 #include "absl/status/statusor.h"
 
+#include "cluster/key_range_map.h"
 #include "van/buffer.h"
-#include "van/key_range_map.h"
 
 namespace petrel {
 

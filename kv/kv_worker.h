@@ -42,10 +42,10 @@
 #include "absl/time/time.h"
 
 #include "base/metrics.h"
+#include "cluster/customer.h"
 #include "kv/kv_codec.h"
 #include "kv/kv_slicer.h"
 #include "van/buffer.h"
-#include "van/customer.h"
 
 namespace petrel {
 

@@ -21,7 +21,7 @@
 #include "base/metrics.h"
 #include "base/metrics_http_server.h"
 #include "base/startup_progress.h"
-#include "van/postoffice.h"
+#include "cluster/postoffice.h"
 #include "van/van.h"
 
 namespace petrel {

@@ -32,10 +32,10 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 
+#include "cluster/simple_app.h"
 #include "kv/kv_worker.h"
 #include "node/node_runtime.h"
 #include "van/buffer.h"
-#include "van/simple_app.h"
 
 namespace petrel {
 

@@ -22,9 +22,9 @@
 
 #include "absl/status/status.h"
 
+#include "cluster/postoffice.h"
 #include "proto/meta.pb.h"
 #include "van/message.h"
-#include "van/postoffice.h"
 
 namespace petrel {
 

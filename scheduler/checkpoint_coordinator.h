@@ -40,10 +40,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
+#include "cluster/postoffice.h"
+#include "cluster/simple_app.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/job.pb.h"
-#include "van/postoffice.h"
-#include "van/simple_app.h"
 
 namespace petrel {
 

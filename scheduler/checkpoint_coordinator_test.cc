@@ -15,9 +15,9 @@
 
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/table_file.h"
+#include "cluster/simple_app.h"
+#include "cluster/testing/van_cluster.h"
 #include "job/checkpoint_protocol.h"
-#include "van/simple_app.h"
-#include "van/testing/van_cluster.h"
 
 namespace petrel {
 namespace {

@@ -24,9 +24,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
+#include "cluster/postoffice.h"
+#include "cluster/replica_map.h"
 #include "proto/meta.pb.h"
-#include "van/postoffice.h"
-#include "van/replica_map.h"
 
 namespace petrel {
 

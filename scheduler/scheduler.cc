@@ -273,7 +273,7 @@ void Scheduler::HandleControl(Message&& msg) {
         RecordStats(sender, msg.meta.control().stats());
       }
       // Answered, so that nodes notice when the scheduler is gone
-      // (van/scheduler_watch.h).
+      // (cluster/scheduler_watch.h).
       pb::Control reply;
       reply.set_cmd(pb::COMMAND_HEARTBEAT);
       SendControl(sender, std::move(reply));

@@ -21,9 +21,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
+#include "cluster/postoffice.h"
 #include "scheduler/admin_channel.h"
 #include "scheduler/membership_controller.h"
-#include "van/postoffice.h"
 
 namespace petrel {
 

@@ -12,8 +12,8 @@
 #include "gtest/gtest.h"
 
 #include "base/testing/wait_until.h"
+#include "cluster/testing/van_cluster.h"
 #include "van/loopback_van.h"
-#include "van/testing/van_cluster.h"
 
 namespace petrel {
 namespace {

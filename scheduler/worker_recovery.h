@@ -39,9 +39,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
+#include "cluster/postoffice.h"
+#include "cluster/simple_app.h"
 #include "proto/recovery.pb.h"
-#include "van/postoffice.h"
-#include "van/simple_app.h"
 
 namespace petrel {
 

@@ -8,10 +8,10 @@
 #include "gtest/gtest.h"
 
 #include "base/testing/wait_until.h"
+#include "cluster/simple_app.h"
+#include "cluster/testing/van_cluster.h"
 #include "job/checkpoint_protocol.h"
 #include "job/recovery_protocol.h"
-#include "van/simple_app.h"
-#include "van/testing/van_cluster.h"
 
 namespace petrel {
 namespace {

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
-#include "van/replica_map.h"
+#include "cluster/replica_map.h"
 
 namespace petrel {
 namespace {

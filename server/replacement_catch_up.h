@@ -10,8 +10,8 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 
+#include "cluster/postoffice.h"
 #include "kv/kv_server.h"
-#include "van/postoffice.h"
 
 namespace petrel {
 

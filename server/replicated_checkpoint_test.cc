@@ -24,10 +24,10 @@
 
 #include "base/config_file.h"
 #include "checkpoint/checkpoint_dir.h"
+#include "cluster/replica_map.h"
 #include "kv/kv_worker.h"
 #include "server/table_server.h"
 #include "tests/harness/local_cluster.h"
-#include "van/replica_map.h"
 
 namespace petrel {
 namespace {

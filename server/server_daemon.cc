@@ -17,6 +17,7 @@
 #include "base/status_macros.h"
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/start_checkpoint.h"
+#include "cluster/simple_app.h"
 #include "job/checkpoint_protocol.h"
 #include "job/job_check.h"
 #include "job/recovery_protocol.h"
@@ -24,7 +25,6 @@
 #include "kv/kv_typed_stores.h"
 #include "server/replacement_catch_up.h"
 #include "server/table_server.h"
-#include "van/simple_app.h"
 
 namespace petrel {
 namespace {

@@ -14,9 +14,9 @@
 
 #include "base/startup_progress.h"
 #include "base/status_macros.h"
+#include "cluster/key_range_map.h"
 #include "server/table_key_visit.h"
 #include "server/table_plan.h"
-#include "van/key_range_map.h"
 
 namespace petrel {
 namespace {

@@ -54,12 +54,12 @@
 #include "base/metrics.h"
 #include "base/shard_pool.h"
 #include "base/startup_progress.h"
+#include "cluster/key_range_map.h"
 #include "kv/kv_server.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/job.pb.h"
 #include "server/server_memory_budget.h"
 #include "server/table.h"
-#include "van/key_range_map.h"
 
 namespace petrel {
 

@@ -15,8 +15,8 @@
 #include "gtest/gtest.h"
 
 #include "base/testing/wait_until.h"
+#include "cluster/testing/van_cluster.h"
 #include "security/curve_keys.h"
-#include "van/testing/van_cluster.h"
 #include "van/zmq_van.h"
 
 namespace petrel {

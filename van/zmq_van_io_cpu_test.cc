@@ -16,7 +16,7 @@
 
 #include "base/cpu_affinity.h"
 #include "base/metrics.h"
-#include "van/testing/van_cluster.h"
+#include "cluster/testing/van_cluster.h"
 #include "van/zmq_van.h"
 
 namespace petrel {

@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 
 #include "base/testing/wait_until.h"
-#include "van/testing/van_cluster.h"
+#include "cluster/testing/van_cluster.h"
 
 namespace petrel {
 namespace {

@@ -18,10 +18,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
+#include "cluster/key_range_map.h"
+#include "cluster/replica_map.h"
 #include "van/buffer.h"
-#include "van/key_range_map.h"
 #include "van/message.h"
-#include "van/replica_map.h"
 
 namespace petrel {
 

@@ -7,9 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
+#include "cluster/postoffice.h"
 #include "kv/kv_server.h"
 #include "kv/replication/copy_parts.h"
-#include "van/postoffice.h"
 
 namespace petrel {
 

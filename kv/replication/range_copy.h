@@ -26,10 +26,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
+#include "cluster/customer.h"
 #include "kv/kv_codec.h"
 #include "kv/replication/server_replication.h"
 #include "store/kv_pairs.h"
-#include "van/customer.h"
 #include "van/message.h"
 
 namespace petrel {

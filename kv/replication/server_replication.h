@@ -20,10 +20,10 @@
 #include "absl/synchronization/mutex.h"
 
 #include "base/metrics.h"
+#include "cluster/customer.h"
 #include "kv/kv_codec.h"
 #include "kv/replication/forwarding.h"
 #include "store/kv_pairs.h"
-#include "van/customer.h"
 #include "van/message.h"
 
 namespace petrel {

@@ -1,6 +1,6 @@
 // LocalCluster: a whole Petrel cluster (scheduler, servers, workers) inside
 // one test process, each node with its own Postoffice and Van: a VanCluster
-// (van/testing/van_cluster.h) whose scheduler node runs the real Scheduler.
+// (cluster/testing/van_cluster.h) whose scheduler node runs the real Scheduler.
 // By default the nodes talk over LoopbackVan; `van_factory` can give them
 // ZmqVans on 127.0.0.1 or wrap them in a FaultVan.
 //
@@ -8,8 +8,8 @@
 #ifndef PETREL_TESTS_HARNESS_LOCAL_CLUSTER_H_
 #define PETREL_TESTS_HARNESS_LOCAL_CLUSTER_H_
 
+#include "cluster/testing/van_cluster.h"
 #include "scheduler/scheduler.h"
-#include "van/testing/van_cluster.h"
 
 namespace petrel {
 

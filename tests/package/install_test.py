@@ -83,6 +83,11 @@ class InstallTest(unittest.TestCase):
         with open(os.path.join(self.prefix,
                                "include/petrel/van/node_runtime.h")) as old:
             self.assertIn('#include "node/node_runtime.h"', old.read())
+        self.assertTrue(os.path.isfile(os.path.join(
+            self.prefix, "include/petrel/cluster/postoffice.h")))
+        with open(os.path.join(self.prefix,
+                               "include/petrel/van/postoffice.h")) as old:
+            self.assertIn('#include "cluster/postoffice.h"', old.read())
         # Units installed into a prefix name that prefix's binaries and
         # configuration, never /usr or /etc.
         with open(os.path.join(self.prefix, "lib/systemd/system/"

@@ -8,12 +8,12 @@
 
 #include "base/cpu_affinity.h"
 #include "base/status_macros.h"
+#include "cluster/postoffice.h"
 #include "tools/bench/bench_keys.h"
 #include "tools/bench/bench_verify.h"
 #include "tools/bench/request_chain.h"
 #include "tools/bench/request_window.h"
 #include "van/message.h"
-#include "van/postoffice.h"
 
 namespace petrel {
 namespace {

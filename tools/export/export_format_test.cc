@@ -4,7 +4,7 @@
 
 #include "gtest/gtest.h"
 
-#include "van/key_range_map.h"
+#include "cluster/key_range_map.h"
 #include "worker/data/feature_hash.h"
 #include "worker/model/model.h"
 

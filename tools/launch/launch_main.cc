@@ -25,6 +25,7 @@
 #include "base/flag_check.h"
 #include "base/net_util.h"
 #include "base/status_macros.h"
+#include "cluster/replica_map.h"
 #include "job/job_check.h"
 #include "proto/job.pb.h"
 #include "tools/launch/ephemeral_keys.h"
@@ -32,7 +33,6 @@
 #include "tools/launch/hosts_file.h"
 #include "tools/launch/launcher.h"
 #include "tools/launch/slurm_launch.h"
-#include "van/replica_map.h"
 
 extern char** environ;
 

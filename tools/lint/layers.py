@@ -20,7 +20,7 @@ import sys
 FLOORS = {
     "proto": (0, 0), "base": (0, 0),
     "security": (1, 0), "kernels": (1, 0), "checkpoint": (1, 0),
-    "van": (2, 0),
+    "van": (2, 0), "cluster": (2, 1),
     "store": (3, 0), "node": (3, 0),
     "job": (4, 0), "kv": (4, 1),
     "scheduler": (5, 0), "server": (5, 0),

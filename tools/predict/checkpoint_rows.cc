@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 
 #include "base/status_macros.h"
+#include "cluster/key_range_map.h"
 #include "server/table_config.h"
-#include "van/key_range_map.h"
 
 namespace petrel {
 

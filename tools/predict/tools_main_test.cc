@@ -18,9 +18,9 @@
 
 #include "base/config_file.h"
 #include "checkpoint/checkpoint_dir.h"
+#include "cluster/key_range_map.h"
 #include "server/table_server.h"
 #include "tools/launch/subprocess.h"
-#include "van/key_range_map.h"
 #include "worker/train/trainer.h"
 
 namespace petrel {

@@ -29,12 +29,12 @@
 
 #include "base/cli.h"
 #include "base/flag_check.h"
+#include "cluster/postoffice.h"
 #include "kv/kv_worker.h"
 #include "node/node_flags.h"
 #include "node/node_runtime.h"
 #include "roles/built_in_roles.h"
 #include "tools/stream/zipf_key_stream.h"
-#include "van/postoffice.h"
 
 DEFINE_int32(table, 0, "The table the keys go to. Default 0.");
 DEFINE_int32(dim, 1, "The table's dim: values per key. Default 1; 1..65536.");

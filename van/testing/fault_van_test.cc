@@ -7,8 +7,8 @@
 
 #include "gtest/gtest.h"
 
+#include "cluster/testing/van_cluster.h"
 #include "van/loopback_van.h"
-#include "van/testing/van_cluster.h"
 
 namespace petrel {
 namespace {

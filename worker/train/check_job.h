@@ -19,8 +19,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
+#include "cluster/postoffice.h"
 #include "kv/kv_worker.h"
-#include "van/postoffice.h"
 
 namespace petrel {
 

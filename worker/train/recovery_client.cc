@@ -2,9 +2,9 @@
 
 #include "glog/logging.h"
 
+#include "cluster/postoffice.h"
 #include "job/checkpoint_protocol.h"
 #include "job/recovery_protocol.h"
-#include "van/postoffice.h"
 
 namespace petrel {
 

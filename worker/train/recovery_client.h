@@ -28,8 +28,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
+#include "cluster/simple_app.h"
 #include "proto/recovery.pb.h"
-#include "van/simple_app.h"
 
 namespace petrel {
 

@@ -9,11 +9,11 @@
 #include "glog/logging.h"
 
 #include "base/status_macros.h"
+#include "cluster/simple_app.h"
 #include "job/checkpoint_protocol.h"
 #include "job/recovery_protocol.h"
 #include "kernels/device.h"
 #include "kv/kv_worker.h"
-#include "van/simple_app.h"
 #include "worker/data/cross_selection.h"
 #include "worker/data/data_options.h"
 #include "worker/data/reader.h"

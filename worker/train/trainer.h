@@ -41,9 +41,9 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 
+#include "cluster/postoffice.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/job.pb.h"
-#include "van/postoffice.h"
 #include "worker/train/recovery_client.h"
 #include "worker/train/train_defaults.h"
 #include "worker/train/worker_control.h"

@@ -3,8 +3,8 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
+#include "cluster/postoffice.h"
 #include "job/checkpoint_protocol.h"
-#include "van/postoffice.h"
 
 namespace petrel {
 

@@ -30,9 +30,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
+#include "cluster/simple_app.h"
 #include "job/checkpoint_protocol.h"
 #include "proto/checkpoint.pb.h"
-#include "van/simple_app.h"
 
 namespace petrel {
 

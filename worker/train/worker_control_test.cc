@@ -7,8 +7,8 @@
 
 #include "gtest/gtest.h"
 
+#include "cluster/testing/van_cluster.h"
 #include "job/checkpoint_protocol.h"
-#include "van/testing/van_cluster.h"
 
 namespace petrel {
 namespace {
