@@ -61,6 +61,7 @@ pb::Control MembershipController::NodeBackWithMap(int id) const {
 
 bool MembershipController::FailOver(const pb::Node& node, pb::Control* notice) {
   if (!map_.has_value() || map_->replicas() < 2) return false;
+  if (replacing_.contains(node.id())) return DropReplacement(node);
   absl::StatusOr<ReplicaMap> next = map_->WithoutServer(node.rank());
   if (!next.ok()) {
     LOG(ERROR) << "cannot fail over " << host_->Describe(node.id()) << ": "
@@ -148,6 +149,29 @@ void MembershipController::AdmitReplacement(pb::Node node, int rank) {
                << " replaces server " << rank << " (node " << id
                << "); it copies its key ranges while the job goes on";
   SendJoined(node, *map_, /*added=*/false);
+}
+
+bool MembershipController::DropReplacement(const pb::Node& node) {
+  // Its rank is still dead in the map, so nothing routes to it: the job
+  // goes on as before it joined, and the rank waits for another
+  // replacement. The live nodes' requests to it (the forwarded copies of
+  // its sources) end with the NODE_DEAD notice, which names no successor.
+  const Replacing& r = replacing_.at(node.id());
+  // petrel-launch reads this line as it reads a failover's (a server
+  // rank to replace).
+  LOG(WARNING) << host_->Describe(node.id())
+               << ": a replacement that died while copying its key ranges, "
+               << absl::FormatDuration(absl::Now() - r.since)
+               << " after it joined; server " << r.rank
+               << " waits for another replacement (key-range map version "
+               << map_->version() << " stays)";
+  replacing_.erase(node.id());
+  postoffice_->metrics()
+      ->GetCounter("petrel_scheduler_replacements_lost_total",
+                   "Replacement servers that died before they caught up "
+                   "(their rank waits for another replacement).")
+      ->Increment();
+  return true;
 }
 
 void MembershipController::SendJoined(const pb::Node& node,

@@ -79,7 +79,9 @@ class MembershipController {
 
   // Failover (membership_controller.cc). When every range the dead server
   // `node` led has a live replica: builds the next map, adds it and the
-  // successor to `notice` and returns true (the job goes on).
+  // successor to `notice` and returns true (the job goes on). A
+  // replacement that dies before it caught up is dropped (true, the map
+  // unchanged): its rank waits for another replacement.
   bool FailOver(const pb::Node& node, pb::Control* notice);
   // The server rank `node`, joining the formed job, would take: a dead
   // server's it replaces, or the next one when it asks to be added; or the
@@ -112,6 +114,8 @@ class MembershipController {
   // map with it as a replica, or, when a failover since that map changed
   // its copy sources, refuses it with the reason.
   void HandleReplacementCaughtUp(int sender, uint64_t version);
+  // Replacement `node` died before it caught up: forgets it; returns true.
+  bool DropReplacement(const pb::Node& node);
   // Tells the live nodes of joined server `node` (NODE_BACK), then sends it
   // the table and `map`, the one it copies its ranges for.
   void SendJoined(const pb::Node& node, const ReplicaMap& map, bool added);

@@ -188,6 +188,32 @@ TEST_F(MembershipControllerTest, AReplacementIsAReplicaOnceItCaughtUp) {
   EXPECT_EQ(host_->LastTo(WorkerRankToId(0)).map_version(), copied_against + 1);
 }
 
+TEST_F(MembershipControllerTest, AReplacementThatDiesCopyingFreesItsRank) {
+  Make(3, 2);
+  pb::Control notice;
+  ASSERT_TRUE(Kill(1, &notice));
+  pb::Node server = FakeHost::Node(pb::ROLE_SERVER, kEmptyNodeId, -1);
+  server.set_requested_rank(-1);
+  controller_->Admit(server, controller_->JoinRank(server).value());
+  const int id = ServerRankToId(1);
+  const uint64_t version = controller_->map()->version();
+
+  // It dies before CAUGHT_UP: the job goes on with the map it had.
+  pb::Control dead;
+  ASSERT_TRUE(Kill(1, &dead));
+  EXPECT_EQ(dead.successor(), 0);
+  EXPECT_EQ(controller_->map()->version(), version);
+  EXPECT_TRUE(controller_->map()->dead(1));
+  EXPECT_TRUE(controller_->lost(id));
+  // Its rank waits for the next replacement, which can catch up.
+  EXPECT_EQ(controller_->JoinRank(server).value(), 1);
+  controller_->Admit(server, 1);
+  controller_->HandleCaughtUp(id, version);
+  EXPECT_EQ(host_->LastTo(id).reason(), "");
+  EXPECT_EQ(controller_->map()->version(), version + 1);
+  EXPECT_FALSE(controller_->map()->dead(1));
+}
+
 TEST_F(MembershipControllerTest, RefusesACaughtUpAgainstAMapNotPublished) {
   Make(3, 2);
   pb::Control notice;

@@ -7,6 +7,10 @@ namespace petrel {
 void ConnectionWatch::Watch(int node_id, const std::string& address) {
   if (node_id < 0) return;
   address_of_[node_id] = address;
+  // A node reported lost and routed again is a new process under its id (a
+  // replacement server, at the same address or another): only the loss of
+  // its own connection counts, so the old connection's history goes.
+  if (reported_.erase(node_id) > 0) states_.erase(address);
 }
 
 void ConnectionWatch::Forget(int node_id) { address_of_.erase(node_id); }

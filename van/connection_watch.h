@@ -48,7 +48,9 @@ class ConnectionWatch {
   explicit ConnectionWatch(absl::Duration grace) : grace_(grace) {}
 
   // Routes `node_id` to `address` (replacing an earlier address). Negative
-  // ids (temporary routes) are ignored.
+  // ids (temporary routes) are ignored. A node already reported lost is
+  // watched afresh (a replacement that took its id): it can be reported
+  // again once its new connection was up and is lost.
   void Watch(int node_id, const std::string& address);
   void Forget(int node_id);
   // Records an event of the connection to `address`; unknown addresses are

@@ -41,6 +41,37 @@ TEST(ConnectionWatchTest, DeclaresNodesLostOnlyAfterTheGracePeriod) {
   EXPECT_TRUE(w.TakeLost(kT0 + absl::Seconds(5)).empty());
 }
 
+TEST(ConnectionWatchTest, ANodeRoutedAgainAfterItsLossIsWatchedAfresh) {
+  ConnectionWatch w(kGrace);
+  w.Watch(8, "tcp://h:1");
+  w.OnEvent("tcp://h:1", Event::kConnected, kT0);
+  w.OnEvent("tcp://h:1", Event::kDisconnected, kT0 + absl::Seconds(1));
+  EXPECT_THAT(Ids(w.TakeLost(kT0 + absl::Seconds(2))),
+              ::testing::ElementsAre(8));
+  // A replacement at the same address: nothing is lost before its own
+  // connection was up, and its loss is reported.
+  w.Watch(8, "tcp://h:1");
+  EXPECT_TRUE(w.TakeLost(kT0 + absl::Seconds(3)).empty());
+  w.OnEvent("tcp://h:1", Event::kConnected, kT0 + absl::Seconds(4));
+  w.OnEvent("tcp://h:1", Event::kDisconnected, kT0 + absl::Seconds(5));
+  EXPECT_THAT(Ids(w.TakeLost(kT0 + absl::Seconds(6))),
+              ::testing::ElementsAre(8));
+  // And one at another address.
+  w.Watch(8, "tcp://h:2");
+  EXPECT_TRUE(w.TakeLost(kT0 + absl::Seconds(7)).empty());
+  w.OnEvent("tcp://h:2", Event::kConnected, kT0 + absl::Seconds(8));
+  w.OnEvent("tcp://h:2", Event::kDisconnected, kT0 + absl::Seconds(9));
+  EXPECT_THAT(Ids(w.TakeLost(kT0 + absl::Seconds(10))),
+              ::testing::ElementsAre(8));
+  // Watching a node not reported keeps its connection's state.
+  w.Watch(9, "tcp://h:3");
+  w.OnEvent("tcp://h:3", Event::kConnected, kT0 + absl::Seconds(11));
+  w.OnEvent("tcp://h:3", Event::kDisconnected, kT0 + absl::Seconds(12));
+  w.Watch(9, "tcp://h:3");
+  EXPECT_THAT(Ids(w.TakeLost(kT0 + absl::Seconds(13))),
+              ::testing::ElementsAre(9));
+}
+
 TEST(ConnectionWatchTest, AReconnectWithinTheGraceIsNoLoss) {
   ConnectionWatch w(kGrace);
   w.Watch(8, "tcp://h:1");

@@ -1,10 +1,11 @@
 // Launcher: replacement servers (Options::replace_dead_servers,
 // docs/failures.md "Replacement servers"). A server process killed by a
 // signal is replaced once the scheduler declared it dead (its line "node ID
-// (server RANK at HOST:PORT): its key ranges fail over to ..."), not
-// before: the scheduler takes a replacement only for a dead rank. The
-// replacement is petrel-server with the dead one's arguments (its rank
-// among them), so it takes that rank and copies its ranges.
+// (server RANK at HOST:PORT): its key ranges fail over to ...", or, for a
+// replacement that died copying, "...: a replacement that died while
+// copying ..."), not before: the scheduler takes a replacement only for a dead
+// rank. The replacement is petrel-server with the dead one's arguments (its
+// rank among them), so it takes that rank and copies its ranges.
 //
 // And a restarted scheduler (Options::restart_killed_scheduler,
 // docs/failures.md "The scheduler's death"): petrel-scheduler with its
@@ -25,12 +26,15 @@ namespace petrel {
 namespace {
 
 constexpr char kFailover[] = ": its key ranges fail over to ";
+// A replacement that died before it caught up: its rank is dead again.
+constexpr char kReplacementLost[] = ": a replacement that died while copying";
 constexpr char kServer[] = "(server ";
 
 }  // namespace
 
 void Launcher::NoteDeadServer(const std::string& line) {
-  const size_t failover = line.find(kFailover);
+  size_t failover = line.find(kFailover);
+  if (failover == std::string::npos) failover = line.find(kReplacementLost);
   if (failover == std::string::npos) return;
   const size_t at = line.rfind(kServer, failover);
   if (at == std::string::npos) return;
