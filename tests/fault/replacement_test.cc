@@ -18,12 +18,11 @@
 #include "gtest/gtest.h"
 
 #include "tests/fault/fault_waits.h"
+#include "tests/fault/replicated_job.h"
 #include "tests/harness/daemon_cluster.h"
 
 namespace petrel {
 namespace {
-
-constexpr absl::Duration kJobTimeout = absl::Seconds(120);
 
 // How many times `text` occurs in `s`.
 int Count(const std::string& s, const std::string& text) {
@@ -110,65 +109,36 @@ TEST(ReplacementTest, ReplacementCopiesRangesAndCarriesTheNextFailover) {
 // goes on with the map it had, the rank waits, and a second replacement
 // takes it and catches up; the check jobs end with exact sums.
 TEST(ReplacementTest, AReplacementDyingWhileItCopiesLeavesTheJobRunning) {
-  DaemonCluster cluster(ReplicatedJobOptions(3, 2, 60));
-  ASSERT_TRUE(cluster.StartScheduler().ok()) << cluster.Output();
-  std::vector<Subprocess*> servers;
-  std::vector<Announce> ready;
-  for (int i = 0; i < 3; ++i) {
-    absl::StatusOr<Subprocess*> s = cluster.StartNode("petrel-server");
-    ASSERT_TRUE(s.ok()) << s.status();
-    servers.push_back(*s);
-  }
-  std::vector<Subprocess*> workers;
-  for (int i = 0; i < 2; ++i) {
-    absl::StatusOr<Subprocess*> w = cluster.StartNode(
-        "petrel-worker",
-        {"--rounds=40000", "--num_keys=300", "--inflight=8", "--timeout_s=60"});
-    ASSERT_TRUE(w.ok()) << w.status();
-    workers.push_back(*w);
-  }
-  for (Subprocess* s : servers) {
-    absl::StatusOr<Announce> a = cluster.WaitReady(s);
-    ASSERT_TRUE(a.ok()) << a.status() << cluster.Output();
-    ready.push_back(*a);
-  }
-  for (Subprocess* w : workers) {
-    ASSERT_TRUE(cluster.WaitReady(w).ok()) << cluster.Output();
-  }
-  Subprocess* sched = cluster.scheduler();
-  WaitForPushes(ready[0], 2000);
+  ReplicatedJob job(3, 2, 60);
+  job.Start(40000);
   if (HasFatalFailure()) return;
-  servers[0]->Signal(SIGKILL);
+  DaemonCluster& cluster = job.cluster;
+  Subprocess* sched = cluster.scheduler();
+  job.WaitForPushes(0, 2000);
+  if (HasFatalFailure()) return;
+  job.servers[0]->Signal(SIGKILL);
   ASSERT_TRUE(WaitForOutput(sched, "fail over to")) << cluster.Output();
-  // Both live servers are the sources of the dead server's ranges: while they
-  // are stopped, the replacement's copies cannot finish.
-  servers[1]->Signal(SIGSTOP);
-  servers[2]->Signal(SIGSTOP);
+  // Both live servers are the sources of the dead server's ranges: while
+  // they are stopped, the replacement's copies cannot finish.
+  job.servers[1]->Signal(SIGSTOP);
+  job.servers[2]->Signal(SIGSTOP);
   absl::StatusOr<Subprocess*> first = cluster.StartNode("petrel-server");
   ASSERT_TRUE(first.ok()) << first.status();
-  ASSERT_TRUE(
-      WaitForOutput(sched, absl::StrCat("replaces server ", ready[0].rank)))
+  ASSERT_TRUE(WaitForOutput(
+      sched, absl::StrCat("replaces server ", job.server_ready[0].rank)))
       << cluster.Output();
   (*first)->Signal(SIGKILL);
   ASSERT_TRUE(WaitForOutput(sched, "a replacement that died while copying"))
       << cluster.Output();
-  servers[1]->Signal(SIGCONT);
-  servers[2]->Signal(SIGCONT);
+  job.servers[1]->Signal(SIGCONT);
+  job.servers[2]->Signal(SIGCONT);
   absl::Status running =
-      cluster.StillRunning(workers, "the replacement's death", "--rounds");
+      cluster.StillRunning(job.workers, "the replacement's death", "--rounds");
   ASSERT_TRUE(running.ok()) << running << cluster.Output();
   absl::StatusOr<Subprocess*> second = cluster.StartNode("petrel-server");
   ASSERT_TRUE(second.ok()) << second.status();
   ASSERT_TRUE(WaitForOutput(sched, "is a replica again")) << cluster.Output();
-  for (Subprocess* w : workers) {
-    absl::StatusOr<int> code = w->Wait(kJobTimeout);
-    ASSERT_TRUE(code.ok()) << cluster.Output();
-    EXPECT_EQ(*code, 0) << cluster.Output();
-    EXPECT_TRUE(absl::StrContains(w->Output(), "ok=true")) << w->Output();
-  }
-  absl::StatusOr<int> code = sched->Wait(kJobTimeout);
-  ASSERT_TRUE(code.ok()) << cluster.Output();
-  EXPECT_EQ(*code, 0) << cluster.Output();
+  job.ExpectExactSums();
   EXPECT_EQ(Count(sched->Output(), "fail over to"), 1) << sched->Output();
 }
 
