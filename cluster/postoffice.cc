@@ -130,6 +130,7 @@ void Postoffice::Stop() {
   // Here too: a waiter woken by the job's failure may stop the van before
   // the thread that failed the job got to AbandonRequests.
   if (failed) van_->ShortenLingerAtStop();
+  local_.Stop();
   van_->Stop();
   // A thread still waiting (e.g. a signal's stop request) would wait out
   // its timeout: nothing can arrive any more.
@@ -228,6 +229,11 @@ std::vector<int> Postoffice::GetNodeIds(int id) const {
 
 absl::Status Postoffice::Send(Message msg) {
   msg.meta.set_sender(my_id());
+  // No connection carries a message to this node itself.
+  if (msg.meta.recipient() == msg.meta.sender() &&
+      msg.meta.sender() != kEmptyNodeId) {
+    return local_.Post(std::move(msg));
+  }
   return van_->Send(std::move(msg));
 }
 

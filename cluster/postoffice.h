@@ -29,6 +29,7 @@
 
 #include "base/metrics.h"
 #include "cluster/key_range_map.h"
+#include "cluster/local_mailbox.h"
 #include "cluster/map_hold.h"
 #include "cluster/replica_map.h"
 #include "cluster/scheduler_watch.h"
@@ -306,6 +307,8 @@ class Postoffice {
 
   const PostofficeOptions options_;
   std::unique_ptr<Van> van_;
+  // Messages to this node itself (Send); handled as if received.
+  LocalMailbox local_{[this](Message&& msg) { HandleMessage(std::move(msg)); }};
   MetricsRegistry* const metrics_;
   ControlHandler control_handler_;
   TickHook tick_hook_;

@@ -291,8 +291,10 @@ void Scheduler::HandleBarrier(const Message& msg) {
   uint64_t epoch = msg.meta.control().barrier_epoch();
   std::vector<int> members = LiveMembers(group);
   int sender = msg.meta.sender();
-  // Recovering, the barriers the nodes send again wait for the table.
-  if ((!formed_ && !options_.recover) || !IsGroupId(group) ||
+  // Recovering, the barriers the nodes send again wait for the table; the
+  // scheduler's own (a group that holds it) waits for the cluster to form.
+  if ((!formed_ && !options_.recover && sender != kSchedulerId) ||
+      !IsGroupId(group) ||
       std::find(members.begin(), members.end(), sender) == members.end()) {
     LOG_EVERY_T(WARNING, 1.0)
         << "ignoring barrier of group " << group << " from node " << sender;

@@ -215,6 +215,8 @@ void Scheduler::FormCluster() {
   formed_ = true;
   LOG(INFO) << "cluster formed: " << postoffice_->num_servers() << " servers, "
             << postoffice_->num_workers() << " workers";
+  // The scheduler's own barrier may have come first.
+  for (int group = 1; group <= kAllGroup; ++group) PassBarriers(group);
 }
 
 absl::Status Scheduler::CheckRejoin(const pb::Node& node,
