@@ -333,6 +333,7 @@ absl::StatusOr<NodeSettings> NodeSettingsFromFlags(
   s.metrics_http.request_timeout =
       absl::Milliseconds(FLAGS_metrics_request_timeout_ms);
   PETREL_RETURN_IF_ERROR(ApplyCurve(role, s.van));
+  s.warn_open_cluster = std::getenv(kOpenClusterWarnedVariable) == nullptr;
   return s;
 }
 

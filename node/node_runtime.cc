@@ -81,7 +81,7 @@ absl::Status NodeRuntime::Start() {
                  "metrics endpoint"));
   }
   const char* role = RoleName(settings_.postoffice.role);
-  if (!settings_.van.curve.enabled()) {
+  if (!settings_.van.curve.enabled() && settings_.warn_open_cluster) {
     LOG(WARNING) << role << ": the cluster is open (unauthenticated, "
                  << "unencrypted): anyone who can reach its ports can join "
                  << "and read or change its traffic; configure CURVE keys "

@@ -35,7 +35,17 @@ struct NodeSettings {
   // (MetricsBindHost). Default empty.
   std::string metrics_bind;
   MetricsHttpServerOptions metrics_http;
+  // Warn at Start that the cluster is open when CURVE is off. A launcher
+  // that warned once for the whole job turns it off in the nodes it starts
+  // (kOpenClusterWarnedVariable). Default true.
+  bool warn_open_cluster = true;
 };
+
+// Set (to 1) in the environment of the nodes a launcher starts once it
+// printed the job's one "the cluster is open" warning; node settings built
+// from flags or DMLC_* variables then leave warn_open_cluster off.
+inline constexpr char kOpenClusterWarnedVariable[] =
+    "PETREL_OPEN_CLUSTER_WARNED";
 
 // The address the /metrics endpoint binds by default, never all
 // interfaces: the advertised host when given, else the van's bind address

@@ -31,6 +31,13 @@ TEST(LaunchTest, CheckJobRunsEndToEndWithPrefixedOutput) {
   const std::string out = (*launch)->Output();
   EXPECT_EQ(*code, 0) << out;
   EXPECT_TRUE(absl::StrContains(out, "[scheduler] PETREL_LISTEN")) << out;
+  // One warning for the job, from the launcher, not one per process.
+  size_t warnings = 0;
+  for (size_t at = out.find("the cluster is open"); at != std::string::npos;
+       at = out.find("the cluster is open", at + 1)) {
+    ++warnings;
+  }
+  EXPECT_EQ(warnings, 1u) << out;
   EXPECT_TRUE(absl::StrContains(out, "[server 1] PETREL_READY role=server"))
       << out;
   for (int rank = 0; rank < 2; ++rank) {

@@ -27,6 +27,7 @@
 #include "base/status_macros.h"
 #include "cluster/replica_map.h"
 #include "job/job_check.h"
+#include "node/node_runtime.h"
 #include "proto/job.pb.h"
 #include "tools/launch/ephemeral_keys.h"
 #include "tools/launch/executable_path.h"
@@ -426,6 +427,19 @@ absl::StatusOr<petrel::Launcher::Options> LaunchOptions(
   return options;
 }
 
+// One warning for the job instead of one per process: the nodes learn from
+// the environment they inherit that it was given. Not when the user's own
+// CURVE keys (PETREL_CURVE_*) secure the job.
+void WarnOpenClusterOnce() {
+  if (std::getenv("PETREL_CURVE_SECRET_KEY") != nullptr) return;
+  std::fprintf(stderr,
+               "petrel-launch: warning: the cluster is open "
+               "(unauthenticated, unencrypted): anyone who can reach its "
+               "ports can join and read or change its traffic; use --curve "
+               "or CURVE keys (docs/security.md) on a shared network\n");
+  setenv(petrel::kOpenClusterWarnedVariable, "1", 1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -494,6 +508,7 @@ int main(int argc, char** argv) {
       return k->EnvFor(name);
     };
   }
+  if (keys == nullptr) WarnOpenClusterOnce();
   // A closed stdout must not kill the launcher before it stops the job.
   signal(SIGPIPE, SIG_IGN);
   petrel::Launcher launcher(std::move(options));
