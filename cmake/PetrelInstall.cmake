@@ -10,9 +10,11 @@
 #                            is linked into executables only)
 #   include/petrel/          their headers, included as in the source tree
 #                            ("kv/kv_worker.h", "proto/meta.pb.h")
+#   lib/libpetrel_pslite.a   PS-Lite's API over it, Petrel::pslite, with its
+#                            headers in include/ps/ (docs/pslite.md)
 #   lib/cmake/Petrel/        PetrelConfig.cmake, its version file and the
 #                            exported targets, for find_package(Petrel)
-#   lib/pkgconfig/petrel.pc  for pkg-config
+#   lib/pkgconfig/petrel.pc  for pkg-config (petrel-pslite.pc: PS-Lite's API)
 #   share/doc/petrel/        docs and config examples
 # Test and benchmark binaries are not installed. The systemd units and
 # /etc/petrel are the "system" component, installed only when asked for
@@ -82,7 +84,25 @@ set_target_properties(petrel_client_node_flags PROPERTIES
   OUTPUT_NAME petrel_node_flags EXPORT_NAME node_flags
   ARCHIVE_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
 
-install(TARGETS petrel_client petrel_client_node_flags
+# PS-Lite's API (docs/pslite.md): libpetrel_pslite.a holds the layer and the
+# scheduler it runs in a program started with DMLC_ROLE=scheduler, over
+# libpetrel.a; its headers go to include/ps/ ("ps/ps.h").
+set(PETREL_PSLITE_PARTS petrel_pslite petrel_scheduler petrel_secret_compare)
+add_library(petrel_client_pslite STATIC)
+foreach(part IN LISTS PETREL_PSLITE_PARTS)
+  set_target_properties(${part} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  target_sources(petrel_client_pslite PRIVATE $<TARGET_OBJECTS:${part}>)
+endforeach()
+target_link_libraries(petrel_client_pslite INTERFACE petrel_client)
+target_include_directories(petrel_client_pslite INTERFACE
+  $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+set_target_properties(petrel_client_pslite PROPERTIES
+  OUTPUT_NAME petrel_pslite EXPORT_NAME pslite
+  ARCHIVE_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/pslite/include/ps
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+
+install(TARGETS petrel_client petrel_client_node_flags petrel_client_pslite
         EXPORT PetrelTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
 
@@ -163,7 +183,10 @@ file(RELATIVE_PATH PETREL_PC_TO_PREFIX
 string(REGEX REPLACE "/$" "" PETREL_PC_TO_PREFIX "${PETREL_PC_TO_PREFIX}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/petrel.pc.in
                ${PROJECT_BINARY_DIR}/petrel.pc @ONLY)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/petrel-pslite.pc.in
+               ${PROJECT_BINARY_DIR}/petrel-pslite.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/petrel.pc
+              ${PROJECT_BINARY_DIR}/petrel-pslite.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
 
 install(FILES ${PROJECT_SOURCE_DIR}/README.md

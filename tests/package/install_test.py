@@ -7,9 +7,12 @@ share/doc/petrel/examples) once with find_package(Petrel) and once with
 plain `g++ $(pkg-config --cflags --libs petrel)`, and runs both programs as
 the two workers of a job of the installed petrel-scheduler and two
 petrel-servers on 127.0.0.1: each pushes its keys twice and checks the sums
-it pulls back.
+it pulls back. A PS-Lite program (tests/pslite/pslite_program.cc, which
+includes "ps/ps.h") is built the same two ways against Petrel::pslite and
+petrel-pslite.pc and run in every role by tests/integration/dmlc_local.sh.
 
-  install_test.py --build-dir=BUILD --version=X.Y.Z [--cmake=cmake]
+  install_test.py --build-dir=BUILD --source-dir=SRC --version=X.Y.Z
+                  [--cmake=cmake]
 """
 
 import argparse
@@ -67,6 +70,10 @@ class InstallTest(unittest.TestCase):
                      "lib/cmake/Petrel/PetrelConfigVersion.cmake",
                      "lib/cmake/Petrel/PetrelTargets.cmake",
                      "lib/pkgconfig/petrel.pc",
+                     "lib/libpetrel_pslite.a",
+                     "lib/pkgconfig/petrel-pslite.pc",
+                     "include/ps/ps.h", "include/ps/kv_app.h",
+                     "include/ps/internal/postoffice.h",
                      "include/petrel/kv/kv_worker.h",
                      "include/petrel/node/node_runtime.h",
                      "include/petrel/node/node_flags.h",
@@ -178,11 +185,46 @@ class InstallTest(unittest.TestCase):
         finally:
             group.kill_all()
 
+    def test_pslite_programs_build_unchanged_and_run_in_every_role(self):
+        source = os.path.join(ARGS.source_dir, "tests", "pslite",
+                              "pslite_program.cc")
+        project = os.path.join(self.tmp, "pslite-project")
+        os.makedirs(project)
+        with open(os.path.join(project, "CMakeLists.txt"), "w") as out:
+            out.write("cmake_minimum_required(VERSION 3.16)\n"
+                      "project(pslite_program CXX)\n"
+                      "find_package(Petrel REQUIRED)\n"
+                      f"add_executable(pslite_program {source})\n"
+                      "target_link_libraries(pslite_program PRIVATE "
+                      "Petrel::pslite)\n")
+        cmake_build = os.path.join(self.tmp, "pslite-cmake-build")
+        procs.check_run([ARGS.cmake, "-S", project, "-B", cmake_build,
+                         f"-DCMAKE_PREFIX_PATH={self.prefix}",
+                         f"-DCMAKE_CXX_COMPILER={ARGS.cxx}"], timeout_s=240)
+        procs.check_run([ARGS.cmake, "--build", cmake_build], timeout_s=240)
+        flags = procs.check_run(
+            ["pkg-config", "--cflags", "--libs", "petrel-pslite"],
+            timeout_s=30, env=self.env).stdout.split()
+        pc_program = os.path.join(self.tmp, "pslite_program_pc")
+        procs.check_run([ARGS.cxx, "-o", pc_program, source] + flags,
+                        timeout_s=240)
+        local = os.path.join(ARGS.source_dir, "tests", "integration",
+                             "dmlc_local.sh")
+        env = dict(self.env, DMLC_LOCAL_EXPECT="ok=true",
+                   DMLC_NODE_HOST="127.0.0.1")
+        for program in [os.path.join(cmake_build, "pslite_program"),
+                        pc_program]:
+            result = procs.run(["sh", local, "2", "2", program, "kv"],
+                               timeout_s=90, env=env)
+            self.assertEqual(result.returncode, 0,
+                             f"{program}:\n{result.stdout}")
+
 
 def main():
     global ARGS
     parser = argparse.ArgumentParser()
     parser.add_argument("--build-dir", required=True)
+    parser.add_argument("--source-dir", required=True)
     parser.add_argument("--version", required=True)
     parser.add_argument("--cmake", default="cmake")
     parser.add_argument("--cxx", default=shutil.which("g++") or "c++")

@@ -26,7 +26,7 @@ FLOORS = {
     "scheduler": (5, 0), "server": (5, 0),
     "worker": (5, 0), "worker/data": (5, 0), "worker/model": (5, 1),
     "worker/train": (5, 2),
-    "roles": (6, 0), "examples": (6, 1),
+    "roles": (6, 0), "pslite": (6, 0), "examples": (6, 1),
     "tools": (7, 0), "python": (7, 0), "tests": (7, 0),
 }
 OPEN = 7
