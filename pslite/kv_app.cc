@@ -16,15 +16,16 @@ petrel::SArray<T> CopyToPetrel(const std::vector<T>& v) {
   return petrel::SArray<T>::CopyOf(v);
 }
 
-// Where a Pull into std::vectors receives its answer before the copy.
+// Where a pull's answer arrives, for the callback to hand on: copied into
+// the caller's std::vectors (Pull), or shared with its SArrays (ZPull).
 template <typename Val>
-struct PulledVectors {
+struct Pulled {
   petrel::SArray<Val> vals;
   petrel::SArray<int> lens;
 };
 
 template <typename Val>
-std::function<void()> CopyOut(std::shared_ptr<PulledVectors<Val>> pulled,
+std::function<void()> CopyOut(std::shared_ptr<Pulled<Val>> pulled,
                               std::vector<Val>* vals, std::vector<int>* lens,
                               std::function<void()> cb) {
   return [pulled = std::move(pulled), vals, lens, cb = std::move(cb)] {
@@ -34,15 +35,8 @@ std::function<void()> CopyOut(std::shared_ptr<PulledVectors<Val>> pulled,
   };
 }
 
-// Where a ZPull receives its answer: the caller's arrays, shared.
 template <typename Val>
-struct PulledArrays {
-  petrel::SArray<Val> vals;
-  petrel::SArray<int> lens;
-};
-
-template <typename Val>
-std::function<void()> ShareOut(std::shared_ptr<PulledArrays<Val>> pulled,
+std::function<void()> ShareOut(std::shared_ptr<Pulled<Val>> pulled,
                                SArray<Val>* vals, SArray<int>* lens,
                                std::function<void()> cb) {
   return [pulled = std::move(pulled), vals, lens, cb = std::move(cb)] {
@@ -78,7 +72,7 @@ template <typename Val>
 int KVWorker<Val>::Pull(const std::vector<Key>& keys, std::vector<Val>* vals,
                         std::vector<int>* lens, int cmd, const Callback& cb,
                         int /*priority*/) {
-  auto pulled = std::make_shared<PulledVectors<Val>>();
+  auto pulled = std::make_shared<Pulled<Val>>();
   petrel::SArray<Val>* out = &pulled->vals;
   petrel::SArray<int>* out_lens = lens != nullptr ? &pulled->lens : nullptr;
   return worker_.Pull(CopyToPetrel(keys), out, out_lens, cmd,
@@ -90,7 +84,7 @@ int KVWorker<Val>::PushPull(const std::vector<Key>& keys,
                             const std::vector<Val>& vals,
                             std::vector<Val>* outs, std::vector<int>* lens,
                             int cmd, const Callback& cb, int /*priority*/) {
-  auto pulled = std::make_shared<PulledVectors<Val>>();
+  auto pulled = std::make_shared<Pulled<Val>>();
   petrel::SArray<Val>* out = &pulled->vals;
   petrel::SArray<int>* out_lens = lens != nullptr ? &pulled->lens : nullptr;
   return worker_.PushPull(CopyToPetrel(keys), CopyToPetrel(vals), out, out_lens,
@@ -114,7 +108,7 @@ template <typename Val>
 int KVWorker<Val>::ZPull(const SArray<Key>& keys, SArray<Val>* vals,
                          SArray<int>* lens, int cmd, const Callback& cb,
                          int /*priority*/) {
-  auto pulled = std::make_shared<PulledArrays<Val>>();
+  auto pulled = std::make_shared<Pulled<Val>>();
   pulled->vals = *vals;  // written in place when it has the right size
   petrel::SArray<Val>* out = &pulled->vals;
   petrel::SArray<int>* out_lens = lens != nullptr ? &pulled->lens : nullptr;
@@ -126,7 +120,7 @@ template <typename Val>
 int KVWorker<Val>::ZPushPull(const SArray<Key>& keys, const SArray<Val>& vals,
                              SArray<Val>* outs, SArray<int>* lens, int cmd,
                              const Callback& cb, int /*priority*/) {
-  auto pulled = std::make_shared<PulledArrays<Val>>();
+  auto pulled = std::make_shared<Pulled<Val>>();
   pulled->vals = *outs;
   petrel::SArray<Val>* out = &pulled->vals;
   petrel::SArray<int>* out_lens = lens != nullptr ? &pulled->lens : nullptr;
