@@ -50,7 +50,7 @@ std::function<void()> ShareOut(std::shared_ptr<Pulled<Val>> pulled,
 
 template <typename Val>
 KVWorker<Val>::KVWorker(int app_id, int customer_id)
-    : worker_(app_id, customer_id, Postoffice::Get()->petrel()) {
+    : worker_(app_id, customer_id, Postoffice::Get()->petrel(customer_id)) {
   petrel::pslite::DieUnlessOk(
       worker_.Start(),
       absl::StrCat("KVWorker(", app_id, ", ", customer_id, ")"));

@@ -10,8 +10,8 @@
 namespace ps {
 
 SimpleApp::SimpleApp(int app_id, int customer_id)
-    : app_(std::make_unique<petrel::SimpleApp>(app_id, customer_id,
-                                               Postoffice::Get()->petrel())) {
+    : app_(std::make_unique<petrel::SimpleApp>(
+          app_id, customer_id, Postoffice::Get()->petrel(customer_id))) {
   app_->set_request_handler(
       [this](const SimpleData& data, petrel::SimpleApp*) { OnRequest(data); });
   app_->set_response_handler(

@@ -11,7 +11,9 @@
 #   dmlc_local.sh NUM_SERVERS NUM_WORKERS PROGRAM [ARGS...]
 #
 # The scheduler's port is a free one on 127.0.0.1. Every process is killed
-# after DMLC_LOCAL_TIMEOUT_S seconds (default 60).
+# after DMLC_LOCAL_TIMEOUT_S seconds (default 60). DMLC_LOCAL_WORKER_PROCESSES
+# starts that many worker processes instead of NUM_WORKERS (for PS-Lite
+# programs whose threads are workers of their own).
 set -u
 if [ $# -lt 3 ]; then
   echo "usage: $0 NUM_SERVERS NUM_WORKERS PROGRAM [ARGS...]" >&2
@@ -46,7 +48,7 @@ while [ "$i" -lt "$num_servers" ]; do
   i=$((i + 1))
 done
 i=0
-while [ "$i" -lt "$num_workers" ]; do
+while [ "$i" -lt "${DMLC_LOCAL_WORKER_PROCESSES:-$num_workers}" ]; do
   run "worker$i" worker "$@"
   i=$((i + 1))
 done

@@ -11,7 +11,8 @@
 //   handle          a request handle of its own, set after Start: lens,
 //                   cmd, pull answers, a handle that answers later
 //   customers       two worker threads, each its own Start(customer_id),
-//                   KVWorker and Finalize
+//                   KVWorker and Finalize: two workers of the job in one
+//                   process (run with DMLC_LOCAL_WORKER_PROCESSES=1)
 #include <atomic>
 #include <cmath>
 #include <cstdio>

@@ -11,6 +11,12 @@
 // cluster over Petrel's own van, Postoffice and Customers; with DMLC_ROLE=
 // scheduler the process also runs Petrel's scheduler.
 //
+// A worker's customers are workers of their own, as in PS-Lite: the first
+// Start(customer_id) of each joins the cluster as one more worker (with its
+// own connections and rank), so DMLC_NUM_WORKER counts them, and a
+// KVWorker(app_id, customer_id) talks through that worker. A server's or
+// the scheduler's customers share its one node.
+//
 // Thread safety: thread-safe.
 #ifndef PETREL_PSLITE_INCLUDE_PS_INTERNAL_POSTOFFICE_H_
 #define PETREL_PSLITE_INCLUDE_PS_INTERNAL_POSTOFFICE_H_
@@ -77,15 +83,17 @@ class Postoffice {
   // with petrel-server flags (docs/failures.md). Always false here.
   bool is_recovery() const { return false; }
 
-  // Petrel's Postoffice under this one, for Petrel's own APIs.
-  petrel::Postoffice* petrel();
+  // Petrel's Postoffice under this one, for Petrel's own APIs: the node
+  // of `customer_id` (a worker's customer that called Start), else the
+  // process's first node.
+  petrel::Postoffice* petrel(int customer_id = 0);
 
  private:
-  class Node;
+  class Nodes;
   Postoffice();
   ~Postoffice();
 
-  std::unique_ptr<Node> node_;
+  std::unique_ptr<Nodes> nodes_;
 };
 
 }  // namespace ps
