@@ -111,7 +111,10 @@ def measure(root):
     long_functions, classes = {}, {}
     for path in files:
         with open(os.path.join(root, path), errors="replace") as f:
-            found = functions(path, f.read())
+            text = f.read()
+        found = functions(path, text)
+        ns = re.search(r"^namespace (\w+)", text, re.M)
+        outer = ns.group(1) if ns else ""
         for lines, _, name in found:
             if lines > MAX_LINES:
                 key = ("function", path, name)
@@ -120,6 +123,9 @@ def measure(root):
                 cls = name.rsplit("::", 1)[0]
                 while "<" in cls:
                     cls = re.sub(r"<[^<>]*>", "", cls)
+                # By the file's outer namespace: ps::KVWorker (pslite/) is
+                # not petrel::KVWorker.
+                cls = f"{outer}::{cls}" if outer else cls
                 classes.setdefault(cls, set()).add(path)
     spread = {("class", c): len(p) for c, p in classes.items()
               if len(p) > MAX_FILES}
